@@ -1,0 +1,62 @@
+package zkserver
+
+import (
+	"os"
+	"testing"
+)
+
+// StartT starts a standalone server for a test and closes it when the test
+// ends. When ZooKeeper is not installed the test is skipped, or fails when
+// the CI environment variable is set, because CI must run these tests.
+// On failure the end of the server log is logged.
+func StartT(tb testing.TB) *Server {
+	tb.Helper()
+	requireAvailable(tb)
+	s, err := Start(Options{Dir: tb.TempDir()})
+	if err != nil {
+		tb.Fatalf("start ZooKeeper: %v", err)
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("ZooKeeper %s log tail:\n%s", s.Addr(), s.LogTail(errorTailLines))
+		}
+		if err := s.Close(); err != nil {
+			tb.Errorf("close ZooKeeper: %v", err)
+		}
+	})
+	return s
+}
+
+// StartEnsembleT starts an n-server ensemble for a test and closes it when
+// the test ends; missing ZooKeeper is handled as in StartT.
+func StartEnsembleT(tb testing.TB, n int) *Ensemble {
+	tb.Helper()
+	requireAvailable(tb)
+	e, err := StartEnsemble(n, Options{Dir: tb.TempDir()})
+	if err != nil {
+		tb.Fatalf("start ZooKeeper ensemble: %v", err)
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			for i, s := range e.Servers {
+				tb.Logf("ZooKeeper server %d (%s) log tail:\n%s", i, s.Addr(), s.LogTail(errorTailLines))
+			}
+		}
+		if err := e.Close(); err != nil {
+			tb.Errorf("close ZooKeeper ensemble: %v", err)
+		}
+	})
+	return e
+}
+
+func requireAvailable(tb testing.TB) {
+	tb.Helper()
+	err := Available()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		tb.Fatalf("ZooKeeper is required in CI: %v", err)
+	}
+	tb.Skipf("skipping: %v", err)
+}

@@ -1,0 +1,201 @@
+// Package discovery finds the live Presto coordinators a driver may use.
+//
+// A Discoverer keeps an immutable Snapshot of the current nodes. Reading the
+// snapshot never does I/O, so a strategy can pick on every connection without
+// touching the network; a change of membership publishes a new Snapshot and
+// tells the subscribers. Two implementations ship: ZooKeeper (one shared,
+// watched session per ensemble, namespace and credentials in a process) and
+// Static (a fixed host list).
+package discovery
+
+import (
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Format says which znode layout a node was read from.
+type Format uint8
+
+const (
+	// FormatStatic is a node from a fixed host list, not from ZooKeeper.
+	FormatStatic Format = iota
+	// FormatHive is a Hive/Kyuubi child name such as
+	// "serverUri=host:port;version=V;sequence=N", with empty, host:port or k=v; data.
+	FormatHive
+	// FormatCurator is an Apache Curator ServiceInstance stored as JSON data.
+	FormatCurator
+	// FormatHostPort is a plain "host:port" child name with empty data.
+	FormatHostPort
+	// FormatZkpresto is what `zkpresto register` writes: a Hive-style name plus
+	// k=v; data carrying uri=, weight=, zone= and version=.
+	FormatZkpresto
+)
+
+var formatNames = [...]string{"static", "hive", "curator", "hostport", "zkpresto"}
+
+// String returns the lower-case name of the format.
+func (f Format) String() string {
+	if int(f) < len(formatNames) {
+		return formatNames[f]
+	}
+	return "format(" + strconv.Itoa(int(f)) + ")"
+}
+
+// Node is one coordinator. Nodes inside a Snapshot are shared between
+// goroutines and must be treated as read-only, Metadata included.
+type Node struct {
+	// Addr is "host:port" (IPv6 hosts in brackets), the node's identity.
+	Addr string
+	// Scheme is "http" or "https".
+	Scheme string
+	// Weight is the node's relative capacity, at least 1.
+	Weight int
+	// Zone is the node's zone or rack, for zone-aware strategies; may be empty.
+	Zone string
+	// Version is the server version the node registered with; may be empty.
+	Version string
+	// ID names the node's registration: the znode child name, a Curator
+	// instance id, or the address for static nodes.
+	ID string
+	// Format is the layout the node was read from.
+	Format Format
+	// Metadata holds the remaining key/value pairs of the registration.
+	Metadata map[string]string
+}
+
+// URL returns the coordinator's base URL, e.g. "http://10.0.0.1:8080".
+func (n *Node) URL() string {
+	scheme := n.Scheme
+	if scheme == "" {
+		scheme = "http"
+	}
+	return scheme + "://" + n.Addr
+}
+
+// Host returns the host part of Addr, without brackets.
+func (n *Node) Host() string {
+	host, _, err := net.SplitHostPort(n.Addr)
+	if err != nil {
+		return n.Addr
+	}
+	return host
+}
+
+// Snapshot is an immutable view of the live nodes at one moment. Nodes are
+// sorted by Addr and unique by Addr, so strategies see a stable order.
+type Snapshot struct {
+	// Nodes are the live coordinators, sorted by Addr.
+	Nodes []Node
+	// Source names where the nodes came from, e.g. "zk1:2181,zk2:2181/presto";
+	// it appears in errors and logs and never carries credentials.
+	Source string
+	// Generation increases with every snapshot a discoverer publishes.
+	Generation uint64
+}
+
+// NewSnapshot builds a snapshot from nodes: it fills defaults (scheme http,
+// weight 1, ID = Addr), sorts by Addr and keeps the first node of each Addr.
+// The nodes slice is copied; the caller may reuse it.
+func NewSnapshot(source string, generation uint64, nodes []Node) *Snapshot {
+	out := make([]Node, 0, len(nodes))
+	for _, n := range nodes {
+		if n.Scheme == "" {
+			n.Scheme = "http"
+		}
+		if n.Weight < 1 {
+			n.Weight = 1
+		}
+		if n.ID == "" {
+			n.ID = n.Addr
+		}
+		out = append(out, n)
+	}
+	// Stable so that, for duplicates, the node listed first wins.
+	slices.SortStableFunc(out, func(a, b Node) int { return strings.Compare(a.Addr, b.Addr) })
+	out = slices.CompactFunc(out, func(a, b Node) bool { return a.Addr == b.Addr })
+	return &Snapshot{Nodes: slices.Clip(out), Source: source, Generation: generation}
+}
+
+// Addrs returns the addresses of the snapshot's nodes, in order.
+func (s *Snapshot) Addrs() []string {
+	addrs := make([]string, len(s.Nodes))
+	for i := range s.Nodes {
+		addrs[i] = s.Nodes[i].Addr
+	}
+	return addrs
+}
+
+// Discoverer supplies the current set of coordinators.
+//
+// Implementations are safe for concurrent use. Snapshot never blocks on I/O.
+type Discoverer interface {
+	// Snapshot returns the latest snapshot. It may hold no nodes.
+	Snapshot() *Snapshot
+	// Subscribe calls fn with every snapshot published after the call, in
+	// order, from one goroutine at a time. fn must not block for long. The
+	// returned function stops the calls.
+	Subscribe(fn func(*Snapshot)) (cancel func())
+	// Close releases the discoverer's resources.
+	Close() error
+}
+
+// publisher holds the current snapshot and the subscribers; the ZooKeeper
+// and static discoverers embed it.
+type publisher struct {
+	current atomic.Pointer[Snapshot]
+
+	mu     sync.Mutex // serialises publish and guards subs
+	subs   map[int]func(*Snapshot)
+	nextID int
+}
+
+func (p *publisher) Snapshot() *Snapshot { return p.current.Load() }
+
+func (p *publisher) Subscribe(fn func(*Snapshot)) func() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.subs == nil {
+		p.subs = make(map[int]func(*Snapshot))
+	}
+	id := p.nextID
+	p.nextID++
+	p.subs[id] = fn
+	return func() {
+		p.mu.Lock()
+		delete(p.subs, id)
+		p.mu.Unlock()
+	}
+}
+
+// publish stores s and tells the subscribers, holding mu so that they see
+// snapshots in order.
+func (p *publisher) publish(s *Snapshot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.current.Store(s)
+	for _, fn := range p.subs {
+		fn(s)
+	}
+}
+
+// Static is a Discoverer over a fixed list of nodes.
+type Static struct {
+	publisher
+}
+
+// NewStatic returns a discoverer that always serves nodes. source names the
+// list in errors, e.g. the DSN's host list.
+func NewStatic(source string, nodes []Node) *Static {
+	s := &Static{}
+	s.current.Store(NewSnapshot(source, 1, nodes))
+	return s
+}
+
+// Close does nothing; a static list holds no resources.
+func (s *Static) Close() error { return nil }
+
+var _ Discoverer = (*Static)(nil)

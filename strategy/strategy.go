@@ -1,0 +1,63 @@
+// Package strategy chooses one coordinator among the live ones.
+//
+// As in grpc-go's balancer, building is split from picking: a Strategy builds
+// an immutable Picker whenever the node set changes, and Picker.Pick, the hot
+// path, runs concurrently on every connection without locks or allocation.
+// Strategies are found by name (case-insensitive, with aliases such as
+// Presto Router's ROUND_ROBIN); users add their own with Register or, for the
+// simple Kyuubi-style shape, RegisterFunc.
+package strategy
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/zkpresto/zkpresto/discovery"
+)
+
+// ErrNoNodes is returned by Pick when the picker was built from no nodes.
+var ErrNoNodes = errors.New("strategy: no nodes to pick from")
+
+// Request describes the statement or connection a node is picked for.
+type Request struct {
+	// User is the Presto user the work runs as.
+	User string
+	// Source is the Presto client source (X-Presto-Source).
+	Source string
+	// Key is an explicit routing key for hash-based strategies; empty means
+	// "use User".
+	Key string
+}
+
+// Picker picks one node. A Picker is immutable once built and safe for
+// concurrent use.
+type Picker interface {
+	// Pick returns a pointer into the node slice the picker was built from.
+	// It must not retain req.
+	Pick(req *Request) (*discovery.Node, error)
+}
+
+// Strategy builds pickers. One Strategy instance serves one connector, so it
+// may keep state across builds (a round-robin position, per-node load).
+// Build is never called concurrently with itself, but pickers it built earlier
+// may still be in use while it runs.
+type Strategy interface {
+	// Build returns a picker over nodes. nodes is sorted by Addr, unique by
+	// Addr, immutable, and may be empty (the picker then returns ErrNoNodes).
+	Build(nodes []discovery.Node) Picker
+}
+
+// Options configure a Strategy when it is created.
+type Options struct {
+	// Logger receives warnings (an unknown strategy name, a user strategy
+	// that misbehaves). Nil means slog.Default's handler is not used: no logs.
+	Logger *slog.Logger
+	// Zone is the client's zone, for zone-aware strategies.
+	Zone string
+	// Seed, when non-zero, makes random choices reproducible (tests and
+	// simulations). Seeded pickers serialise their random source.
+	Seed uint64
+}
+
+// Factory creates a Strategy. It is called once per connector.
+type Factory func(Options) Strategy

@@ -1,0 +1,805 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Defaults applied by NewConfig and ParseDSN.
+const (
+	dsnDefaultNamespace      = "presto"
+	dsnDefaultStrategy       = "random"
+	dsnDefaultSessionTimeout = 15 * time.Second
+	dsnDefaultConnectTimeout = 10 * time.Second
+	dsnDefaultZooKeeperPort  = 2181
+	dsnDefaultPrestoPort     = 8080
+	// dsnMaxWeight keeps sums of weights far from overflow in strategies
+	// that add them up.
+	dsnMaxWeight = 1_000_000
+	// dsnRedacted replaces the password in Config.String.
+	dsnRedacted = "xxxxx"
+)
+
+// Names of the DSN keys that zkpresto reads itself. They match
+// case-insensitively; FormatDSN writes these spellings.
+const (
+	dsnKeyMode           = "serviceDiscoveryMode"
+	dsnKeyNamespace      = "zooKeeperNamespace"
+	dsnKeyStrategy       = "zooKeeperStrategy"
+	dsnKeyStrategyAlias  = "serverSelectStrategy" // Kyuubi's name
+	dsnKeySessionTimeout = "zooKeeperSessionTimeout"
+	dsnKeyConnectTimeout = "zooKeeperConnectTimeout"
+	dsnKeyWeights        = "weights"
+)
+
+// dsnOwnKeys maps the lower-cased spelling of each of our keys to its
+// canonical name; the alias shares the canonical name of the key it stands for,
+// so giving both counts as giving one key twice.
+var dsnOwnKeys = map[string]string{
+	strings.ToLower(dsnKeyMode):           dsnKeyMode,
+	strings.ToLower(dsnKeyNamespace):      dsnKeyNamespace,
+	strings.ToLower(dsnKeyStrategy):       dsnKeyStrategy,
+	strings.ToLower(dsnKeyStrategyAlias):  dsnKeyStrategy,
+	strings.ToLower(dsnKeySessionTimeout): dsnKeySessionTimeout,
+	strings.ToLower(dsnKeyConnectTimeout): dsnKeyConnectTimeout,
+	strings.ToLower(dsnKeyWeights):        dsnKeyWeights,
+}
+
+// Keys handed to the Presto client. They match exactly, as the Presto client
+// matches them; any other key is a session property.
+const (
+	dsnKeyUser          = "user"
+	dsnKeyPassword      = "password"
+	dsnKeySource        = "source"
+	dsnKeyClientTags    = "client_tags"
+	dsnKeyClientInfo    = "client_info"
+	dsnKeyTimeZone      = "timezone"
+	dsnKeySSLCert       = "ssl_cert"
+	dsnKeySSLKey        = "ssl_key"
+	dsnKeySSLCA         = "ssl_ca"
+	dsnKeySSLSkipVerify = "ssl_skip_verify"
+)
+
+var dsnClientKeys = map[string]bool{
+	dsnKeyUser: true, dsnKeyPassword: true, dsnKeySource: true,
+	dsnKeyClientTags: true, dsnKeyClientInfo: true, dsnKeyTimeZone: true,
+	dsnKeySSLCert: true, dsnKeySSLKey: true, dsnKeySSLCA: true, dsnKeySSLSkipVerify: true,
+}
+
+// Config is a parsed DSN. The zero value is not useful; use ParseDSN or NewConfig.
+//
+// A DSN has the form
+//
+//	[jdbc:]presto://[user[:password]@]HOSTS[/CATALOG[/SCHEMA]][;key=value]...[?key=value[&key=value]...]
+//
+// with trino:// for Trino servers. HOSTS is a comma-separated list of
+// host[:port] (IPv6 addresses in brackets). With serviceDiscoveryMode=zooKeeper
+// they are the ZooKeeper ensemble (default port 2181) and the coordinators are
+// the children of /zooKeeperNamespace; otherwise they are the coordinators
+// (default port 8080). A key may go in either the ";" or the "?" part. Keys,
+// values, the user info, catalog and schema are percent-decoded ("+" stays
+// "+"), so a delimiter that would end its part must be encoded: "/", ";",
+// "?" and "@" in a user name, password, catalog, schema or key; ";" and "?"
+// in a ";"-part value; "&" in a "?"-part value; and "%" everywhere.
+type Config struct {
+	// Trino is true for trino:// DSNs.
+	Trino bool
+	// Hosts are host:port addresses with the default port applied: the
+	// ZooKeeper ensemble when ZooKeeper is set, the coordinators otherwise.
+	Hosts []string
+	// Catalog and Schema are the default catalog and schema; Schema needs Catalog.
+	Catalog, Schema string
+
+	// ZooKeeper is true with serviceDiscoveryMode=zooKeeper.
+	ZooKeeper bool
+	// Namespace is the znode whose children are the coordinators, without
+	// leading or trailing slashes; "presto" by default.
+	Namespace string
+	// Strategy names the load-balancing strategy as given; "random" by
+	// default. It is resolved, not validated, when the connector is built.
+	Strategy string
+	// SessionTimeout is the ZooKeeper session timeout (15s by default).
+	SessionTimeout time.Duration
+	// ConnectTimeout bounds the first ZooKeeper connection (10s by default).
+	ConnectTimeout time.Duration
+	// Weights overrides node weights by address ("host:port"); nil when the
+	// DSN gives none.
+	Weights map[string]int
+
+	// User is the Presto user.
+	User string
+	// Password is sent with HTTP basic authentication; String redacts it.
+	Password string
+	// Source is the client source (X-Presto-Source).
+	Source string
+	// ClientTags are the client tags; nil when none.
+	ClientTags []string
+	// ClientInfo is free-form client information.
+	ClientInfo string
+	// TimeZone is the session time zone.
+	TimeZone string
+	// SSLCert and SSLKey are files holding a client certificate and its key.
+	SSLCert, SSLKey string
+	// SSLCA is a file of CA certificates to trust.
+	SSLCA string
+	// SSLSkipVerify disables verification of the server certificate.
+	SSLSkipVerify bool
+	// SessionProperties are the Presto session properties: every key that is
+	// not one of the above, verbatim. nil when none.
+	SessionProperties map[string]string
+}
+
+// NewConfig returns a Config holding the defaults and no hosts.
+func NewConfig() *Config {
+	return &Config{
+		Namespace:      dsnDefaultNamespace,
+		Strategy:       dsnDefaultStrategy,
+		SessionTimeout: dsnDefaultSessionTimeout,
+		ConnectTimeout: dsnDefaultConnectTimeout,
+	}
+}
+
+// Clone returns a deep copy of c.
+func (c *Config) Clone() *Config {
+	clone := *c
+	clone.Hosts = slices.Clone(c.Hosts)
+	clone.ClientTags = slices.Clone(c.ClientTags)
+	clone.Weights = maps.Clone(c.Weights)
+	clone.SessionProperties = maps.Clone(c.SessionProperties)
+	return &clone
+}
+
+// ZooKeeperPath returns the absolute path of the namespace znode.
+func (c *Config) ZooKeeperPath() string { return "/" + c.Namespace }
+
+// Ensemble returns Hosts joined with commas, for messages.
+func (c *Config) Ensemble() string { return strings.Join(c.Hosts, ",") }
+
+// dsnParam is one key=value pair, already percent-decoded.
+type dsnParam struct {
+	key, value string
+	// inUserinfo marks the user and password given before the "@".
+	inUserinfo bool
+}
+
+// label names where p was given, for messages.
+func (p dsnParam) label() string {
+	if p.inUserinfo {
+		return p.key + " in the user info"
+	}
+	return fmt.Sprintf("key %q", p.key)
+}
+
+// errDSNAtAfterHosts is the error for an "@" where none may be. It usually
+// means a user name or password holds an unencoded delimiter, so it must not
+// quote any of the DSN.
+var errDSNAtAfterHosts = errors.New(`unexpected "@" after the host list: ` +
+	`percent-encode "/", ";", "?" and "@" in a user name, password, catalog, schema or key`)
+
+// ParseDSN parses a DSN (see Config for its form). It does no network I/O.
+// Errors name the offending part of the DSN but never include the password.
+func ParseDSN(dsn string) (*Config, error) {
+	cfg, err := dsnParse(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("zkpresto: dsn: %w", err)
+	}
+	return cfg, nil
+}
+
+func dsnParse(dsn string) (*Config, error) {
+	rest := strings.TrimSpace(dsn)
+	if len(rest) >= 5 && strings.EqualFold(rest[:5], "jdbc:") {
+		rest = rest[5:]
+	}
+	scheme, rest, ok := strings.Cut(rest, "://")
+	if !ok {
+		return nil, errors.New(`missing "://": want presto:// or trino:// followed by hosts`)
+	}
+	cfg := NewConfig()
+	switch strings.ToLower(scheme) {
+	case "presto":
+	case "trino":
+		cfg.Trino = true
+	default:
+		if !dsnIsSchemeName(scheme) {
+			// Do not quote it: it may be a mangled user:password@host.
+			return nil, errors.New("malformed scheme: want presto or trino")
+		}
+		return nil, fmt.Errorf("unknown scheme %q: want presto or trino", scheme)
+	}
+
+	// The authority ends at the first "/", ";" or "?", as in a URL; then the
+	// path runs to the first ";" or "?", and the ";" part to the first "?".
+	var query, semi, path string
+	rest, query, _ = strings.Cut(rest, "?")
+	rest, semi, _ = strings.Cut(rest, ";")
+	authority, path, hasPath := strings.Cut(rest, "/")
+	if strings.Contains(path, "@") {
+		return nil, errDSNAtAfterHosts
+	}
+
+	var params []dsnParam
+	var userinfo string
+	hostList := authority
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		userinfo, hostList = authority[:i], authority[i+1:]
+		rawUser, rawPassword, hasPassword := strings.Cut(userinfo, ":")
+		user, err := dsnUnescape(rawUser)
+		if err != nil {
+			return nil, errors.New("bad percent-encoding in the user name")
+		}
+		params = append(params, dsnParam{key: dsnKeyUser, value: user, inUserinfo: true})
+		if hasPassword {
+			password, err := dsnUnescape(rawPassword)
+			if err != nil {
+				return nil, errors.New("bad percent-encoding in the password")
+			}
+			params = append(params, dsnParam{key: dsnKeyPassword, value: password, inUserinfo: true})
+		}
+	}
+
+	if hasPath {
+		if err := dsnParsePath(cfg, path); err != nil {
+			return nil, err
+		}
+	}
+	for _, part := range []struct {
+		text, sep string
+	}{{semi, ";"}, {query, "&"}} {
+		for _, segment := range strings.Split(part.text, part.sep) {
+			if segment == "" {
+				continue // tolerate ";;", a trailing ";" and the like
+			}
+			p, err := dsnParseParam(segment)
+			if err != nil {
+				return nil, err
+			}
+			params = append(params, p)
+		}
+	}
+
+	applier := dsnApplier{cfg: cfg, seen: make(map[string]dsnParam)}
+	for _, param := range params {
+		if err := applier.apply(param); err != nil {
+			return nil, err
+		}
+	}
+
+	defaultPort := dsnDefaultPrestoPort
+	if cfg.ZooKeeper {
+		defaultPort = dsnDefaultZooKeeperPort
+	}
+	hosts, err := dsnParseHostList(hostList, defaultPort)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Hosts = hosts
+	return cfg, nil
+}
+
+// dsnIsSchemeName reports whether s is shaped like a URL scheme, so that an
+// error may quote it.
+func dsnIsSchemeName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// dsnParsePath sets Catalog and Schema from "catalog[/schema]".
+func dsnParsePath(cfg *Config, path string) error {
+	segments := strings.Split(path, "/")
+	if len(segments) > 2 {
+		return fmt.Errorf("path %q has too many segments: want /catalog/schema", "/"+path)
+	}
+	catalog, err := dsnUnescape(segments[0])
+	if err != nil {
+		return fmt.Errorf("bad percent-encoding in catalog %q", segments[0])
+	}
+	cfg.Catalog = catalog
+	if len(segments) == 2 {
+		schema, err := dsnUnescape(segments[1])
+		if err != nil {
+			return fmt.Errorf("bad percent-encoding in schema %q", segments[1])
+		}
+		if schema != "" && catalog == "" {
+			return fmt.Errorf("schema %q given without a catalog", schema)
+		}
+		cfg.Schema = schema
+	}
+	return nil
+}
+
+// dsnParseParam splits and decodes one key=value segment.
+func dsnParseParam(segment string) (dsnParam, error) {
+	rawKey, rawValue, hasValue := strings.Cut(segment, "=")
+	if strings.Contains(rawKey, "@") {
+		return dsnParam{}, errDSNAtAfterHosts
+	}
+	if !hasValue {
+		return dsnParam{}, fmt.Errorf("parameter %q has no \"=\": want key=value", segment)
+	}
+	key, err := dsnUnescape(rawKey)
+	if err != nil {
+		return dsnParam{}, fmt.Errorf("bad percent-encoding in key %q", rawKey)
+	}
+	if key == "" {
+		return dsnParam{}, errors.New(`a parameter has an empty key ("=..." with nothing before "=")`)
+	}
+	value, err := dsnUnescape(rawValue)
+	if err != nil {
+		// The value is not quoted: it may be a password.
+		return dsnParam{}, fmt.Errorf("bad percent-encoding in the value of %q", key)
+	}
+	return dsnParam{key: key, value: value}, nil
+}
+
+// dsnApplier applies parameters to a Config, rejecting a key given twice
+// with different values.
+type dsnApplier struct {
+	cfg *Config
+	// seen maps a canonical key to the first parameter that set it.
+	seen map[string]dsnParam
+}
+
+func (a *dsnApplier) apply(p dsnParam) error {
+	canonical, own := dsnOwnKeys[strings.ToLower(p.key)]
+	switch {
+	case own:
+	case dsnClientKeys[p.key]:
+		canonical = p.key
+	default:
+		// Prefixed so a session property can never share a slot with our keys.
+		canonical = "session:" + p.key
+	}
+	if first, dup := a.seen[canonical]; dup {
+		if first.value == p.value {
+			return nil
+		}
+		return dsnConflict(first, p)
+	}
+	a.seen[canonical] = p
+
+	cfg := a.cfg
+	v := p.value
+	if own {
+		if v == "" {
+			return fmt.Errorf("empty value for %s", p.key)
+		}
+		switch canonical {
+		case dsnKeyMode:
+			switch {
+			case strings.EqualFold(v, "zookeeper"):
+				cfg.ZooKeeper = true
+			case strings.EqualFold(v, "none"):
+				cfg.ZooKeeper = false
+			default:
+				return fmt.Errorf("bad %s %q: want zooKeeper or none", p.key, v)
+			}
+		case dsnKeyNamespace:
+			ns, err := dsnParseNamespace(v)
+			if err != nil {
+				return fmt.Errorf("bad %s %q: %w", p.key, v, err)
+			}
+			cfg.Namespace = ns
+		case dsnKeyStrategy:
+			cfg.Strategy = v
+		case dsnKeySessionTimeout:
+			d, err := dsnParseTimeout(v)
+			if err != nil {
+				return fmt.Errorf("bad %s %q: %w", p.key, v, err)
+			}
+			cfg.SessionTimeout = d
+		case dsnKeyConnectTimeout:
+			d, err := dsnParseTimeout(v)
+			if err != nil {
+				return fmt.Errorf("bad %s %q: %w", p.key, v, err)
+			}
+			cfg.ConnectTimeout = d
+		case dsnKeyWeights:
+			w, err := dsnParseWeights(v)
+			if err != nil {
+				return fmt.Errorf("bad %s: %w", p.key, err)
+			}
+			cfg.Weights = w
+		}
+		return nil
+	}
+	switch canonical {
+	case dsnKeyUser:
+		cfg.User = v
+	case dsnKeyPassword:
+		cfg.Password = v
+	case dsnKeySource:
+		cfg.Source = v
+	case dsnKeyClientTags:
+		cfg.ClientTags = dsnParseTags(v)
+	case dsnKeyClientInfo:
+		cfg.ClientInfo = v
+	case dsnKeyTimeZone:
+		cfg.TimeZone = v
+	case dsnKeySSLCert:
+		cfg.SSLCert = v
+	case dsnKeySSLKey:
+		cfg.SSLKey = v
+	case dsnKeySSLCA:
+		cfg.SSLCA = v
+	case dsnKeySSLSkipVerify:
+		switch v {
+		case "true", "1":
+			cfg.SSLSkipVerify = true
+		case "false", "0":
+			cfg.SSLSkipVerify = false
+		default:
+			return fmt.Errorf("bad %s %q: want true, false, 1 or 0", p.key, v)
+		}
+	default:
+		if cfg.SessionProperties == nil {
+			cfg.SessionProperties = make(map[string]string)
+		}
+		cfg.SessionProperties[p.key] = v
+	}
+	return nil
+}
+
+// dsnConflict describes a key given twice with different values, quoting the
+// values unless they may be secret.
+func dsnConflict(first, second dsnParam) error {
+	what := first.label() + " given twice with different values"
+	if second.label() != first.label() {
+		what = first.label() + " and " + second.label() + " have different values"
+	}
+	if dsnIsSecretKey(first.key) || dsnIsSecretKey(second.key) {
+		return errors.New(what)
+	}
+	return fmt.Errorf("%s %q and %q", what, first.value, second.value)
+}
+
+// dsnIsSecretKey reports whether the value of key must not be shown: the
+// password, and any session property that looks like one.
+func dsnIsSecretKey(key string) bool {
+	return strings.Contains(strings.ToLower(key), "password")
+}
+
+// dsnParseHostList parses "host[:port],..." into host:port addresses.
+func dsnParseHostList(list string, defaultPort int) ([]string, error) {
+	if list == "" {
+		return nil, errors.New("no hosts: want presto://host[:port][,host[:port]...]")
+	}
+	hosts := make([]string, 0, strings.Count(list, ",")+1)
+	for _, hp := range strings.Split(list, ",") {
+		if hp == "" {
+			return nil, fmt.Errorf("empty host in host list %q", list)
+		}
+		addr, err := dsnParseHostPort(hp, defaultPort)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(hosts, addr) {
+			return nil, fmt.Errorf("host %q listed twice in host list %q", addr, list)
+		}
+		hosts = append(hosts, addr)
+	}
+	return hosts, nil
+}
+
+// dsnParseHostPort validates "host[:port]" or "[ipv6][:port]" and returns it
+// as host:port, with defaultPort when none is given.
+func dsnParseHostPort(hp string, defaultPort int) (string, error) {
+	var host, port string
+	hasPort := false
+	if strings.HasPrefix(hp, "[") {
+		end := strings.IndexByte(hp, ']')
+		if end < 0 {
+			return "", fmt.Errorf("missing \"]\" in host %q", hp)
+		}
+		host = hp[1:end]
+		if after := hp[end+1:]; after != "" {
+			if after[0] != ':' {
+				return "", fmt.Errorf("unexpected %q after \"]\" in host %q", after, hp)
+			}
+			port, hasPort = after[1:], true
+		}
+		addr, err := netip.ParseAddr(host)
+		if err != nil || !addr.Is6() {
+			return "", fmt.Errorf("bad IPv6 address %q in host %q", host, hp)
+		}
+		if addr.Zone() != "" {
+			return "", fmt.Errorf("IPv6 zone in host %q is not supported", hp)
+		}
+	} else {
+		if strings.Count(hp, ":") > 1 {
+			return "", fmt.Errorf("IPv6 address in host %q must be in brackets, as in [::1]:8080", hp)
+		}
+		host, port, hasPort = strings.Cut(hp, ":")
+		if host == "" {
+			return "", fmt.Errorf("empty host name in host %q", hp)
+		}
+		for _, r := range host {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+				return "", fmt.Errorf("bad character %q in host %q", r, hp)
+			}
+		}
+	}
+	portNumber := defaultPort
+	if hasPort {
+		n, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || n == 0 {
+			return "", fmt.Errorf("bad port %q in host %q", port, hp)
+		}
+		portNumber = int(n)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(portNumber)), nil
+}
+
+// dsnParseNamespace trims slashes from a ZooKeeper path and checks it the
+// way ZooKeeper checks paths, so a bad one fails here rather than on connect.
+func dsnParseNamespace(v string) (string, error) {
+	ns := strings.Trim(v, "/")
+	if ns == "" {
+		return "", errors.New("empty path")
+	}
+	if !utf8.ValidString(ns) {
+		return "", errors.New("not valid UTF-8")
+	}
+	for i, segment := range strings.Split(ns, "/") {
+		switch segment {
+		case "":
+			return "", errors.New("empty path segment")
+		case ".", "..":
+			return "", fmt.Errorf("relative path segment %q", segment)
+		}
+		if i == 0 && segment == "zookeeper" {
+			return "", errors.New(`"/zookeeper" is reserved by ZooKeeper`)
+		}
+		for _, r := range segment {
+			if dsnZooKeeperForbids(r) {
+				return "", fmt.Errorf("character %U not allowed in a ZooKeeper path", r)
+			}
+		}
+	}
+	return ns, nil
+}
+
+// dsnZooKeeperForbids reports whether ZooKeeper rejects r in a path. Java
+// strings hold runes above U+FFFF as surrogates, which ZooKeeper rejects.
+func dsnZooKeeperForbids(r rune) bool {
+	return r <= 0x1f ||
+		r >= 0x7f && r <= 0x9f ||
+		r >= 0xd800 && r <= 0xf8ff ||
+		r >= 0xfff0
+}
+
+// dsnParseTimeout parses a positive Go duration.
+func dsnParseTimeout(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("want a duration such as \"10s\": %w", err)
+	}
+	if d <= 0 {
+		return 0, errors.New("must be positive")
+	}
+	return d, nil
+}
+
+// dsnParseWeights parses "host[:port]=weight,...".
+func dsnParseWeights(v string) (map[string]int, error) {
+	weights := make(map[string]int)
+	for _, entry := range strings.Split(v, ",") {
+		if entry == "" {
+			return nil, fmt.Errorf("empty entry in %q", v)
+		}
+		i := strings.LastIndexByte(entry, '=')
+		if i < 0 {
+			return nil, fmt.Errorf("entry %q: want host:port=weight", entry)
+		}
+		addr, err := dsnParseHostPort(entry[:i], dsnDefaultPrestoPort)
+		if err != nil {
+			return nil, err
+		}
+		weight, err := strconv.Atoi(entry[i+1:])
+		if err != nil || weight < 1 || weight > dsnMaxWeight {
+			return nil, fmt.Errorf("bad weight %q for %q: want an integer from 1 to %d", entry[i+1:], addr, dsnMaxWeight)
+		}
+		if _, dup := weights[addr]; dup {
+			return nil, fmt.Errorf("%q listed twice", addr)
+		}
+		weights[addr] = weight
+	}
+	return weights, nil
+}
+
+// dsnParseTags splits a comma list, dropping blanks; nil when empty.
+func dsnParseTags(v string) []string {
+	var tags []string
+	for _, tag := range strings.Split(v, ",") {
+		if tag = strings.TrimSpace(tag); tag != "" {
+			tags = append(tags, tag)
+		}
+	}
+	return tags
+}
+
+// dsnUnescape decodes %XX escapes. Unlike url.QueryUnescape it leaves "+"
+// alone, so a password may hold one unencoded.
+func dsnUnescape(s string) (string, error) {
+	if !strings.Contains(s, "%") {
+		return s, nil
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", errors.New("truncated escape")
+		}
+		hi, okHi := dsnUnhex(s[i+1])
+		lo, okLo := dsnUnhex(s[i+2])
+		if !okHi || !okLo {
+			return "", errors.New("bad escape")
+		}
+		b.WriteByte(hi<<4 | lo)
+		i += 2
+	}
+	return b.String(), nil
+}
+
+func dsnUnhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// Bytes left unescaped by FormatDSN besides letters, digits and "-._~",
+// chosen so that the result reads naturally and parses back the same.
+const (
+	dsnSafeInPath  = ":,=!$'()*"
+	dsnSafeInKey   = ":,/[]!$'()*"
+	dsnSafeInValue = ":,/=@[]!$'()*"
+)
+
+// dsnEscape percent-encodes every byte of s outside the unreserved set and safe.
+func dsnEscape(s, safe string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || strings.IndexByte(safe, c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// FormatDSN returns c in canonical DSN form:
+//
+//	presto://h1:p1,h2:p2/catalog/schema;zooKeeperKey=value...?key=value&...
+//
+// Only values that differ from the defaults are written, ZooKeeper keys in
+// the ";" part and Presto client keys and session properties in the "?" part,
+// each part sorted by key, values percent-encoded. For every Config returned
+// by ParseDSN, ParseDSN(c.FormatDSN()) returns a Config equal to c. The result
+// holds the password; use String for logs.
+func (c *Config) FormatDSN() string { return c.dsnFormat(false) }
+
+// String returns FormatDSN with the password, and any session property whose
+// name contains "password", replaced by "xxxxx", so it is safe to log.
+func (c *Config) String() string { return c.dsnFormat(true) }
+
+func (c *Config) dsnFormat(redact bool) string {
+	var b strings.Builder
+	if c.Trino {
+		b.WriteString("trino://")
+	} else {
+		b.WriteString("presto://")
+	}
+	b.WriteString(strings.Join(c.Hosts, ","))
+	if c.Catalog != "" || c.Schema != "" {
+		b.WriteByte('/')
+		b.WriteString(dsnEscape(c.Catalog, dsnSafeInPath))
+		if c.Schema != "" {
+			b.WriteByte('/')
+			b.WriteString(dsnEscape(c.Schema, dsnSafeInPath))
+		}
+	}
+
+	// Zero values count as defaults too, so a hand-built Config formats well.
+	var own []dsnParam
+	if c.ZooKeeper {
+		own = append(own, dsnParam{key: dsnKeyMode, value: "zooKeeper"})
+	}
+	if c.Namespace != "" && c.Namespace != dsnDefaultNamespace {
+		own = append(own, dsnParam{key: dsnKeyNamespace, value: c.Namespace})
+	}
+	if c.Strategy != "" && c.Strategy != dsnDefaultStrategy {
+		own = append(own, dsnParam{key: dsnKeyStrategy, value: c.Strategy})
+	}
+	if c.SessionTimeout != 0 && c.SessionTimeout != dsnDefaultSessionTimeout {
+		own = append(own, dsnParam{key: dsnKeySessionTimeout, value: c.SessionTimeout.String()})
+	}
+	if c.ConnectTimeout != 0 && c.ConnectTimeout != dsnDefaultConnectTimeout {
+		own = append(own, dsnParam{key: dsnKeyConnectTimeout, value: c.ConnectTimeout.String()})
+	}
+	if len(c.Weights) > 0 {
+		entries := make([]string, 0, len(c.Weights))
+		for _, addr := range slices.Sorted(maps.Keys(c.Weights)) {
+			entries = append(entries, addr+"="+strconv.Itoa(c.Weights[addr]))
+		}
+		own = append(own, dsnParam{key: dsnKeyWeights, value: strings.Join(entries, ",")})
+	}
+	dsnWriteParams(&b, ";", ";", own)
+
+	var client []dsnParam
+	addClient := func(key, value string) {
+		if value != "" {
+			client = append(client, dsnParam{key: key, value: value})
+		}
+	}
+	addClient(dsnKeyUser, c.User)
+	password := c.Password
+	if redact && password != "" {
+		password = dsnRedacted
+	}
+	addClient(dsnKeyPassword, password)
+	addClient(dsnKeySource, c.Source)
+	addClient(dsnKeyClientTags, strings.Join(c.ClientTags, ","))
+	addClient(dsnKeyClientInfo, c.ClientInfo)
+	addClient(dsnKeyTimeZone, c.TimeZone)
+	addClient(dsnKeySSLCert, c.SSLCert)
+	addClient(dsnKeySSLKey, c.SSLKey)
+	addClient(dsnKeySSLCA, c.SSLCA)
+	if c.SSLSkipVerify {
+		addClient(dsnKeySSLSkipVerify, "true")
+	}
+	for key, value := range c.SessionProperties {
+		if redact && dsnIsSecretKey(key) {
+			value = dsnRedacted
+		}
+		client = append(client, dsnParam{key: key, value: value})
+	}
+	dsnWriteParams(&b, "?", "&", client)
+	return b.String()
+}
+
+// dsnWriteParams writes params sorted by key, the first after lead and the
+// rest after sep.
+func dsnWriteParams(b *strings.Builder, lead, sep string, params []dsnParam) {
+	slices.SortFunc(params, func(x, y dsnParam) int { return strings.Compare(x.key, y.key) })
+	for i, p := range params {
+		if i == 0 {
+			b.WriteString(lead)
+		} else {
+			b.WriteString(sep)
+		}
+		b.WriteString(dsnEscape(p.key, dsnSafeInKey))
+		b.WriteByte('=')
+		b.WriteString(dsnEscape(p.value, dsnSafeInValue))
+	}
+}

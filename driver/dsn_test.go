@@ -1,0 +1,588 @@
+package driver
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dsnTestPassword is put in most DSNs below, errors included, to check that
+// no message or redacted form ever shows it.
+const dsnTestPassword = "Tr0ub4dor&3;s@fe"
+
+// dsnTestPasswordEnc is dsnTestPassword percent-encoded for a DSN.
+const dsnTestPasswordEnc = "Tr0ub4dor%263%3Bs%40fe"
+
+// dsnWant returns the defaults with change applied.
+func dsnWant(change func(c *Config)) *Config {
+	c := NewConfig()
+	change(c)
+	return c
+}
+
+// dsnValidCases are DSNs that parse, with the Config each must give.
+var dsnValidCases = []struct {
+	name string
+	dsn  string
+	want *Config
+}{
+	{
+		name: "single coordinator with defaults",
+		dsn:  "presto://coordinator",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"coordinator:8080"} }),
+	},
+	{
+		name: "coordinators with ports catalog and schema",
+		dsn:  "presto://c1:8081,c2/hive/default",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8081", "c2:8080"}
+			c.Catalog, c.Schema = "hive", "default"
+		}),
+	},
+	{
+		name: "catalog only, trailing slash",
+		dsn:  "presto://c1/hive/",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.Catalog = "hive"
+		}),
+	},
+	{
+		name: "empty path",
+		dsn:  "presto://c1/",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+	},
+	{
+		name: "zookeeper ensemble default port and namespace",
+		dsn:  "presto://zk1,zk2:2182,zk3/;serviceDiscoveryMode=zooKeeper",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:2181", "zk2:2182", "zk3:2181"}
+			c.ZooKeeper = true
+		}),
+	},
+	{
+		name: "jdbc prefix and hive-style url",
+		dsn:  "jdbc:presto://zk1:2181,zk2:2181/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=kyuubi;serverSelectStrategy=poll",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:2181", "zk2:2181"}
+			c.Catalog, c.Schema = "hive", "default"
+			c.ZooKeeper = true
+			c.Namespace = "kyuubi"
+			c.Strategy = "poll"
+		}),
+	},
+	{
+		name: "upper-case jdbc prefix and scheme",
+		dsn:  "JDBC:Presto://c1",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+	},
+	{
+		name: "surrounding white space ignored",
+		dsn:  "  presto://c1\n",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+	},
+	{
+		name: "trino scheme",
+		dsn:  "trino://c1:8443/tpch",
+		want: dsnWant(func(c *Config) {
+			c.Trino = true
+			c.Hosts = []string{"c1:8443"}
+			c.Catalog = "tpch"
+		}),
+	},
+	{
+		name: "mode value case-insensitive upper",
+		dsn:  "presto://zk1;serviceDiscoveryMode=ZOOKEEPER",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"zk1:2181"}; c.ZooKeeper = true }),
+	},
+	{
+		name: "mode value case-insensitive lower, key case-insensitive",
+		dsn:  "presto://zk1;SERVICEDISCOVERYMODE=zookeeper",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"zk1:2181"}; c.ZooKeeper = true }),
+	},
+	{
+		name: "mode none",
+		dsn:  "presto://c1;serviceDiscoveryMode=None",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+	},
+	{
+		name: "every own key in the ; part",
+		dsn: "presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=/a/b/c/;zooKeeperStrategy=WEIGHTED_ROUND_ROBIN" +
+			";zooKeeperSessionTimeout=30s;zooKeeperConnectTimeout=1m30s;weights=10.0.0.1:8080=5,10.0.0.2=1,[::1]=3,[2001:db8::1]:9000=2",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:2181"}
+			c.ZooKeeper = true
+			c.Namespace = "a/b/c"
+			c.Strategy = "WEIGHTED_ROUND_ROBIN"
+			c.SessionTimeout = 30 * time.Second
+			c.ConnectTimeout = 90 * time.Second
+			c.Weights = map[string]int{"10.0.0.1:8080": 5, "10.0.0.2:8080": 1, "[::1]:8080": 3, "[2001:db8::1]:9000": 2}
+		}),
+	},
+	{
+		name: "every own key in the ? part, odd case",
+		dsn: "presto://zk1?ServiceDiscoveryMode=zooKeeper&ZOOKEEPERNAMESPACE=ns&zookeeperstrategy=least_active" +
+			"&ZooKeeperSessionTimeout=2s&zookeeperCONNECTtimeout=500ms&WEIGHTS=h:1=7",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:2181"}
+			c.ZooKeeper = true
+			c.Namespace = "ns"
+			c.Strategy = "least_active"
+			c.SessionTimeout = 2 * time.Second
+			c.ConnectTimeout = 500 * time.Millisecond
+			c.Weights = map[string]int{"h:1": 7}
+		}),
+	},
+	{
+		name: "serverSelectStrategy alias",
+		dsn:  "presto://c1;serverSelectStrategy=poll",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.Strategy = "poll" }),
+	},
+	{
+		name: "alias and key with the same value",
+		dsn:  "presto://c1;serverSelectStrategy=poll?zooKeeperStrategy=poll",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.Strategy = "poll" }),
+	},
+	{
+		name: "every presto client key",
+		dsn: "presto://c1?user=alice&password=" + dsnTestPasswordEnc + "&source=etl&client_tags=a,%20b%20,,c" +
+			"&client_info=nightly%20job&timezone=Europe/Paris&ssl_cert=/etc/c.pem&ssl_key=/etc/k.pem&ssl_ca=/etc/ca.pem&ssl_skip_verify=true",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.User, c.Password, c.Source = "alice", dsnTestPassword, "etl"
+			c.ClientTags = []string{"a", "b", "c"}
+			c.ClientInfo, c.TimeZone = "nightly job", "Europe/Paris"
+			c.SSLCert, c.SSLKey, c.SSLCA = "/etc/c.pem", "/etc/k.pem", "/etc/ca.pem"
+			c.SSLSkipVerify = true
+		}),
+	},
+	{
+		name: "presto client keys in the ; part",
+		dsn:  "presto://c1;user=alice;ssl_skip_verify=1;client_tags=x",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.User = "alice"
+			c.SSLSkipVerify = true
+			c.ClientTags = []string{"x"}
+		}),
+	},
+	{
+		name: "ssl_skip_verify false and 0",
+		dsn:  "presto://c1;ssl_skip_verify=0?ssl_skip_verify=0",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+	},
+	{
+		name: "empty client_tags",
+		dsn:  "presto://c1?client_tags=",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+	},
+	{
+		name: "client keys are case-sensitive, others are session properties",
+		dsn:  "presto://c1?User=bob&query_max_run_time=1h&Join_Distribution_Type=BROADCAST&empty=",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.SessionProperties = map[string]string{
+				"User": "bob", "query_max_run_time": "1h", "Join_Distribution_Type": "BROADCAST", "empty": "",
+			}
+		}),
+	},
+	{
+		name: "session properties in both parts, same value twice",
+		dsn:  "presto://c1;a=1;b=2?a=1&c=x%3Dy%26z",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.SessionProperties = map[string]string{"a": "1", "b": "2", "c": "x=y&z"}
+		}),
+	},
+	{
+		name: "percent-encoded keys",
+		dsn:  "presto://c1?%75ser=bob&we%69ghts=h=2&my%20prop=v",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.User = "bob"
+			c.Weights = map[string]int{"h:8080": 2}
+			c.SessionProperties = map[string]string{"my prop": "v"}
+		}),
+	},
+	{
+		name: "plus sign is not a space, raw ; and @ in ? values",
+		dsn:  "presto://c1?user=a+b@example.com&x=1;2",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.User = "a+b@example.com"
+			c.SessionProperties = map[string]string{"x": "1;2"}
+		}),
+	},
+	{
+		name: "empty segments tolerated",
+		dsn:  "presto://c1;;user=u;?&&source=s&",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.User = "u"; c.Source = "s" }),
+	},
+	{
+		name: "userinfo with encoded password",
+		dsn:  "presto://alice:" + dsnTestPasswordEnc + "@c1/hive",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.Catalog = "hive"
+			c.User, c.Password = "alice", dsnTestPassword
+		}),
+	},
+	{
+		name: "userinfo password with raw @ and :",
+		dsn:  "presto://alice:p@ss:w@c1",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.User, c.Password = "alice", "p@ss:w"
+		}),
+	},
+	{
+		name: "userinfo user only, agreeing keys",
+		dsn:  "presto://alice@zk1;serviceDiscoveryMode=zooKeeper?user=alice&password=" + dsnTestPasswordEnc,
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:2181"}
+			c.ZooKeeper = true
+			c.User, c.Password = "alice", dsnTestPassword
+		}),
+	},
+	{
+		name: "userinfo password agreeing with key",
+		dsn:  "presto://alice:" + dsnTestPasswordEnc + "@c1?password=" + dsnTestPasswordEnc,
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.User, c.Password = "alice", dsnTestPassword
+		}),
+	},
+	{
+		name: "IPv6 hosts",
+		dsn:  "presto://[::1]:2181,[2001:db8::7],10.0.0.3;serviceDiscoveryMode=zooKeeper",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"[::1]:2181", "[2001:db8::7]:2181", "10.0.0.3:2181"}
+			c.ZooKeeper = true
+		}),
+	},
+	{
+		name: "port with leading zeros normalised",
+		dsn:  "presto://c1:0080",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:80"} }),
+	},
+	{
+		name: "encoded catalog and schema",
+		dsn:  "presto://c1/my%2Fcat/sch%20ema",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.Catalog, c.Schema = "my/cat", "sch ema"
+		}),
+	},
+	{
+		name: "nested namespace with slashes in the ; part",
+		dsn:  "presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=//prod/presto/v2//",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:2181"}
+			c.ZooKeeper = true
+			c.Namespace = "prod/presto/v2"
+		}),
+	},
+	{
+		name: "unicode namespace",
+		dsn:  "presto://zk1;zooKeeperNamespace=pr%C3%A9sto",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"zk1:8080"}; c.Namespace = "présto" }),
+	},
+	{
+		name: "unknown strategy kept as given",
+		dsn:  "presto://c1;zooKeeperStrategy=my.Custom$Strategy",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.Strategy = "my.Custom$Strategy" }),
+	},
+	{
+		name: "encoded delimiters in ; part values",
+		dsn:  "presto://c1;zooKeeperStrategy=a%3Bb%3Fc%26d%25e%40f;zooKeeperNamespace=n%3Bs",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.Strategy = "a;b?c&d%e@f"
+			c.Namespace = "n;s"
+		}),
+	},
+	{
+		name: "weights without ZooKeeper, duplicate weights key with same value",
+		dsn:  "presto://c1,c2;weights=c1=3,c2:8080=1?weights=c1=3,c2:8080=1",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080", "c2:8080"}
+			c.Weights = map[string]int{"c1:8080": 3, "c2:8080": 1}
+		}),
+	},
+	{
+		name: "unresolvable host names parse without I/O",
+		dsn:  "presto://coordinator.invalid,zk_1.example.invalid:1",
+		want: dsnWant(func(c *Config) { c.Hosts = []string{"coordinator.invalid:8080", "zk_1.example.invalid:1"} }),
+	},
+}
+
+func TestParseDSN(t *testing.T) {
+	for _, tc := range dsnValidCases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseDSN(tc.dsn)
+			if err != nil {
+				t.Fatalf("ParseDSN(%q): %v", tc.dsn, err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ParseDSN(%q)\n got %#v\nwant %#v", tc.dsn, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseDSNErrors(t *testing.T) {
+	const pw = dsnTestPasswordEnc
+	tests := []struct {
+		name, dsn, want string
+	}{
+		{"missing ://", "presto:c1", `missing "://"`},
+		{"missing :// with userinfo", "presto:/alice:" + pw + "@c1", `missing "://"`},
+		{"unknown scheme", "mysql://alice:" + pw + "@c1", `unknown scheme "mysql": want presto or trino`},
+		{"mangled scheme", "alice:" + pw + "@c1/?x=http://y", "malformed scheme"},
+		{"jdbc with unknown scheme", "jdbc:hive2://alice:" + pw + "@c1", `unknown scheme "hive2"`},
+		{"empty hosts", "presto://alice:" + pw + "@/hive", "no hosts"},
+		{"empty hosts with params", "presto://;serviceDiscoveryMode=zooKeeper?password=" + pw, "no hosts"},
+		{"empty host in list", "presto://alice:" + pw + "@c1,,c2", `empty host in host list "c1,,c2"`},
+		{"trailing comma in hosts", "presto://c1,?password=" + pw, `empty host in host list "c1,"`},
+		{"port too large", "presto://zk1:99999;serviceDiscoveryMode=zooKeeper?password=" + pw, `bad port "99999" in host "zk1:99999"`},
+		{"port zero", "presto://alice:" + pw + "@c1:0", `bad port "0" in host "c1:0"`},
+		{"port not a number", "presto://alice:" + pw + "@c1:http", `bad port "http" in host "c1:http"`},
+		{"empty port", "presto://alice:" + pw + "@c1:", `bad port "" in host "c1:"`},
+		{"signed port", "presto://alice:" + pw + "@c1:+80", `bad port "+80" in host "c1:+80"`},
+		{"empty host name", "presto://alice:" + pw + "@:8080", `empty host name in host ":8080"`},
+		{"bad host character", "presto://alice:" + pw + "@c%31", `bad character '%' in host "c%31"`},
+		{"unbracketed IPv6", "presto://alice:" + pw + "@::1", `IPv6 address in host "::1" must be in brackets`},
+		{"unclosed bracket", "presto://alice:" + pw + "@[::1", `missing "]" in host "[::1"`},
+		{"junk after bracket", "presto://alice:" + pw + "@[::1]x", `unexpected "x" after "]" in host "[::1]x"`},
+		{"IPv4 in brackets", "presto://alice:" + pw + "@[10.0.0.1]", `bad IPv6 address "10.0.0.1" in host "[10.0.0.1]"`},
+		{"bad IPv6", "presto://alice:" + pw + "@[zz::1]", `bad IPv6 address "zz::1"`},
+		{"IPv6 zone", "presto://alice:" + pw + "@[fe80::1%eth0]", `IPv6 zone in host "[fe80::1%eth0]"`},
+		{"duplicate host", "presto://alice:" + pw + "@c1,c1:8080", `host "c1:8080" listed twice`},
+		{"too many path segments", "presto://alice:" + pw + "@c1/a/b/c", `path "/a/b/c" has too many segments`},
+		{"schema without catalog", "presto://alice:" + pw + "@c1//sch", `schema "sch" given without a catalog`},
+		{"bad escape in catalog", "presto://alice:" + pw + "@c1/%zz", `bad percent-encoding in catalog "%zz"`},
+		{"bad escape in schema", "presto://alice:" + pw + "@c1/cat/%4", `bad percent-encoding in schema "%4"`},
+		{"bad escape in user", "presto://al%gice:" + pw + "@c1", "bad percent-encoding in the user name"},
+		{"bad escape in userinfo password", "presto://alice:" + pw + "%@c1", "bad percent-encoding in the password"},
+		{"bad escape in password key", "presto://c1?password=" + pw + "%2", `bad percent-encoding in the value of "password"`},
+		{"bad escape in value", "presto://c1?password=" + pw + "&source=a%g1", `bad percent-encoding in the value of "source"`},
+		{"bad escape in key", "presto://c1?password=" + pw + "&s%xource=a", `bad percent-encoding in key "s%xource"`},
+		{"unencoded / in password", "presto://alice:Tr0ub4dor/3@c1", `unexpected "@" after the host list`},
+		{"unencoded ; in password", "presto://alice:Tr0ub4dor;3@c1", `unexpected "@" after the host list`},
+		{"unencoded ? in password", "presto://alice:Tr0ub4dor?3@c1", `unexpected "@" after the host list`},
+		{"@ in catalog", "presto://alice:" + pw + "@c1/c@t", `unexpected "@" after the host list`},
+		{"@ in key", "presto://c1?password=" + pw + "&a@b=c", `unexpected "@" after the host list`},
+		{"parameter without =", "presto://c1;serviceDiscoveryMode?password=" + pw, `parameter "serviceDiscoveryMode" has no "="`},
+		{"empty key", "presto://c1?password=" + pw + "&=x", "empty key"},
+		{"bad mode", "presto://c1;serviceDiscoveryMode=etcd?password=" + pw, `bad serviceDiscoveryMode "etcd": want zooKeeper or none`},
+		{"empty mode", "presto://c1;serviceDiscoveryMode=?password=" + pw, "empty value for serviceDiscoveryMode"},
+		{"empty strategy", "presto://c1;zooKeeperStrategy=?password=" + pw, "empty value for zooKeeperStrategy"},
+		{"empty weights", "presto://c1;Weights=?password=" + pw, "empty value for Weights"},
+		{"empty namespace", "presto://c1;zooKeeperNamespace=//?password=" + pw, `bad zooKeeperNamespace "//": empty path`},
+		{"empty namespace segment", "presto://c1;zooKeeperNamespace=a//b?password=" + pw, `bad zooKeeperNamespace "a//b": empty path segment`},
+		{"dot namespace segment", "presto://c1;zooKeeperNamespace=a/./b?password=" + pw, `bad zooKeeperNamespace "a/./b": relative path segment "."`},
+		{"dot-dot namespace segment", "presto://c1;zooKeeperNamespace=../b?password=" + pw, `relative path segment ".."`},
+		{"reserved namespace", "presto://c1;zookeepernamespace=zookeeper/x?password=" + pw, `bad zookeepernamespace "zookeeper/x": "/zookeeper" is reserved`},
+		{"control character in namespace", "presto://c1;zooKeeperNamespace=a%01b?password=" + pw, "character U+0001 not allowed"},
+		{"DEL in namespace", "presto://c1;zooKeeperNamespace=a%7Fb?password=" + pw, "character U+007F not allowed"},
+		{"private use character in namespace", "presto://c1;zooKeeperNamespace=%EE%80%80?password=" + pw, "character U+E000 not allowed"},
+		{"astral character in namespace", "presto://c1;zooKeeperNamespace=%F0%9F%98%80?password=" + pw, "character U+1F600 not allowed"},
+		{"invalid UTF-8 namespace", "presto://c1;zooKeeperNamespace=%FF?password=" + pw, "not valid UTF-8"},
+		{"bad session timeout", "presto://c1;zooKeeperSessionTimeout=15?password=" + pw, `bad zooKeeperSessionTimeout "15": want a duration`},
+		{"negative connect timeout", "presto://c1;zooKeeperConnectTimeout=-1s?password=" + pw, `bad zooKeeperConnectTimeout "-1s": must be positive`},
+		{"zero session timeout", "presto://c1;zookeepersessiontimeout=0s?password=" + pw, `bad zookeepersessiontimeout "0s": must be positive`},
+		{"weights entry without =", "presto://c1;weights=c1?password=" + pw, `bad weights: entry "c1": want host:port=weight`},
+		{"weights bad weight", "presto://c1;weights=c1=0?password=" + pw, `bad weights: bad weight "0" for "c1:8080"`},
+		{"weights huge weight", "presto://c1;weights=c1=99999999999999999999?password=" + pw, `bad weight "99999999999999999999"`},
+		{"weights negative weight", "presto://c1;weights=c1=-2?password=" + pw, `bad weight "-2"`},
+		{"weights not a number", "presto://c1;weights=c1=x?password=" + pw, `bad weight "x"`},
+		{"weights bad port", "presto://c1;weights=c1:99999=1?password=" + pw, `bad weights: bad port "99999" in host "c1:99999"`},
+		{"weights empty entry", "presto://c1;weights=c1=1,,c2=1?password=" + pw, `bad weights: empty entry in "c1=1,,c2=1"`},
+		{"weights duplicate node", "presto://c1;weights=c1=1,c1:8080=2?password=" + pw, `bad weights: "c1:8080" listed twice`},
+		{"bad ssl_skip_verify", "presto://c1?password=" + pw + "&ssl_skip_verify=yes", `bad ssl_skip_verify "yes": want true, false, 1 or 0`},
+		{"conflicting key in both parts", "presto://c1;zooKeeperNamespace=a?password=" + pw + "&zooKeeperNamespace=b", `key "zooKeeperNamespace" given twice with different values "a" and "b"`},
+		{"conflicting key case-insensitive", "presto://c1;weights=c1=1;WEIGHTS=c1=2?password=" + pw, `key "weights" and key "WEIGHTS" have different values "c1=1" and "c1=2"`},
+		{"conflicting alias", "presto://c1;zooKeeperStrategy=random;serverSelectStrategy=poll?password=" + pw, `key "zooKeeperStrategy" and key "serverSelectStrategy" have different values "random" and "poll"`},
+		{"conflicting session property", "presto://c1?password=" + pw + "&a=1&a=2", `key "a" given twice with different values "1" and "2"`},
+		{"conflicting user", "presto://alice:" + pw + "@c1?user=bob", `user in the user info and key "user" have different values "alice" and "bob"`},
+		{"conflicting password", "presto://alice:" + pw + "@c1?password=other", `password in the user info and key "password" have different values`},
+		{"conflicting password keys", "presto://c1;password=" + pw + "?password=" + pw + "x", `key "password" given twice with different values`},
+		{"conflicting password-like session property", "presto://c1?s3_password=" + pw + "&s3_password=x", `key "s3_password" given twice with different values`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseDSN(tc.dsn)
+			if err == nil {
+				t.Fatalf("ParseDSN(%q) = %+v, want an error containing %q", tc.dsn, cfg, tc.want)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "zkpresto: dsn: ") {
+				t.Errorf("error %q lacks the zkpresto: dsn: prefix", msg)
+			}
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("error %q does not contain %q", msg, tc.want)
+			}
+			for _, secret := range []string{dsnTestPassword, dsnTestPasswordEnc, "Tr0ub4dor"} {
+				if strings.Contains(msg, secret) {
+					t.Errorf("error %q contains the password %q", msg, secret)
+				}
+			}
+		})
+	}
+}
+
+func TestNewConfigDefaults(t *testing.T) {
+	c := NewConfig()
+	if c.Namespace != "presto" || c.Strategy != "random" ||
+		c.SessionTimeout != 15*time.Second || c.ConnectTimeout != 10*time.Second {
+		t.Errorf("NewConfig() = %+v, want namespace presto, strategy random, timeouts 15s/10s", c)
+	}
+	if c.Hosts != nil || c.Weights != nil || c.SessionProperties != nil || c.ClientTags != nil {
+		t.Errorf("NewConfig() = %+v, want nil slices and maps", c)
+	}
+}
+
+func TestFormatDSNCanonical(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  *Config
+		want string
+	}{
+		{
+			name: "defaults omitted",
+			cfg:  dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+			want: "presto://c1:8080",
+		},
+		{
+			name: "hand-built zero values count as defaults",
+			cfg:  &Config{Hosts: []string{"c1:8080"}, Trino: true, Schema: "s", Catalog: "c"},
+			want: "trino://c1:8080/c/s",
+		},
+		{
+			name: "sorted keys in their parts, encoded values",
+			cfg: dsnWant(func(c *Config) {
+				c.Hosts = []string{"zk1:2181", "[::1]:2181"}
+				c.Catalog, c.Schema = "hive/x", "default"
+				c.ZooKeeper = true
+				c.Namespace = "prod/presto"
+				c.Strategy = "poll"
+				c.SessionTimeout = 20 * time.Second
+				c.ConnectTimeout = 3 * time.Second
+				c.Weights = map[string]int{"b:8080": 2, "a:8080": 1}
+				c.User, c.Password = "alice", "p&ss;w?rd%"
+				c.ClientTags = []string{"t1", "t2"}
+				c.SSLSkipVerify = true
+				c.SessionProperties = map[string]string{"query_max_run_time": "1h", "a key": "x=y"}
+			}),
+			want: "presto://zk1:2181,[::1]:2181/hive%2Fx/default" +
+				";serviceDiscoveryMode=zooKeeper;weights=a:8080=1,b:8080=2;zooKeeperConnectTimeout=3s" +
+				";zooKeeperNamespace=prod/presto;zooKeeperSessionTimeout=20s;zooKeeperStrategy=poll" +
+				"?a%20key=x=y&client_tags=t1,t2&password=p%26ss%3Bw%3Frd%25&query_max_run_time=1h&ssl_skip_verify=true&user=alice",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.cfg.FormatDSN(); got != tc.want {
+				t.Errorf("FormatDSN() =\n %s\nwant\n %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFormatDSNRoundTrip(t *testing.T) {
+	for _, tc := range dsnValidCases {
+		t.Run(tc.name, func(t *testing.T) {
+			dsn := tc.want.FormatDSN()
+			got, err := ParseDSN(dsn)
+			if err != nil {
+				t.Fatalf("ParseDSN(FormatDSN()) of %q: %v", dsn, err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("round trip through %q\n got %#v\nwant %#v", dsn, got, tc.want)
+			}
+			if again := got.FormatDSN(); again != dsn {
+				t.Errorf("FormatDSN not stable: %q then %q", dsn, again)
+			}
+		})
+	}
+}
+
+func TestConfigStringRedacts(t *testing.T) {
+	cfg, err := ParseDSN("presto://alice:" + dsnTestPasswordEnc + "@c1/hive?s3_Password=hidden123&mode=visible")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.String()
+	for _, secret := range []string{dsnTestPassword, dsnTestPasswordEnc, "hidden123"} {
+		if strings.Contains(s, secret) {
+			t.Errorf("String() = %q contains secret %q", s, secret)
+		}
+	}
+	if !strings.Contains(s, "mode=visible") || !strings.Contains(s, "user=alice") {
+		t.Errorf("String() = %q lost non-secret parts", s)
+	}
+	redacted, err := ParseDSN(s)
+	if err != nil {
+		t.Fatalf("ParseDSN(String()) of %q: %v", s, err)
+	}
+	if redacted.Password != "xxxxx" || redacted.SessionProperties["s3_Password"] != "xxxxx" {
+		t.Errorf("ParseDSN(String()) = %+v, want password and s3_Password xxxxx", redacted)
+	}
+	// The Config itself keeps the secrets, and FormatDSN carries them.
+	if cfg.Password != dsnTestPassword {
+		t.Errorf("String() changed the Config's password to %q", cfg.Password)
+	}
+	full, err := ParseDSN(cfg.FormatDSN())
+	if err != nil || full.Password != dsnTestPassword {
+		t.Errorf("ParseDSN(FormatDSN()) = %v, %v; want the password kept", full, err)
+	}
+
+	noPassword, err := ParseDSN("presto://c1?user=bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if noPassword.String() != noPassword.FormatDSN() || strings.Contains(noPassword.String(), "xxxxx") {
+		t.Errorf("String() = %q, want FormatDSN() = %q with no password placeholder", noPassword.String(), noPassword.FormatDSN())
+	}
+}
+
+func TestConfigCloneIsDeep(t *testing.T) {
+	orig, err := ParseDSN("presto://c1,c2;weights=c1=2?client_tags=a,b&prop=v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := orig.FormatDSN()
+	clone := orig.Clone()
+	if !reflect.DeepEqual(clone, orig) {
+		t.Fatalf("Clone() = %#v, want %#v", clone, orig)
+	}
+	clone.Hosts[0] = "x:1"
+	clone.ClientTags[0] = "changed"
+	clone.Weights["c1:8080"] = 9
+	clone.SessionProperties["prop"] = "changed"
+	if after := orig.FormatDSN(); after != before {
+		t.Errorf("changing the clone changed the original: %q became %q", before, after)
+	}
+
+	bare := NewConfig().Clone()
+	if bare.Weights != nil || bare.SessionProperties != nil || bare.Hosts != nil || bare.ClientTags != nil {
+		t.Errorf("Clone of NewConfig() = %#v, want nil slices and maps kept nil", bare)
+	}
+}
+
+func TestConfigZooKeeperPathAndEnsemble(t *testing.T) {
+	cfg, err := ParseDSN("presto://zk1,zk2:2182,[::1];serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=/a/b/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.ZooKeeperPath(), "/a/b"; got != want {
+		t.Errorf("ZooKeeperPath() = %q, want %q", got, want)
+	}
+	if got, want := cfg.Ensemble(), "zk1:2181,zk2:2182,[::1]:2181"; got != want {
+		t.Errorf("Ensemble() = %q, want %q", got, want)
+	}
+	if got, want := NewConfig().ZooKeeperPath(), "/presto"; got != want {
+		t.Errorf("default ZooKeeperPath() = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/zkpresto/zkpresto/internal/zkserver"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestDemoBalancesAndFollowsMembership(t *testing.T) {
+	zk := zkserver.StartT(t)
+	var out bytes.Buffer
+	if err := runDemo(context.Background(), &out, demoOptions{statements: 42, ensemble: zk.Addr()}); err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"format hive", "format curator", "format zkpresto", "user_hash", "membership: c2 removed"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	// poll over 42 statements and three coordinators: 14 each.
+	if !regexp.MustCompile(`(?m)^\s+poll\s+14\s+14\s+14\s`).MatchString(text) {
+		t.Errorf("poll row is not 14/14/14:\n%s", text)
+	}
+	// After c2 left, poll splits the 42 statements between c1 and c3.
+	if !regexp.MustCompile(`(?m)^\s+after\s+21\s+0\s+21\s*$`).MatchString(text) {
+		t.Errorf("after row is not 21/0/21:\n%s", text)
+	}
+}
+
+func TestDemoRejectsBadFlags(t *testing.T) {
+	cmd := newRootCommand()
+	cmd.SetArgs([]string{"demo", "--statements", "0"})
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--statements must be positive") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestVersionPrintsName(t *testing.T) {
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetArgs([]string{"version"})
+	cmd.SetOut(&out)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "zkpresto ") {
+		t.Fatalf("version printed %q", out.String())
+	}
+}

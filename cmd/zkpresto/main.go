@@ -1,0 +1,56 @@
+// Command zkpresto is the zkpresto command-line tool. Its demo subcommand
+// starts a local ZooKeeper and local coordinators and shows the driver's
+// strategies at work.
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "zkpresto:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "zkpresto",
+		Short: "Presto/Trino discovery through ZooKeeper, with client-side load balancing",
+		Long: `zkpresto finds Presto (and Trino) coordinators registered in ZooKeeper and
+balances statements across them. This tool runs the driver from the command line.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newDemoCommand(), newVersionCommand())
+	return root
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of zkpresto and of the libraries it was built with",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := cmd.OutOrStdout()
+			info, ok := debug.ReadBuildInfo()
+			if !ok {
+				fmt.Fprintln(w, "zkpresto (unknown version)")
+				return nil
+			}
+			fmt.Fprintf(w, "zkpresto %s (%s)\n", info.Main.Version, info.GoVersion)
+			for _, dep := range info.Deps {
+				switch dep.Path {
+				case "github.com/go-zookeeper/zk", "github.com/prestodb/presto-go-client/v2":
+					fmt.Fprintf(w, "  %s %s\n", dep.Path, dep.Version)
+				}
+			}
+			return nil
+		},
+	}
+}

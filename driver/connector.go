@@ -221,13 +221,11 @@ func (c *Connector) openDiscovery(ctx context.Context) (*discoveryHandle, error)
 		}
 		return &discoveryHandle{Discoverer: discovery.NewStatic(c.cfg.Ensemble(), nodes)}, nil
 	}
-	zk, err := discovery.OpenZooKeeper(ctx, discovery.ZooKeeperConfig{
-		Servers:        c.cfg.Hosts,
-		Path:           c.cfg.ZooKeeperPath(),
-		SessionTimeout: c.cfg.SessionTimeout,
-		ConnectTimeout: c.cfg.ConnectTimeout,
-		Logger:         c.log,
-	})
+	zkCfg, err := c.cfg.zooKeeperConfig(c.log)
+	if err != nil {
+		return nil, err
+	}
+	zk, err := discovery.OpenZooKeeper(ctx, zkCfg)
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,13 @@ type Options struct {
 	// Seed, when non-zero, makes random choices reproducible (tests and
 	// simulations). Seeded pickers serialise their random source.
 	Seed uint64
+	// Loads is the per-node load the driver reports into; load-aware
+	// strategies read it. Nil: such a strategy keeps a table of its own,
+	// which nobody reports into unless the caller does.
+	Loads *Loads
+	// Counter is the cluster-wide counter for global_poll; nil means a
+	// process-local counter.
+	Counter SharedCounter
 }
 
 // Factory creates a Strategy. It is called once per connector.

@@ -27,9 +27,15 @@ balances statements across them. This tool runs the driver from the command line
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDemoCommand(), newVersionCommand())
+	for _, newCommand := range subcommands {
+		root.AddCommand(newCommand())
+	}
 	return root
 }
+
+// subcommands are the constructors of the zkpresto subcommands; each
+// subcommand's file adds its own in an init function.
+var subcommands = []func() *cobra.Command{newDemoCommand, newVersionCommand}
 
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{

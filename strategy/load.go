@@ -1,0 +1,137 @@
+package strategy
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zkpresto/zkpresto/discovery"
+)
+
+// Load is the live load of one coordinator: the statements in flight and a
+// moving average of their latency. The driver reports into it (Begin, End);
+// load-aware strategies read it when they pick. All methods are safe for
+// concurrent use and allocate nothing.
+type Load struct {
+	inFlight atomic.Int64
+	ewma     atomic.Int64 // nanoseconds; 0 until the first statement ends
+	started  atomic.Uint64
+	failed   atomic.Uint64
+}
+
+// ewmaShift sets the weight of a new latency sample to 1/8: the average
+// follows a node that turns slow within a few dozen statements without
+// jumping on one outlier.
+const ewmaShift = 3
+
+// Begin records that a statement started on the node.
+func (l *Load) Begin() {
+	l.inFlight.Add(1)
+	l.started.Add(1)
+}
+
+// End records that a statement finished after elapsed; err is its error, if
+// any. A failure counts as at least four times the current average, so a
+// node that fails fast does not look fast and attract more work.
+func (l *Load) End(elapsed time.Duration, err error) {
+	l.inFlight.Add(-1)
+	sample := int64(elapsed)
+	if err != nil {
+		l.failed.Add(1)
+		sample = max(sample, 4*l.ewma.Load(), int64(time.Millisecond))
+	}
+	sample = max(sample, 1)
+	for {
+		old := l.ewma.Load()
+		next := sample
+		if old != 0 {
+			next = old + (sample-old)>>ewmaShift
+		}
+		if l.ewma.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// InFlight returns the statements running on the node now.
+func (l *Load) InFlight() int64 { return l.inFlight.Load() }
+
+// Latency returns the moving average of statement latency; 0 before the
+// first statement ended.
+func (l *Load) Latency() time.Duration { return time.Duration(l.ewma.Load()) }
+
+// Started returns how many statements were started on the node.
+func (l *Load) Started() uint64 { return l.started.Load() }
+
+// Failed returns how many statements on the node ended with an error.
+func (l *Load) Failed() uint64 { return l.failed.Load() }
+
+// Loads holds the Load of every node one connector uses, by address. A
+// node's Load outlives rebuilds while the node stays, so load-aware
+// strategies keep their view across membership changes. Safe for concurrent
+// use; For is lock-free once the node is known.
+type Loads struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[string]*Load] // copy-on-write
+}
+
+// NewLoads returns an empty table.
+func NewLoads() *Loads {
+	t := &Loads{}
+	empty := map[string]*Load{}
+	t.m.Store(&empty)
+	return t
+}
+
+// For returns the Load of the node at addr, creating it on first use.
+func (t *Loads) For(addr string) *Load {
+	if l, ok := (*t.m.Load())[addr]; ok {
+		return l
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur := *t.m.Load()
+	if l, ok := cur[addr]; ok {
+		return l
+	}
+	next := make(map[string]*Load, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	l := &Load{}
+	next[addr] = l
+	t.m.Store(&next)
+	return l
+}
+
+// Retain forgets the loads of nodes not in nodes. Statements still running
+// on a forgotten node keep their *Load and end on it harmlessly.
+func (t *Loads) Retain(nodes []discovery.Node) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur := *t.m.Load()
+	next := make(map[string]*Load, len(nodes))
+	for i := range nodes {
+		if l, ok := cur[nodes[i].Addr]; ok {
+			next[nodes[i].Addr] = l
+		}
+	}
+	t.m.Store(&next)
+}
+
+// Snapshot returns a copy of the table, by address.
+func (t *Loads) Snapshot() map[string]*Load {
+	cur := *t.m.Load()
+	out := make(map[string]*Load, len(cur))
+	for k, v := range cur {
+		out[k] = v
+	}
+	return out
+}
+
+// SharedCounter is a counter shared by every client of a cluster, such as a
+// znode updated with a versioned compare-and-set. global_poll uses it.
+type SharedCounter interface {
+	// Next returns the counter's value before this call's increment.
+	Next() (uint64, error)
+}

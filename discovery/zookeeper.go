@@ -1,14 +1,22 @@
 package discovery
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -27,17 +35,93 @@ type ZooKeeperConfig struct {
 	ConnectTimeout time.Duration
 	// Logger receives discovery logs; nil means none.
 	Logger *slog.Logger
+
+	// AuthScheme and Auth, when AuthScheme is set, are sent to ZooKeeper as
+	// with zkCli's addauth (for example "digest" and "user:password") before
+	// the namespace is read. go-zookeeper sends them again on every
+	// reconnection, the new session after an expiry included. They never
+	// appear in errors or logs, and handles with different credentials never
+	// share a session.
+	AuthScheme string
+	Auth       []byte
+
+	// TLS, when set, connects to every server over TLS.
+	TLS *ZooKeeperTLS
+}
+
+// ZooKeeperTLS configures TLS to ZooKeeper's secure client port. The files
+// hold PEM; they are read once, when the session is opened.
+type ZooKeeperTLS struct {
+	// CAFile holds the CA certificates to trust; empty means the system's.
+	CAFile string
+	// CertFile and KeyFile hold a client certificate and its private key.
+	// ZooKeeper asks for one by default (ssl.clientAuth=need); both or
+	// neither must be set.
+	CertFile, KeyFile string
+	// ServerName is the name to verify the servers' certificates against;
+	// empty means the host of each server address.
+	ServerName string
+}
+
+// config loads the files into a tls.Config.
+func (t *ZooKeeperTLS) config() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
+	if t.CAFile != "" {
+		pemCerts, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pemCerts) {
+			return nil, fmt.Errorf("CA file %s holds no PEM certificate", t.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		return nil, errors.New("a client certificate needs both a certificate file and a key file")
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			// The key file's content never reaches the error: the tls
+			// package names only what is wrong with it.
+			return nil, fmt.Errorf("loading client certificate %s and key %s: %w", t.CertFile, t.KeyFile, err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
 }
 
 // Ensemble returns the servers as one comma-separated string, for messages.
 func (c *ZooKeeperConfig) Ensemble() string { return strings.Join(c.Servers, ",") }
 
-// key identifies a shared watch: the same servers (in any order) and path
-// share one session. Credentials join the key when authentication exists.
+// zkKeySalt makes the credential digests in shared-session keys useless
+// outside this process.
+var zkKeySalt = func() []byte {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return b
+}()
+
+// key identifies a shared watch: the same servers (in any order), path,
+// credentials and TLS settings share one session. The credentials enter the
+// key only as a salted digest, so the map of shared sessions holds no secret.
 func (c *ZooKeeperConfig) key() string {
 	servers := slices.Clone(c.Servers)
 	slices.Sort(servers)
-	return strings.Join(servers, ",") + "|" + c.Path
+	k := strings.Join(servers, ",") + "|" + c.Path
+	if c.AuthScheme != "" {
+		h := sha256.New()
+		h.Write(zkKeySalt)
+		h.Write([]byte(c.AuthScheme))
+		h.Write([]byte{0})
+		h.Write(c.Auth)
+		k += "|auth=" + hex.EncodeToString(h.Sum(nil))
+	}
+	if c.TLS != nil {
+		k += fmt.Sprintf("|tls=%q,%q,%q,%q", c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile, c.TLS.ServerName)
+	}
+	return k
 }
 
 // Status describes a discoverer's view of its source, for errors, logs and
@@ -53,8 +137,19 @@ type Status struct {
 	Nodes int
 	// Skipped is the number of children that could not be parsed.
 	Skipped int
-	// Problem explains an empty snapshot, e.g. a missing namespace; empty otherwise.
+	// Problem explains an empty snapshot, e.g. a missing namespace, or why
+	// the snapshot may be out of date, e.g. the namespace cannot be read
+	// without credentials; empty otherwise.
 	Problem string
+	// Server is the ensemble member the session is connected to; empty
+	// while disconnected.
+	Server string
+	// SessionID is the current session's id (ZooKeeper's logs and
+	// four-letter commands show it in hex); 0 while there is none.
+	SessionID int64
+	// SessionsExpired counts the sessions that expired and were replaced by
+	// a new one.
+	SessionsExpired int
 }
 
 // ZooKeeper is a Discoverer that watches the children of one namespace. All
@@ -77,10 +172,14 @@ var (
 // and waits until the namespace has been listed once, for at most
 // cfg.ConnectTimeout or until ctx is done. A missing or empty namespace is
 // not an error here: the discoverer keeps watching, its snapshot is empty and
-// Status says why.
+// Status says why. A namespace the session may not read is an error that
+// names the ensemble and path.
 func OpenZooKeeper(ctx context.Context, cfg ZooKeeperConfig) (*ZooKeeper, error) {
 	if len(cfg.Servers) == 0 {
 		return nil, errors.New("zkpresto: discovery: no ZooKeeper servers given")
+	}
+	if cfg.AuthScheme == "" && len(cfg.Auth) > 0 {
+		return nil, fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: credentials given without an auth scheme", cfg.Ensemble())
 	}
 	cfg.Path = "/" + strings.Trim(cfg.Path, "/")
 	if cfg.SessionTimeout <= 0 {
@@ -91,6 +190,13 @@ func OpenZooKeeper(ctx context.Context, cfg ZooKeeperConfig) (*ZooKeeper, error)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	// Copies, so that a caller reusing its slices cannot change a session.
+	cfg.Servers = slices.Clone(cfg.Servers)
+	cfg.Auth = bytes.Clone(cfg.Auth)
+	if cfg.TLS != nil {
+		t := *cfg.TLS
+		cfg.TLS = &t
 	}
 	key := cfg.key()
 
@@ -158,6 +264,17 @@ func (z *ZooKeeper) Close() error {
 
 var _ Discoverer = (*ZooKeeper)(nil)
 
+const (
+	// zkReadParallelism bounds the concurrent reads of children when many
+	// are new at once; go-zookeeper pipelines them on the one connection.
+	zkReadParallelism = 16
+	// zkMinBackoff and zkMaxBackoff pace the retries after a failed read.
+	zkMinBackoff = 50 * time.Millisecond
+	zkMaxBackoff = 2 * time.Second
+	// zkMaxLoggedName bounds how much of a child name a log line quotes.
+	zkMaxLoggedName = 100
+)
+
 // zkWatch is the shared state behind every handle of one ensemble and path:
 // one session, one goroutine keeping the snapshot current.
 type zkWatch struct {
@@ -172,10 +289,14 @@ type zkWatch struct {
 
 	pub       publisher
 	conn      *zk.Conn
+	tls       *tls.Config   // nil for plain TCP; set before the session starts
 	sessionCh chan struct{} // a session state changed (buffered, 1)
 	dataCh    chan string   // a child's data watch fired (child name)
 	quit      chan struct{}
 	done      chan struct{}
+
+	expired  atomic.Bool                 // a session expired; the loop re-reads every child
+	lastDial atomic.Pointer[dialFailure] // the latest failed dial, for the connect error
 
 	// Loop-owned state.
 	children   map[string]*zkChild
@@ -185,11 +306,14 @@ type zkWatch struct {
 	st      Status
 }
 
+type dialFailure struct{ msg string }
+
 type zkChild struct {
 	node     Node
-	ok       bool // parsed
-	watching bool // a data watch is set
-	dirty    bool // data changed since read
+	ok       bool  // parsed
+	version  int32 // data version read
+	watching bool  // a data watch is set
+	dirty    bool  // data changed since read
 }
 
 func newZKWatch(key string, cfg ZooKeeperConfig) *zkWatch {
@@ -210,52 +334,133 @@ func newZKWatch(key string, cfg ZooKeeperConfig) *zkWatch {
 	return w
 }
 
-// zkLogger routes go-zookeeper's own messages to slog at debug level.
-type zkLogger struct{ log *slog.Logger }
-
-func (l zkLogger) Printf(format string, args ...any) {
-	l.log.Debug(fmt.Sprintf(format, args...))
+// errorf returns an error naming the ensemble.
+func (w *zkWatch) errorf(format string, args ...any) error {
+	return fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: "+format, append([]any{w.cfg.Ensemble()}, args...)...)
 }
 
-func (w *zkWatch) start(ctx context.Context) error {
+// zkLogger routes go-zookeeper's own messages to slog at debug level. None
+// of go-zookeeper's messages carries credentials; secret is masked anyway,
+// should a future version print them.
+type zkLogger struct {
+	log    *slog.Logger
+	secret []byte
+}
+
+func (l zkLogger) Printf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if len(l.secret) > 0 {
+		msg = strings.ReplaceAll(msg, string(l.secret), "xxxxx")
+	}
+	l.log.Debug(msg)
+}
+
+func (w *zkWatch) start(ctx context.Context) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.ConnectTimeout)
 	defer cancel()
 
-	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
-		d := net.Dialer{Timeout: min(timeout, w.cfg.ConnectTimeout)}
-		return d.Dial(network, address)
+	if w.cfg.TLS != nil {
+		if w.tls, err = w.cfg.TLS.config(); err != nil {
+			return w.errorf("TLS: %w", err)
+		}
 	}
 	conn, _, err := zk.Connect(w.cfg.Servers, w.cfg.SessionTimeout,
-		zk.WithLogger(zkLogger{w.log}),
+		zk.WithLogger(zkLogger{log: w.log, secret: w.cfg.Auth}),
 		zk.WithLogInfo(false),
-		zk.WithDialer(dialer),
+		zk.WithDialer(w.dial),
 		zk.WithEventCallback(w.onEvent),
 	)
 	if err != nil {
-		return fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: %w", w.cfg.Ensemble(), err)
+		return w.errorf("%w", err)
 	}
 	w.conn = conn
+	defer func() {
+		if err != nil {
+			conn.Close()
+			close(w.quit) // ends the data-watch forwarders of the first listing
+		}
+	}()
 
 	for conn.State() != zk.StateHasSession {
 		select {
 		case <-w.sessionCh:
 		case <-ctx.Done():
-			state := conn.State()
-			conn.Close()
-			return fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: no session within %s (state %s)",
-				w.cfg.Ensemble(), w.cfg.ConnectTimeout, state)
+			msg := fmt.Sprintf("no session within %s (state %s)", w.cfg.ConnectTimeout, conn.State())
+			if f := w.lastDial.Load(); f != nil {
+				msg += "; last connection error: " + f.msg
+			}
+			return w.errorf("%s", msg)
 		}
 	}
-	w.setConnected(true)
+
+	if w.cfg.AuthScheme != "" {
+		if err := w.bounded(ctx, func() error { return conn.AddAuth(w.cfg.AuthScheme, w.cfg.Auth) }); err != nil {
+			return w.errorf("adding %s credentials: %w", w.cfg.AuthScheme, err)
+		}
+	}
 
 	// The first listing happens here so that a new connector sees nodes at once.
-	wake, err := w.refresh()
+	var wake <-chan zk.Event
+	err = w.bounded(ctx, func() error {
+		var err error
+		wake, err = w.refresh()
+		return err
+	})
 	if err != nil {
-		conn.Close()
-		return fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: listing %s: %w", w.cfg.Ensemble(), w.cfg.Path, err)
+		if errors.Is(err, zk.ErrNoAuth) {
+			w.setProblem(w.noAuthProblem())
+			return w.errorf("listing %s: %s: %w", w.cfg.Path, w.noAuthProblem(), err)
+		}
+		return w.errorf("listing %s: %w", w.cfg.Path, err)
 	}
 	go w.loop(wake)
 	return nil
+}
+
+func (w *zkWatch) noAuthProblem() string {
+	return fmt.Sprintf("permission denied: the ACL of %s does not let this session read it (wrong or missing credentials)", w.cfg.Path)
+}
+
+// bounded runs fn, closing the connection when ctx ends first so that fn
+// returns; it then returns ctx's error.
+func (w *zkWatch) bounded(ctx context.Context, fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		w.conn.Close()
+		<-done
+		return fmt.Errorf("no answer within %s: %w", w.cfg.ConnectTimeout, ctx.Err())
+	}
+}
+
+// dial connects to one server, over TLS when configured, and remembers the
+// failure for the connect error.
+func (w *zkWatch) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	d := &net.Dialer{Timeout: min(timeout, w.cfg.ConnectTimeout)}
+	var conn net.Conn
+	var err error
+	if w.tls == nil {
+		conn, err = d.Dial(network, address)
+	} else {
+		cfg := w.tls
+		if cfg.ServerName == "" {
+			host, _, _ := net.SplitHostPort(address)
+			cfg = cfg.Clone()
+			cfg.ServerName = host
+		}
+		conn, err = tls.DialWithDialer(d, network, address, cfg)
+		if err != nil {
+			err = fmt.Errorf("TLS to %s: %w", address, err)
+		}
+	}
+	if err != nil {
+		w.lastDial.Store(&dialFailure{msg: err.Error()})
+		return nil, err
+	}
+	return conn, nil
 }
 
 // onEvent runs on go-zookeeper's goroutines; it must not block.
@@ -265,9 +470,16 @@ func (w *zkWatch) onEvent(ev zk.Event) {
 	}
 	switch ev.State {
 	case zk.StateHasSession:
-		w.setConnected(true)
-	case zk.StateDisconnected, zk.StateExpired:
-		w.setConnected(false)
+		w.setConnected(true, ev.Server)
+	case zk.StateExpired:
+		w.expired.Store(true)
+		w.stateMu.Lock()
+		w.st.SessionsExpired++
+		w.stateMu.Unlock()
+		w.log.Warn("ZooKeeper session expired; opening a new session, the namespace will be read again")
+		w.setConnected(false, "")
+	case zk.StateDisconnected:
+		w.setConnected(false, "")
 	}
 	select {
 	case w.sessionCh <- struct{}{}:
@@ -275,16 +487,17 @@ func (w *zkWatch) onEvent(ev zk.Event) {
 	}
 }
 
-func (w *zkWatch) setConnected(connected bool) {
+func (w *zkWatch) setConnected(connected bool, server string) {
 	w.stateMu.Lock()
 	defer w.stateMu.Unlock()
+	w.st.Server = server
 	if w.st.Connected == connected {
 		return
 	}
 	w.st.Connected = connected
 	if connected {
 		if !w.st.StaleSince.IsZero() {
-			w.log.Info("ZooKeeper session restored", "stale_for", time.Since(w.st.StaleSince).Round(time.Millisecond))
+			w.log.Info("ZooKeeper session restored", "server", server, "stale_for", time.Since(w.st.StaleSince).Round(time.Millisecond))
 		}
 		w.st.StaleSince = time.Time{}
 	} else {
@@ -298,6 +511,9 @@ func (w *zkWatch) status() Status {
 	defer w.stateMu.Unlock()
 	st := w.st
 	st.Nodes = len(w.pub.Snapshot().Nodes)
+	if st.Connected {
+		st.SessionID = w.conn.SessionID()
+	}
 	return st
 }
 
@@ -323,15 +539,15 @@ func (w *zkWatch) release() {
 }
 
 // loop keeps the snapshot current until quit. wake fires when the namespace
-// (or, while it is missing, its existence) changes.
+// (or, while it is missing, its existence) changes. Every read that fails
+// is retried after a backoff or when the session state changes, so an
+// outage costs a few attempts per second, never a busy loop.
 func (w *zkWatch) loop(wake <-chan zk.Event) {
 	defer close(w.done)
-	retry := time.NewTimer(0)
-	if !retry.Stop() {
-		<-retry.C
-	}
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
 	defer retry.Stop()
-	backoff := 50 * time.Millisecond
+	backoff := zkMinBackoff
 
 	for {
 		if wake != nil {
@@ -339,6 +555,7 @@ func (w *zkWatch) loop(wake <-chan zk.Event) {
 			case <-w.quit:
 				return
 			case <-wake:
+				// A change, or the watch was lost with an expired session.
 				wake = nil
 			case name := <-w.dataCh:
 				// A child's data changed (or its watch was lost): read the
@@ -346,10 +563,10 @@ func (w *zkWatch) loop(wake <-chan zk.Event) {
 				w.markDirty(name)
 				w.drainData()
 				if err := w.readChildren(nil); err != nil {
-					if errors.Is(err, zk.ErrClosing) {
+					if w.closing() {
 						return
 					}
-					w.log.Debug("reading changed children failed; retrying", "err", err)
+					w.readFailed(err)
 					wake = nil
 					continue
 				}
@@ -363,7 +580,7 @@ func (w *zkWatch) loop(wake <-chan zk.Event) {
 				}
 			}
 		} else {
-			// A failed refresh: wait for the session to come back or a backoff.
+			// A failed read: wait for the session to change or a backoff.
 			retry.Reset(backoff)
 			select {
 			case <-w.quit:
@@ -373,19 +590,57 @@ func (w *zkWatch) loop(wake <-chan zk.Event) {
 			}
 		}
 		w.drainData()
+		afterExpiry := w.expired.Swap(false)
+		if afterExpiry {
+			// The old session's data watches are gone: read every child
+			// again, with new watches.
+			for _, c := range w.children {
+				c.watching = false
+			}
+		}
 		next, err := w.refresh()
 		if err != nil {
-			if errors.Is(err, zk.ErrClosing) {
+			if w.closing() {
 				return
 			}
-			w.log.Debug("refreshing the namespace failed; retrying", "err", err)
-			backoff = min(backoff*2, 2*time.Second)
+			if afterExpiry {
+				w.expired.Store(true)
+			}
+			w.readFailed(err)
+			backoff = min(backoff*2, zkMaxBackoff)
 			wake = nil
 			continue
 		}
-		backoff = 50 * time.Millisecond
+		if afterExpiry {
+			w.log.Info("namespace read again in a new ZooKeeper session", "nodes", len(w.pub.Snapshot().Nodes))
+		}
+		backoff = zkMinBackoff
 		wake = next
 	}
+}
+
+// closing reports whether the watch is being closed, which makes every
+// request fail.
+func (w *zkWatch) closing() bool {
+	select {
+	case <-w.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// readFailed records a failed read. A permission error is a problem worth a
+// warning (once); anything else is an outage already reported by the
+// session state.
+func (w *zkWatch) readFailed(err error) {
+	if errors.Is(err, zk.ErrNoAuth) {
+		if w.setProblem(w.noAuthProblem()) {
+			w.log.Warn("cannot read the namespace; serving the last known coordinators", "err", err)
+		}
+		return
+	}
+	w.log.Debug("reading the namespace failed; retrying", "err", err)
 }
 
 // drainData marks every child whose data watch fired as dirty.
@@ -449,35 +704,78 @@ func (w *zkWatch) refresh() (<-chan zk.Event, error) {
 	return childCh, nil
 }
 
+// zkRead is the result of reading one child.
+type zkRead struct {
+	data  []byte
+	stat  *zk.Stat
+	watch <-chan zk.Event
+	err   error
+}
+
 // readChildren reads, with a data watch, every child in names (nil: every
-// known child) that is new, dirty or unwatched.
+// known child) that is new, dirty or unwatched, several at a time. Children
+// read successfully are applied even when others fail, so that no data
+// watch is set twice.
 func (w *zkWatch) readChildren(names []string) error {
 	if names == nil {
 		for name := range w.children {
 			names = append(names, name)
 		}
 	}
+	var todo []string
 	for _, name := range names {
-		c := w.children[name]
-		if c != nil && c.watching && !c.dirty {
+		if c := w.children[name]; c != nil && c.watching && !c.dirty {
 			continue
 		}
-		data, _, dataWatch, err := w.conn.GetW(w.cfg.Path + "/" + name)
-		if errors.Is(err, zk.ErrNoNode) {
+		todo = append(todo, name)
+	}
+	reads := make([]zkRead, len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(todo), zkReadParallelism) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(todo) {
+					return
+				}
+				r := &reads[i]
+				r.data, r.stat, r.watch, r.err = w.conn.GetW(w.cfg.Path + "/" + todo[i])
+			}
+		})
+	}
+	wg.Wait()
+
+	var firstErr error
+	for i, name := range todo {
+		r, c := reads[i], w.children[name]
+		switch {
+		case errors.Is(r.err, zk.ErrNoNode):
 			delete(w.children, name) // gone since the listing; the child watch fires too
 			continue
+		case errors.Is(r.err, zk.ErrNoAuth):
+			// A child this session may not read is skipped like a malformed
+			// one. Without a watch it is read again with the next session.
+			if c == nil || c.ok {
+				w.log.Warn("skipping a child this session may not read", "child", zkTruncate(name, zkMaxLoggedName), "err", r.err)
+			}
+			w.children[name] = &zkChild{watching: true}
+			continue
+		case r.err != nil:
+			if firstErr == nil {
+				firstErr = r.err
+			}
+			continue
 		}
-		if err != nil {
-			return err
+		go w.forward(name, r.watch)
+		node, perr := ParseZnode(name, r.data)
+		// Logged once per child and data version, not on every re-read.
+		if perr != nil && (c == nil || c.ok || c.version != r.stat.Version) {
+			w.log.Warn("skipping a child that is not a coordinator registration", "child", zkTruncate(name, zkMaxLoggedName), "err", perr)
 		}
-		go w.forward(name, dataWatch)
-		node, perr := ParseZnode(name, data)
-		if perr != nil && (c == nil || c.ok || c.dirty) {
-			w.log.Warn("skipping a child that is not a coordinator registration", "child", zkTruncate(name, 100), "err", perr)
-		}
-		w.children[name] = &zkChild{node: node, ok: perr == nil, watching: true}
+		w.children[name] = &zkChild{node: node, ok: perr == nil, version: r.stat.Version, watching: true}
 	}
-	return nil
+	return firstErr
 }
 
 // forward turns one data watch into a message for the loop.
@@ -493,10 +791,13 @@ func (w *zkWatch) forward(name string, ch <-chan zk.Event) {
 	}
 }
 
-func (w *zkWatch) setProblem(p string) {
+// setProblem sets Status.Problem and reports whether it changed.
+func (w *zkWatch) setProblem(p string) bool {
 	w.stateMu.Lock()
+	defer w.stateMu.Unlock()
+	changed := w.st.Problem != p
 	w.st.Problem = p
-	w.stateMu.Unlock()
+	return changed
 }
 
 // publish builds a snapshot from the children and publishes it if the node

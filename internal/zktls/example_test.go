@@ -1,0 +1,41 @@
+package zktls_test
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/zkpresto/zkpresto/internal/zktls"
+)
+
+func ExampleGenerate() {
+	dir, err := os.MkdirTemp("", "zktls-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	files, err := zktls.Generate(dir, "example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// The client pair loads as Go's TLS stack needs it.
+	if _, err := tls.LoadX509KeyPair(files.ClientCertFile, files.ClientKeyFile); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, line := range zktls.ServerConfig(files, 2281) {
+		key, _, _ := strings.Cut(line, "=")
+		fmt.Println(key)
+	}
+	// Output:
+	// secureClientPort
+	// secureClientPortAddress
+	// serverCnxnFactory
+	// ssl.keyStore.location
+	// ssl.keyStore.type
+	// ssl.trustStore.location
+	// ssl.trustStore.type
+}

@@ -70,7 +70,7 @@ func TestPickersConcurrent(t *testing.T) {
 				counts := hammer(t, s.Build(nodes), nodes)
 				// Rotations stay exact however the picks interleave.
 				switch name {
-				case "poll":
+				case "poll", "global_poll":
 					want := hammerGoroutines * hammerPicks / 3
 					checkCounts(t, counts, []int{want, want, want})
 				case "weighted_poll":

@@ -30,7 +30,12 @@ func newGuard(name string, inner Strategy, opts Options) *guardStrategy {
 		name:   name,
 		inner:  inner,
 		random: &randomStrategy{rng: newRNG(opts.Seed)},
-		warn:   &rateLimitedLogger{logger: opts.Logger, strategy: name, now: unixNano},
+		warn: &rateLimitedLogger{
+			logger:   opts.Logger,
+			message:  "strategy: user strategy misbehaved, picking at random instead",
+			strategy: name,
+			now:      unixNano,
+		},
 	}
 }
 
@@ -105,6 +110,7 @@ func (p *guardPicker) pickInner(req *Request) (node *discovery.Node, err error) 
 // ones it drops.
 type rateLimitedLogger struct {
 	logger     *slog.Logger // nil: no logging
+	message    string
 	strategy   string
 	lastLogged atomic.Int64 // UnixNano of the last warning; 0 before the first
 	suppressed atomic.Int64
@@ -123,6 +129,6 @@ func (l *rateLimitedLogger) log(err error) {
 		l.suppressed.Add(1)
 		return
 	}
-	l.logger.Warn("strategy: user strategy misbehaved, picking at random instead",
+	l.logger.Warn(l.message,
 		"strategy", l.strategy, "error", err, "suppressed", l.suppressed.Swap(0))
 }

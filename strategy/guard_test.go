@@ -185,7 +185,7 @@ func TestRateLimitedLogger(t *testing.T) {
 	logger, logs := newLogger()
 	var now atomic.Int64
 	now.Store(1)
-	l := &rateLimitedLogger{logger: logger, strategy: "s", now: now.Load}
+	l := &rateLimitedLogger{logger: logger, message: "m", strategy: "s", now: now.Load}
 	for range 5 {
 		l.log(errors.New("bad"))
 	}

@@ -19,7 +19,13 @@ func TestMain(m *testing.M) {
 }
 
 // builtinNames are the canonical names of the built-in strategies.
-var builtinNames = []string{"poll", "random", "user_hash", "weighted", "weighted_poll"}
+var builtinNames = []string{
+	"consistent_hash", "global_poll", "least_active", "local_first", "p2c",
+	"poll", "random", "user_hash", "weighted", "weighted_poll",
+}
+
+// loadAwareNames are the built-ins that read Options.Loads.
+var loadAwareNames = []string{"least_active", "local_first", "p2c"}
 
 // makeNodes returns n nodes sorted by Addr with the given weights (1 when
 // weights is shorter than n).

@@ -5,6 +5,10 @@ import (
 	"sync"
 )
 
+// cacheLine is the size of a CPU cache line on the platforms we run on, for
+// padding counters that many cores write.
+const cacheLine = 64
+
 // rng is the random source of one strategy instance and the pickers it
 // builds. A nil *rng uses math/rand/v2's top-level functions, which are
 // lock-free and per-thread; a seeded rng serialises a PCG source behind a

@@ -43,6 +43,11 @@ func init() {
 		{"weighted", newWeighted, []string{"weighted_random", "weighted_random_choice"}},
 		{"weighted_poll", newWeightedPoll, []string{"weighted_round_robin"}},
 		{"user_hash", newUserHash, nil},
+		{"consistent_hash", newConsistentHash, nil},
+		{"least_active", newLeastActive, []string{"active_weight"}},
+		{"p2c", newP2C, nil},
+		{"local_first", newLocalFirst, nil},
+		{"global_poll", newGlobalPoll, nil},
 	}
 	for _, b := range builtins {
 		if err := register(&entry{name: b.name, factory: b.factory}, b.aliases); err != nil {
@@ -141,6 +146,11 @@ func Lookup(name string) (canonical string, ok bool) {
 //	weighted          weighted_random, WEIGHTED_RANDOM_CHOICE  ∝ Node.Weight
 //	weighted_poll     WEIGHTED_ROUND_ROBIN                     smooth, ∝ Node.Weight
 //	user_hash         —                                        by Request.Key or User
+//	consistent_hash   —                                        by Request.Key or User (see ConsistentHash)
+//	least_active      active_weight                            fewest in flight per weight, in a window
+//	p2c               —                                        the better of two random nodes
+//	local_first       —                                        least_active within Options.Zone
+//	global_poll       —                                        in turn across clients (Options.Counter)
 //
 // An empty name means random. An unknown name also gets random, and a warning
 // on opts.Logger the first time the process sees that name.

@@ -16,6 +16,10 @@ func TestLookupAliases(t *testing.T) {
 		"weighted": "weighted", "weighted_random": "weighted", "WEIGHTED_RANDOM_CHOICE": "weighted",
 		"weighted_poll": "weighted_poll", "weighted_round_robin": "weighted_poll", "WEIGHTED_ROUND_ROBIN": "weighted_poll",
 		"user_hash": "user_hash", "USER_HASH": "user_hash",
+		"consistent_hash": "consistent_hash", "Consistent_Hash": "consistent_hash",
+		"least_active": "least_active", "active_weight": "least_active", "ACTIVE_WEIGHT": "least_active",
+		"p2c": "p2c", "P2C": "p2c", "local_first": "local_first", "LOCAL_FIRST": "local_first",
+		"global_poll": "global_poll", "GLOBAL_POLL": "global_poll",
 	}
 	for name, canonical := range want {
 		got, ok := Lookup(name)
@@ -26,7 +30,7 @@ func TestLookupAliases(t *testing.T) {
 			t.Errorf("New(%q) used %q, want %q", name, got, canonical)
 		}
 	}
-	for _, name := range []string{"", "rand", "poll ", "least_active"} {
+	for _, name := range []string{"", "rand", "poll ", "least_loaded"} {
 		if got, ok := Lookup(name); ok {
 			t.Errorf("Lookup(%q) = %q, true; want not found", name, got)
 		}

@@ -64,6 +64,13 @@ type Options struct {
 	// Counter is the cluster-wide counter for global_poll; nil means a
 	// process-local counter.
 	Counter SharedCounter
+	// HashKey says what consistent_hash routes by when a request has no
+	// explicit Key: the user (default) or the source.
+	HashKey HashKey
+	// LoadBound, when at least 1, bounds consistent_hash: a node whose
+	// in-flight statements exceed LoadBound times the mean passes the key
+	// on along the ring (consistent hashing with bounded loads).
+	LoadBound float64
 }
 
 // Factory creates a Strategy. It is called once per connector.

@@ -9,13 +9,14 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 )
 
-// Limits for precomputing one smooth cycle. The cycle is sum(weights/gcd)
-// picks long and takes that many times len(nodes) steps to compute; past
-// either limit the picker runs the algorithm incrementally under a mutex.
+// Limits for precomputing one smooth cycle, which keep a rebuild under a
+// millisecond. The cycle is sum(weights/gcd) picks long and takes that many
+// times the number of distinct weights steps to compute; past either limit
+// the picker runs the algorithm incrementally under a mutex.
 // Variables, not constants, so tests can force the incremental path.
 var (
 	maxSmoothCycle     = 1 << 16
-	maxSmoothCycleWork = 1 << 24
+	maxSmoothCycleWork = 1 << 18
 )
 
 // weightedPollStrategy is nginx's smooth weighted round robin: every pick
@@ -32,15 +33,15 @@ func (weightedPollStrategy) Build(nodes []discovery.Node) Picker {
 		return &randomPicker{nodes: nodes} // a single node needs no rotation
 	}
 	weights, total := smoothWeights(nodes)
-	if total <= uint64(maxSmoothCycle) && total*uint64(len(nodes)) <= uint64(maxSmoothCycleWork) {
-		s := newSmoothState(weights, total)
+	s := newSmoothState(weights, total)
+	if total <= uint64(maxSmoothCycle) && total*uint64(len(s.groups)) <= uint64(maxSmoothCycleWork) {
 		cycle := make([]int32, total)
 		for i := range cycle {
 			cycle[i] = int32(s.next())
 		}
 		return &cycleWeightedPicker{nodes: nodes, cycle: cycle}
 	}
-	return &smoothWeightedPicker{nodes: nodes, state: newSmoothState(weights, total)}
+	return &smoothWeightedPicker{nodes: nodes, state: s}
 }
 
 // smoothWeights returns the nodes' weights divided by their greatest common
@@ -74,45 +75,73 @@ func gcd(a, b uint64) uint64 {
 	return a
 }
 
-// smoothState runs the smooth weighted round robin one pick at a time.
+// smoothState runs the smooth weighted round robin one pick at a time, in
+// O(distinct weights) per pick rather than nginx's O(nodes).
+//
+// Nodes of equal weight move in lockstep: they gain the same weight every
+// pick, so they differ only in how often each was picked, by at most one,
+// and the one picked next among them is always the lowest-indexed of those
+// picked less. So each group of equal weight keeps one score, that of its
+// members picked less (members[next:]; those before next are picked once
+// more and score exactly total lower), and a rotation pointer; a pick adds
+// each group's weight to its score and takes the group with the highest,
+// ties to the lower node index, exactly as nginx's tie-break does.
 type smoothState struct {
-	weights []int64
-	scores  []int64
-	total   int64
+	groups []weightGroup
+	total  int64
+}
+
+type weightGroup struct {
+	weight  int64
+	score   int64   // the score of members[next:]
+	members []int32 // node indexes, ascending
+	next    int
 }
 
 func newSmoothState(weights []uint64, total uint64) *smoothState {
-	s := &smoothState{
-		weights: make([]int64, len(weights)),
-		scores:  make([]int64, len(weights)),
-		total:   int64(total),
-	}
+	byWeight := make(map[uint64]int, 8)
+	s := &smoothState{total: int64(total)}
 	for i, w := range weights {
-		s.weights[i] = int64(w)
+		g, ok := byWeight[w]
+		if !ok {
+			g = len(s.groups)
+			byWeight[w] = g
+			s.groups = append(s.groups, weightGroup{weight: int64(w)})
+		}
+		s.groups[g].members = append(s.groups[g].members, int32(i))
 	}
 	return s
 }
 
 // next returns the index of the next node in the cycle.
 func (s *smoothState) next() int {
-	scores := s.scores[:len(s.weights)]
-	best, bestScore := 0, int64(math.MinInt64)
-	for i, w := range s.weights {
-		score := scores[i] + w
-		scores[i] = score
-		if score > bestScore {
-			best, bestScore = i, score
+	best, bestScore, bestNode := 0, int64(math.MinInt64), int32(math.MaxInt32)
+	for i := range s.groups {
+		g := &s.groups[i]
+		g.score += g.weight
+		if node := g.members[g.next]; g.score > bestScore || g.score == bestScore && node < bestNode {
+			best, bestScore, bestNode = i, g.score, node
 		}
 	}
-	scores[best] -= s.total
-	return best
+	g := &s.groups[best]
+	if g.next++; g.next == len(g.members) {
+		// Every member is now picked once more: they share the lower score.
+		g.next = 0
+		g.score -= s.total
+	}
+	return int(bestNode)
 }
 
 // cycleWeightedPicker replays a precomputed cycle, so Pick is one atomic add.
 type cycleWeightedPicker struct {
 	nodes []discovery.Node
 	cycle []int32
+	// The counter every pick writes sits on a cache line of its own, so
+	// that the writes do not evict the fields every pick reads from the
+	// other cores' caches.
+	_     [cacheLine]byte
 	picks atomic.Uint64
+	_     [cacheLine - 8]byte
 }
 
 func (p *cycleWeightedPicker) Pick(*Request) (*discovery.Node, error) {

@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -110,5 +111,76 @@ func TestWeightedPollHugeWeights(t *testing.T) {
 	}
 	if counts[0] < 1999 || counts[0] > 2001 || counts[1] < 999 || counts[1] > 1001 || counts[2] > 1 {
 		t.Errorf("counts %v, want about 2000, 1000, 0", counts)
+	}
+}
+
+// nginxSequence is nginx's smooth weighted round robin as written, O(nodes)
+// per pick: the reference for the grouped implementation.
+func nginxSequence(weights []int, k int) []int {
+	scores := make([]int, len(weights))
+	total := sum(weights)
+	out := make([]int, k)
+	for pick := range out {
+		best := 0
+		for i, w := range weights {
+			scores[i] += w
+			if scores[i] > scores[best] {
+				best = i
+			}
+		}
+		scores[best] -= total
+		out[pick] = best
+	}
+	return out
+}
+
+// Grouping nodes of equal weight gives nginx's sequence pick for pick,
+// whichever path serves it.
+func TestWeightedPollMatchesNginx(t *testing.T) {
+	src := rand.New(rand.NewPCG(17, 18))
+	for round := range 200 {
+		n := 2 + src.IntN(12)
+		weights := make([]int, n)
+		for i := range weights {
+			weights[i] = 1 + src.IntN(1+round%6) // few distinct weights, many ties
+		}
+		// Coprime weights keep smoothWeights from dividing them.
+		weights[0] = 1
+		// Nodes are sorted by address, which past ten nodes is not the
+		// order makeNodes was given the weights in.
+		nodes := makeNodes(n, weights...)
+		ordered := make([]int, n)
+		for i := range nodes {
+			ordered[i] = nodes[i].Weight
+		}
+		want := nginxSequence(ordered, 3*sum(weights))
+		for _, limit := range []int{maxSmoothCycle, 1} {
+			seq := weightedPollSequence(t, weights, len(want), limit)
+			for i, c := range []byte(seq) {
+				if int(c-'a') != want[i] {
+					t.Fatalf("weights %v, limit %d: pick %d is node %d, nginx picks %d", weights, limit, i, c-'a', want[i])
+				}
+			}
+		}
+	}
+}
+
+// Across nodes joining and leaving, each picker's whole cycles give every
+// node exactly its weight's share.
+func TestWeightedPollFairAcrossRebuilds(t *testing.T) {
+	s := newWeightedPoll(Options{})
+	sets := [][]int{{3, 1, 2}, {3, 1, 2, 5}, {1, 2, 5}, {4, 4, 1, 2, 3}, {2, 1}}
+	for round, weights := range sets {
+		nodes := makeNodes(len(weights), weights...)
+		p := s.Build(nodes)
+		counts := make([]int, len(nodes))
+		for range 4 * sum(weights) {
+			counts[indexOf(t, nodes, mustPick(t, p, nil))]++
+		}
+		for i, w := range weights {
+			if counts[i] != 4*w {
+				t.Fatalf("round %d, weights %v: counts %v, want 4× the weights", round, weights, counts)
+			}
+		}
 	}
 }

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestSimulateQuick(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "p99.svg")
+	cmd := newRootCommand()
+	var out, errOut bytes.Buffer
+	cmd.SetArgs([]string{"simulate", "--quick", "--strategies", "random,ROUND_ROBIN,weighted", "--svg", svg})
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("simulate: %v\n%s", err, errOut.String())
+	}
+	text := out.String()
+	if !strings.HasPrefix(text, "zkpresto simulate --requests 20000 --seed 1 --strategies random,poll,weighted\n") {
+		t.Errorf("output does not start with the command that reproduces it:\n%s", text)
+	}
+	for _, scenario := range []string{"1:1:4 70%", "1:1:4 90%", "1:1:4 slow 70%", "1:1:4 slow 90%", "1:1:1 90%"} {
+		if !strings.Contains(text, "\n"+scenario+": ") {
+			t.Errorf("output lacks scenario %q:\n%s", scenario, text)
+		}
+		if !strings.Contains(errOut.String(), "simulated "+scenario+" ") {
+			t.Errorf("no progress line for %q:\n%s", scenario, errOut.String())
+		}
+	}
+	// random is its own baseline: 100% in every scenario.
+	if got := len(regexp.MustCompile(`(?m)^\s+random\s.*\s100%\s`).FindAllString(text, -1)); got != 5 {
+		t.Errorf("%d random rows at 100%% of random, want 5:\n%s", got, text)
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	for {
+		if _, err := dec.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("the SVG is not well-formed: %v", err)
+		}
+	}
+	if got := strings.Count(string(data), `class="bar"`); got != 15 {
+		t.Errorf("%d bars, want 5 scenarios × 3 strategies", got)
+	}
+}
+
+func TestSimulateMarkdown(t *testing.T) {
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetArgs([]string{"simulate", "--requests", "2000", "--seed", "9", "--strategies", "poll", "--markdown"})
+	cmd.SetOut(&out)
+	cmd.SetErr(io.Discard)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(out.String(), "| poll |"); got != 5 {
+		t.Errorf("%d Markdown rows for poll, want 5:\n%s", got, out.String())
+	}
+}
+
+func TestSimulateRejectsBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", "--requests", "0"}, "--requests must be positive"},
+		{[]string{"simulate", "--quick", "--strategies", "random,bogus"}, `unknown strategy "bogus"`},
+	} {
+		cmd := newRootCommand()
+		cmd.SetArgs(tc.args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+// Package loadsim measures how well the load-balancing strategies spread
+// work over coordinators of unequal capacity, in a deterministic
+// discrete-event simulation.
+//
+// Nothing sleeps and nothing touches the network: time is virtual, and a run
+// of half a million statements takes well under a second. Every arrival calls
+// the real strategy code, exactly as the driver does: one Strategy per run,
+// created with strategy.New and a fixed seed, Build once over the nodes, Pick
+// per statement (with one of many users, so hash strategies spread), and
+// Load.Begin when the statement is sent and Load.End with its latency when it
+// completes, so load-aware strategies see true in-flight counts and
+// latencies, in virtual time.
+//
+// # The model
+//
+//   - Arrivals are open-loop Poisson: statements keep coming at a fixed rate
+//     whatever the latency, as they do from many independent clients.
+//   - A coordinator runs Slots statements at a time; more wait in its FIFO
+//     queue. A statement's work is drawn from an exponential distribution
+//     (so one node alone is an M/M/c queue, which the tests check against
+//     theory); on a node of speed s it takes MeanService/s on average. The
+//     work is drawn per statement, not per node, so every strategy sees the
+//     same arrivals, users and work (common random numbers), and differences
+//     between strategies are not sampling noise.
+//   - A node's capacity is Slots × Speed / MeanService statements a second.
+//     The default scenarios give every node 4 slots and get the capacity
+//     ratio 1:1:4 from speed: the big coordinator, like a cluster with four
+//     times the workers, runs each statement four times faster. Its weight
+//     is 4, the others' 1, which is what an operator would register, so the
+//     weighted strategies split the work in proportion to capacity.
+//   - A slowdown multiplies one node's speed by a factor when a given share
+//     of the statements has arrived; statements already running finish at
+//     the old speed.
+//   - The arrival rate is Load times the cluster's capacity. In a scenario
+//     with a slowdown, capacity means the capacity after it (the least the
+//     cluster has during the run), so a strategy that follows the slowdown
+//     can keep latency bounded and one that does not is overloaded.
+//   - Latency is completion minus arrival: queueing plus service.
+//
+// # What is measured
+//
+// The first Warmup share of statements (started on an empty system) is left
+// out of the latency percentiles. A node's load is its time-averaged number
+// of statements in flight (running or queued) per slot, over the part of the
+// run when statements arrive after the warm-up; 1 means all slots are
+// always busy, more means a queue. Result.MaxMeanLoad is the largest node
+// load divided by the mean over nodes: 1 is perfectly even, and a large
+// value means one node is queueing while others idle. A node's offered load
+// (Result.Offered) is the work sent to it per slot-second, before and after
+// the slowdown separately; above OverloadThreshold the node was sent more
+// than it can do, its queue grows without bound, and the latencies of that
+// run grow with its length rather than settling: they say "overloaded", not
+// how slow.
+package loadsim

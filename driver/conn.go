@@ -2,19 +2,31 @@ package driver
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
 )
 
-// Conn is a connection bound to one coordinator. It delegates statements to
-// the Presto Go client and tells database/sql when the coordinator has left
-// discovery, so that the pool drops it.
+// Conn is one database/sql connection. Outside a transaction every statement
+// picks its coordinator, so the pool follows membership and load; inside a
+// transaction all statements go to the coordinator that started it. The
+// Presto client session (user, catalog, schema, session properties,
+// transaction id) lives client-side and travels with every request, which is
+// what lets one connection use any coordinator.
 type Conn struct {
-	conn      driver.Conn
-	node      *discovery.Node
 	connector *Connector
+	session   driver.Conn // the Presto client connection, configured for placeholderHost
+	pinned    *discovery.Node
+	last      atomic.Pointer[discovery.Node]
+	closed    atomic.Bool
 
 	// closeConnector is set by Driver.Open, whose connector lives as long as
 	// this one connection.
@@ -26,85 +38,361 @@ var (
 	_ driver.QueryerContext     = (*Conn)(nil)
 	_ driver.ExecerContext      = (*Conn)(nil)
 	_ driver.ConnBeginTx        = (*Conn)(nil)
+	_ driver.ConnPrepareContext = (*Conn)(nil)
 	_ driver.Validator          = (*Conn)(nil)
 	_ driver.SessionResetter    = (*Conn)(nil)
-	_ driver.ConnPrepareContext = (*Conn)(nil)
 )
 
-// errNotSupported is returned when the Presto client's connection lacks an
-// interface; the Presto Go client v2 implements all of them.
-var errNotSupported = errors.New("zkpresto: not supported by the Presto client connection")
+// Node returns the coordinator of the connection's latest statement (nil
+// before the first). Inside a transaction it is the transaction's
+// coordinator. The node is shared and must not be modified.
+func (c *Conn) Node() *discovery.Node { return c.last.Load() }
 
-// Node returns the coordinator the connection is bound to. The node is
-// shared and must not be modified.
-func (c *Conn) Node() *discovery.Node { return c.node }
-
-// Prepare returns a prepared statement on the bound coordinator.
-func (c *Conn) Prepare(query string) (driver.Stmt, error) { return c.conn.Prepare(query) }
-
-// PrepareContext returns a prepared statement on the bound coordinator.
-func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if p, ok := c.conn.(driver.ConnPrepareContext); ok {
-		return p.PrepareContext(ctx, query)
-	}
-	return c.conn.Prepare(query)
-}
-
-// QueryContext runs a query on the bound coordinator.
+// QueryContext runs a query on a coordinator the strategy picks (failing
+// over while the statement provably never reached one).
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	q, ok := c.conn.(driver.QueryerContext)
+	q, ok := c.session.(driver.QueryerContext)
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	return q.QueryContext(ctx, query, args)
+	var rows driver.Rows
+	a, err := c.submit(ctx, func(ctx context.Context) error {
+		var err error
+		rows, err = q.QueryContext(ctx, query, args)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newRows(rows, a, c.connector), nil
 }
 
-// ExecContext runs a statement on the bound coordinator.
+// ExecContext runs a statement on a coordinator the strategy picks.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	e, ok := c.conn.(driver.ExecerContext)
+	e, ok := c.session.(driver.ExecerContext)
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	return e.ExecContext(ctx, query, args)
+	var res driver.Result
+	a, err := c.submit(ctx, func(ctx context.Context) error {
+		var err error
+		res, err = e.ExecContext(ctx, query, args)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.end(nil)
+	return res, nil
 }
 
-// BeginTx starts a transaction on the bound coordinator.
-func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	b, ok := c.conn.(driver.ConnBeginTx)
-	if !ok {
-		return nil, errNotSupported
+// submit runs one statement: it picks a coordinator, runs do under a context
+// that routes the statement there, and when the transport proves the
+// statement never reached that coordinator, ejects it and tries another,
+// up to the DSN's retries. On success the attempt's load is still open for
+// statements that stream rows; the caller ends it.
+func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*attempt, error) {
+	if c.closed.Load() {
+		return nil, driver.ErrBadConn
 	}
-	return b.BeginTx(ctx, opts)
+	var tried []triedNode
+	for {
+		node, err := c.pick(ctx, tried)
+		if err != nil {
+			return nil, err
+		}
+		c.last.Store(node)
+		a := &attempt{node: node, load: c.connector.loads.For(node.Addr), start: time.Now(), caller: ctx}
+		a.load.Begin()
+		err = do(withAttempt(context.WithoutCancel(ctx), a))
+		failure, sent := a.transportFailure()
+		if err == nil {
+			c.connector.health.Success(node.Addr)
+			return a, nil
+		}
+		a.end(err)
+		if ctx.Err() != nil {
+			// The caller gave up: stop the query on the coordinator too.
+			c.connector.cancelQuery(a)
+			return nil, err
+		}
+		if failure == nil {
+			// The coordinator answered: a query error.
+			c.connector.health.Success(node.Addr)
+			return nil, err
+		}
+		if sent {
+			c.connector.health.Failure(node.Addr, failure)
+			return nil, &StatementError{Node: node.Addr, Err: failure}
+		}
+		c.connector.health.Eject(node.Addr, failure)
+		c.connector.noteFailover(node)
+		tried = append(tried, triedNode{addr: node.Addr, err: failure})
+		if c.pinned != nil || len(tried) > c.connector.retries() {
+			return nil, &NoCoordinatorError{Tried: tried}
+		}
+		c.connector.log.Warn("coordinator failed before accepting the statement; trying another",
+			"node", node.Addr, "err", failure, "attempt", len(tried))
+	}
+}
+
+// pick returns the transaction's coordinator, or the strategy's choice among
+// the usable coordinators that were not tried yet.
+func (c *Conn) pick(ctx context.Context, tried []triedNode) (*discovery.Node, error) {
+	if c.pinned != nil {
+		return c.pinned, nil
+	}
+	node, err := c.connector.pick(ctx, tried)
+	if err != nil {
+		if len(tried) > 0 {
+			return nil, &NoCoordinatorError{Tried: tried, Err: err}
+		}
+		return nil, err
+	}
+	return node, nil
+}
+
+// triedNode is a coordinator a statement failed on before reaching it.
+type triedNode struct {
+	addr string
+	err  error
+}
+
+// NoCoordinatorError reports a statement that was sent nowhere: every
+// coordinator tried failed before it could accept the statement.
+type NoCoordinatorError struct {
+	Tried []triedNode
+	Err   error // why no further coordinator was tried, if not the retry limit
+}
+
+func (e *NoCoordinatorError) Error() string {
+	var b strings.Builder
+	b.WriteString("zkpresto: statement not run; ")
+	fmt.Fprintf(&b, "%d coordinator(s) tried, none accepted it:", len(e.Tried))
+	for _, t := range e.Tried {
+		fmt.Fprintf(&b, " %s (%v);", t.addr, t.err)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, " then: %v", e.Err)
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// Unwrap returns the last coordinator's failure.
+func (e *NoCoordinatorError) Unwrap() error {
+	if e.Err != nil {
+		return e.Err
+	}
+	if len(e.Tried) == 0 {
+		return nil
+	}
+	return e.Tried[len(e.Tried)-1].err
+}
+
+// StatementError reports a statement whose coordinator failed after the
+// statement may have reached it. The driver does not send it again, since
+// it may be running; the caller decides.
+type StatementError struct {
+	Node string
+	Err  error
+}
+
+func (e *StatementError) Error() string {
+	return fmt.Sprintf("zkpresto: coordinator %s failed after the statement was sent (it may have run; not sent again): %v", e.Node, e.Err)
+}
+
+// Unwrap returns the transport error.
+func (e *StatementError) Unwrap() error { return e.Err }
+
+// Prepare returns a statement that runs through this connection.
+func (c *Conn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+// PrepareContext returns a statement that runs through this connection.
+// Presto has no server-side prepare step the client uses; parameters are
+// interpolated by the Presto client at execution.
+func (c *Conn) PrepareContext(_ context.Context, query string) (driver.Stmt, error) {
+	if c.closed.Load() {
+		return nil, driver.ErrBadConn
+	}
+	return &stmt{conn: c, query: query}, nil
+}
+
+// BeginTx starts a transaction on a picked coordinator and keeps every
+// statement of the transaction there.
+func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if c.pinned != nil {
+		return nil, errors.New("zkpresto: a transaction is already open on this connection")
+	}
+	begin, err := startTransaction(opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.ExecContext(ctx, begin, nil); err != nil {
+		return nil, fmt.Errorf("zkpresto: starting a transaction: %w", err)
+	}
+	c.pinned = c.last.Load()
+	return &tx{conn: c}, nil
 }
 
 // Begin starts a transaction; use BeginTx.
 func (c *Conn) Begin() (driver.Tx, error) { return c.BeginTx(context.Background(), driver.TxOptions{}) }
 
-// IsValid reports whether the pool may reuse the connection: false once the
-// coordinator has left discovery.
-func (c *Conn) IsValid() bool {
-	return c.connector.stillListed(c.node)
+// startTransaction renders Presto's START TRANSACTION for opts.
+func startTransaction(opts driver.TxOptions) (string, error) {
+	var modes []string
+	switch sql.IsolationLevel(opts.Isolation) {
+	case sql.LevelDefault:
+	case sql.LevelReadUncommitted:
+		modes = append(modes, "ISOLATION LEVEL READ UNCOMMITTED")
+	case sql.LevelReadCommitted:
+		modes = append(modes, "ISOLATION LEVEL READ COMMITTED")
+	case sql.LevelRepeatableRead:
+		modes = append(modes, "ISOLATION LEVEL REPEATABLE READ")
+	case sql.LevelSerializable:
+		modes = append(modes, "ISOLATION LEVEL SERIALIZABLE")
+	default:
+		return "", fmt.Errorf("zkpresto: isolation level %s is not supported by Presto", sql.IsolationLevel(opts.Isolation))
+	}
+	if opts.ReadOnly {
+		modes = append(modes, "READ ONLY")
+	}
+	if len(modes) == 0 {
+		return "START TRANSACTION", nil
+	}
+	return "START TRANSACTION " + strings.Join(modes, ", "), nil
 }
 
-// ResetSession is called before a pooled connection is reused; a connection
-// whose coordinator has left is refused with driver.ErrBadConn.
+// tx ends a transaction on its coordinator.
+type tx struct{ conn *Conn }
+
+func (t *tx) Commit() error   { return t.finish("COMMIT") }
+func (t *tx) Rollback() error { return t.finish("ROLLBACK") }
+
+func (t *tx) finish(statement string) error {
+	defer func() { t.conn.pinned = nil }()
+	if _, err := t.conn.ExecContext(context.Background(), statement, nil); err != nil {
+		return fmt.Errorf("zkpresto: %s: %w", strings.ToLower(statement), err)
+	}
+	return nil
+}
+
+// IsValid reports whether the pool may reuse the connection.
+func (c *Conn) IsValid() bool { return !c.closed.Load() && !c.connector.closed.Load() }
+
+// ResetSession is called before a pooled connection is reused.
 func (c *Conn) ResetSession(ctx context.Context) error {
 	if !c.IsValid() {
 		return driver.ErrBadConn
 	}
-	if r, ok := c.conn.(driver.SessionResetter); ok {
+	if r, ok := c.session.(driver.SessionResetter); ok {
 		return r.ResetSession(ctx)
 	}
 	return nil
 }
 
-// Close closes the Presto client connection.
+// Close closes the connection.
 func (c *Conn) Close() error {
-	err := c.conn.Close()
+	c.closed.Store(true)
+	err := c.session.Close()
 	if c.closeConnector != nil {
 		if cerr := c.closeConnector.Close(); err == nil {
 			err = cerr
 		}
 	}
 	return err
+}
+
+// stmt is a prepared statement; each execution is a statement of its own,
+// picked and failed over like any other.
+type stmt struct {
+	conn  *Conn
+	query string
+}
+
+func (s *stmt) Close() error  { return nil }
+func (s *stmt) NumInput() int { return -1 }
+
+func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), named(args))
+}
+
+func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), named(args))
+}
+
+func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	return s.conn.ExecContext(ctx, s.query, args)
+}
+
+func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	return s.conn.QueryContext(ctx, s.query, args)
+}
+
+func named(args []driver.Value) []driver.NamedValue {
+	out := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return out
+}
+
+// rows ends the statement's load record when the rows are done, and
+// cancels the query on the coordinator when they are closed before the end
+// (the Presto client leaves it running until the coordinator abandons it).
+type rows struct {
+	driver.Rows
+	a    *attempt
+	c    *Connector
+	done bool // io.EOF or an error was returned
+}
+
+var (
+	_ driver.RowsColumnTypeDatabaseTypeName = (*rows)(nil)
+	_ driver.RowsColumnTypeScanType         = (*rows)(nil)
+)
+
+func newRows(r driver.Rows, a *attempt, c *Connector) *rows { return &rows{Rows: r, a: a, c: c} }
+
+func (r *rows) Next(dest []driver.Value) error {
+	err := r.Rows.Next(dest)
+	switch {
+	case err == nil:
+	case err == io.EOF:
+		r.done = true
+		r.a.end(nil)
+	default:
+		r.done = true
+		if r.a.caller.Err() != nil {
+			r.c.cancelQuery(r.a)
+		} else if failure, _ := r.a.transportFailure(); failure != nil {
+			err = &StatementError{Node: r.a.node.Addr, Err: failure}
+		}
+		r.a.end(err)
+	}
+	return err
+}
+
+func (r *rows) Close() error {
+	if !r.done && r.a.running.Load() {
+		r.c.cancelQuery(r.a)
+	}
+	r.done = true
+	r.a.end(nil)
+	return r.Rows.Close()
+}
+
+func (r *rows) ColumnTypeDatabaseTypeName(i int) string {
+	if t, ok := r.Rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		return t.ColumnTypeDatabaseTypeName(i)
+	}
+	return ""
+}
+
+func (r *rows) ColumnTypeScanType(i int) reflect.Type {
+	if t, ok := r.Rows.(driver.RowsColumnTypeScanType); ok {
+		return t.ColumnTypeScanType(i)
+	}
+	return reflect.TypeFor[any]()
 }

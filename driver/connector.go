@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	presto "github.com/prestodb/presto-go-client/v2"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/health"
 	"github.com/zkpresto/zkpresto/strategy"
 )
 
@@ -42,8 +44,9 @@ func WithStrategy(s strategy.Strategy) Option {
 	return func(o *connectorOptions) { o.strategy = s }
 }
 
-// WithHTTPClient makes every coordinator connection use client instead of the
-// driver's own. The DSN's ssl_* keys are then not applied to it.
+// WithHTTPClient sends coordinator traffic through client's transport
+// instead of the driver's own. The DSN's ssl_* keys are then not applied to
+// it; the driver still routes and fails over requests on top of it.
 func WithHTTPClient(client *http.Client) Option {
 	return func(o *connectorOptions) { o.httpClient = client }
 }
@@ -55,18 +58,22 @@ type Connector struct {
 	log          *slog.Logger
 	strategy     strategy.Strategy
 	strategyName string
-	httpClient   *http.Client
-	ownHTTP      bool
-	request      strategy.Request // what Pick sees; read-only after NewConnector
+	loads        *strategy.Loads
+	health       *health.Tracker
+	httpClient   *http.Client // routes every request to its statement's coordinator
+	ownTransport *http.Transport
+	session      driver.Connector // the Presto client's connector
+	request      strategy.Request // what Pick sees without a routing key; read-only
 
-	discMu sync.Mutex
-	disc   atomic.Pointer[discoveryHandle]
+	discMu  sync.Mutex
+	disc    atomic.Pointer[discoveryHandle]
+	checker *health.Checker // guarded by discMu
 
 	buildMu sync.Mutex
 	picked  atomic.Pointer[pickerState]
 
-	nodesMu sync.Mutex
-	nodes   atomic.Pointer[map[string]driver.Connector] // copy-on-write, by node URL
+	failovers sync.Map       // addr → *atomic.Uint64
+	cancels   sync.WaitGroup // queries being cancelled on their coordinators
 
 	closed atomic.Bool
 }
@@ -77,16 +84,15 @@ type discoveryHandle struct {
 	status func() discovery.Status
 }
 
-// pickerState is a picker built for one snapshot.
+// pickerState is a picker built for one snapshot and one health state.
 type pickerState struct {
-	snap    *discovery.Snapshot
-	picker  strategy.Picker
-	members map[string]struct{}
+	snap   *discovery.Snapshot
+	health uint64
+	nodes  []discovery.Node // the candidates the picker was built from
+	picker strategy.Picker
 }
 
-var (
-	_ driver.Connector = (*Connector)(nil)
-)
+var _ driver.Connector = (*Connector)(nil)
 
 // NewConnector returns a Connector for cfg. It does no network I/O; the
 // first Connect opens discovery. cfg is copied.
@@ -101,27 +107,45 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	c := &Connector{cfg: cfg.Clone(), log: o.logger}
+	c := &Connector{cfg: cfg.Clone(), log: o.logger, loads: strategy.NewLoads()}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	c.health = health.NewTracker(health.Policy{}, health.WithLogger(c.log))
 	if o.strategy != nil {
 		c.strategy, c.strategyName = o.strategy, fmt.Sprintf("%T", o.strategy)
 	} else {
-		c.strategy, c.strategyName = strategy.New(c.cfg.Strategy, strategy.Options{Logger: c.log})
+		hashKey, _ := strategy.ParseHashKey(c.cfg.HashKey) // validated by ParseDSN; empty is by user
+		c.strategy, c.strategyName = strategy.New(c.cfg.Strategy, strategy.Options{
+			Logger:    c.log,
+			Zone:      c.cfg.Zone, // local_first falls back to ZKPRESTO_ZONE itself
+			Loads:     c.loads,
+			Counter:   &sharedCounter{c: c},
+			HashKey:   hashKey,
+			LoadBound: c.cfg.HashLoadBound,
+		})
 	}
-	if o.httpClient != nil {
-		c.httpClient = o.httpClient
-	} else {
-		client, err := newHTTPClient(c.cfg)
+	base := o.httpClient
+	if base == nil {
+		t, err := newTransport(c.cfg)
 		if err != nil {
 			return nil, err
 		}
-		c.httpClient, c.ownHTTP = client, true
+		c.ownTransport = t
+		base = &http.Client{Transport: t}
 	}
+	c.httpClient = &http.Client{
+		Transport:     &routingTransport{next: transportOf(base), forceTLS: c.cfg.hasTLS()},
+		CheckRedirect: base.CheckRedirect,
+		Jar:           base.Jar,
+		Timeout:       base.Timeout,
+	}
+	session, err := presto.NewConnector(c.prestoDSN(), presto.WithHTTPClient(c.httpClient))
+	if err != nil {
+		return nil, fmt.Errorf("zkpresto: Presto client: %w", err)
+	}
+	c.session = session
 	c.request = strategy.Request{User: c.cfg.User, Source: c.cfg.Source}
-	empty := map[string]driver.Connector{}
-	c.nodes.Store(&empty)
 	return c, nil
 }
 
@@ -131,26 +155,26 @@ func (c *Connector) Config() *Config { return c.cfg.Clone() }
 // Driver returns the zkpresto Driver.
 func (c *Connector) Driver() driver.Driver { return &Driver{} }
 
-// Connect picks a coordinator and returns a connection bound to it. The
-// first call opens discovery (for ZooKeeper: joins or opens the shared
-// session, bounded by zooKeeperConnectTimeout).
+// Connect returns a new connection. The first call opens discovery (for
+// ZooKeeper: joins or opens the shared session, bounded by
+// zooKeeperConnectTimeout) and fails when there is no coordinator, so that
+// db.Ping checks discovery; statements then pick their coordinators.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
-	node, err := c.pick(ctx)
+	d, err := c.discoverer(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pc, err := c.nodeConnector(node)
-	if err != nil {
-		return nil, err
+	if snap := d.Snapshot(); len(snap.Nodes) == 0 {
+		return nil, c.noNodesError(d, snap)
 	}
-	conn, err := pc.Connect(ctx)
+	session, err := c.session.Connect(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("zkpresto: coordinator %s: %w", node.Addr, err)
+		return nil, fmt.Errorf("zkpresto: Presto client: %w", err)
 	}
-	return &Conn{conn: conn, node: node, connector: c}, nil
+	return &Conn{connector: c, session: session}, nil
 }
 
-// Nodes returns the coordinators the connector currently picks from, opening
+// Nodes returns the coordinators discovery currently lists, opening
 // discovery first if no connection has yet. The snapshot is shared and must
 // not be modified.
 func (c *Connector) Nodes(ctx context.Context) (*discovery.Snapshot, error) {
@@ -161,8 +185,17 @@ func (c *Connector) Nodes(ctx context.Context) (*discovery.Snapshot, error) {
 	return d.Snapshot(), nil
 }
 
-// pick returns the node the strategy chooses from the current snapshot.
-func (c *Connector) pick(ctx context.Context) (*discovery.Node, error) {
+type routingKey struct{}
+
+// WithRoutingKey returns a context whose statements hash-based strategies
+// (consistent_hash, user_hash) route by key instead of by the user.
+func WithRoutingKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, routingKey{}, key)
+}
+
+// pick returns the strategy's choice among the usable coordinators that are
+// not in tried.
+func (c *Connector) pick(ctx context.Context, tried []triedNode) (*discovery.Node, error) {
 	d, err := c.discoverer(ctx)
 	if err != nil {
 		return nil, err
@@ -171,11 +204,48 @@ func (c *Connector) pick(ctx context.Context) (*discovery.Node, error) {
 	if len(snap.Nodes) == 0 {
 		return nil, c.noNodesError(d, snap)
 	}
-	node, err := c.pickerFor(snap).picker.Pick(&c.request)
-	if err != nil {
-		return nil, fmt.Errorf("zkpresto: strategy %s over %s: %w", c.strategyName, snap.Source, err)
+	ps := c.pickerFor(snap)
+	req := &c.request
+	if key, ok := ctx.Value(routingKey{}).(string); ok {
+		req = &strategy.Request{User: c.request.User, Source: c.request.Source, Key: key}
 	}
-	return node, nil
+	// A few picks skip tried nodes without knowing the strategy; then any
+	// untried candidate will do.
+	for range 2*len(tried) + 1 {
+		node, err := ps.picker.Pick(req)
+		if err != nil {
+			return nil, fmt.Errorf("zkpresto: strategy %s over %s: %w", c.strategyName, snap.Source, err)
+		}
+		if !wasTried(tried, node.Addr) {
+			return node, nil
+		}
+	}
+	for i := range ps.nodes {
+		if !wasTried(tried, ps.nodes[i].Addr) {
+			return &ps.nodes[i], nil
+		}
+	}
+	return nil, fmt.Errorf("zkpresto: no untried coordinator left in %s", snap.Source)
+}
+
+// retries is how many other coordinators a statement may fail over to.
+func (c *Connector) retries() int {
+	switch {
+	case c.cfg.Retries < 0:
+		return 0
+	case c.cfg.Retries == 0:
+		return dsnDefaultRetries
+	}
+	return c.cfg.Retries
+}
+
+func wasTried(tried []triedNode, addr string) bool {
+	for _, t := range tried {
+		if t.addr == addr {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Connector) noNodesError(d *discoveryHandle, snap *discovery.Snapshot) error {
@@ -209,6 +279,11 @@ func (c *Connector) discoverer(ctx context.Context) (*discoveryHandle, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.cfg.HealthCheckInterval > 0 {
+		c.checker = health.StartChecker(c.cfg.HealthCheckInterval, c.checkClient(), func() []discovery.Node {
+			return d.Snapshot().Nodes
+		}, c.health, c.log)
+	}
 	c.disc.Store(d)
 	return d, nil
 }
@@ -232,25 +307,36 @@ func (c *Connector) openDiscovery(ctx context.Context) (*discoveryHandle, error)
 	return &discoveryHandle{Discoverer: zk, status: zk.Status}, nil
 }
 
-// pickerFor returns the picker for snap, building it the first time a
-// connection sees a new snapshot. The common case is one atomic load.
+// checkClient is the HTTP client for active health checks: the coordinator
+// transport without the statement routing.
+func (c *Connector) checkClient() *http.Client {
+	return &http.Client{Transport: c.httpClient.Transport.(*routingTransport).next}
+}
+
+// pickerFor returns the picker for snap and the current health, building it
+// when either changed. The common case is two atomic loads.
 func (c *Connector) pickerFor(snap *discovery.Snapshot) *pickerState {
-	if ps := c.picked.Load(); ps != nil && ps.snap == snap {
+	hv := c.health.Version()
+	if ps := c.picked.Load(); ps != nil && ps.snap == snap && ps.health == hv {
 		return ps
 	}
 	c.buildMu.Lock()
 	defer c.buildMu.Unlock()
-	if ps := c.picked.Load(); ps != nil && ps.snap == snap {
+	hv = c.health.Version()
+	ps := c.picked.Load()
+	if ps != nil && ps.snap == snap && ps.health == hv {
 		return ps
 	}
-	nodes := c.applyWeights(snap.Nodes)
-	ps := &pickerState{snap: snap, picker: c.strategy.Build(nodes), members: make(map[string]struct{}, len(nodes))}
-	for _, n := range nodes {
-		ps.members[n.URL()] = struct{}{}
+	if ps == nil || ps.snap != snap {
+		c.loads.Retain(snap.Nodes)
+		c.health.Forget(snap.Nodes)
 	}
-	c.picked.Store(ps)
-	c.log.Debug("coordinators for picking", "source", snap.Source, "generation", snap.Generation, "nodes", len(nodes), "strategy", c.strategyName)
-	return ps
+	nodes := c.health.Usable(c.applyWeights(snap.Nodes))
+	next := &pickerState{snap: snap, health: hv, nodes: nodes, picker: c.strategy.Build(nodes)}
+	c.picked.Store(next)
+	c.log.Debug("coordinators for picking", "source", snap.Source, "generation", snap.Generation,
+		"listed", len(snap.Nodes), "usable", len(nodes), "strategy", c.strategyName)
+	return next
 }
 
 // applyWeights returns nodes with the DSN's weights= overrides applied.
@@ -267,56 +353,45 @@ func (c *Connector) applyWeights(nodes []discovery.Node) []discovery.Node {
 	return out
 }
 
-// stillListed reports whether node is in the latest snapshot, so that
-// pooled connections to coordinators that left are dropped.
-func (c *Connector) stillListed(node *discovery.Node) bool {
-	d := c.disc.Load()
-	if d == nil {
-		return false
-	}
-	snap := d.Snapshot()
-	if len(snap.Nodes) == 0 {
-		return true // keep serving what we have while discovery has nothing better
-	}
-	_, ok := c.pickerFor(snap).members[node.URL()]
-	return ok
+func (c *Connector) noteFailover(node *discovery.Node) {
+	v, _ := c.failovers.LoadOrStore(node.Addr, new(atomic.Uint64))
+	v.(*atomic.Uint64).Add(1)
 }
 
-// nodeConnector returns the Presto client connector for node, creating it
-// once per coordinator URL.
-func (c *Connector) nodeConnector(node *discovery.Node) (driver.Connector, error) {
-	key := node.URL()
-	if pc, ok := (*c.nodes.Load())[key]; ok {
-		return pc, nil
+// cancelTimeout bounds the DELETE that cancels an abandoned query.
+const cancelTimeout = 2 * time.Second
+
+// cancelQuery asks a's coordinator, in the background, to cancel the query
+// whose results nobody will read, as the Presto JDBC driver does on close.
+// Best effort: a coordinator also abandons queries nobody polls.
+func (c *Connector) cancelQuery(a *attempt) {
+	u := a.lastURL.Load()
+	if u == nil {
+		return
 	}
-	c.nodesMu.Lock()
-	defer c.nodesMu.Unlock()
-	current := *c.nodes.Load()
-	if pc, ok := current[key]; ok {
-		return pc, nil
-	}
-	client := c.httpClient
-	if node.Scheme == "https" && !c.cfg.hasTLS() {
-		// The Presto client chooses https only when ssl_* keys are set; a
-		// node registered as https is upgraded here instead.
-		client = &http.Client{Transport: httpsUpgrade{next: transportOf(client)}, Timeout: client.Timeout, Jar: client.Jar}
-	}
-	pc, err := presto.NewConnector(c.prestoDSN(node), presto.WithHTTPClient(client))
-	if err != nil {
-		return nil, fmt.Errorf("zkpresto: coordinator %s: %w", node.Addr, err)
-	}
-	next := make(map[string]driver.Connector, len(current)+1)
-	for k, v := range current {
-		next[k] = v
-	}
-	next[key] = pc
-	c.nodes.Store(&next)
-	return pc, nil
+	c.cancels.Add(1)
+	go func() {
+		defer c.cancels.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, *u, nil)
+		if err != nil {
+			return
+		}
+		resp, err := c.checkClient().Do(req)
+		if err != nil {
+			c.log.Debug("cancelling a query failed", "node", a.node.Addr, "err", err)
+			return
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+	}()
 }
 
-// prestoDSN is the Presto Go client's DSN for one coordinator.
-func (c *Connector) prestoDSN(node *discovery.Node) string {
-	u := url.URL{Scheme: "presto", Host: node.Addr}
+// prestoDSN is the Presto Go client's DSN: every setting of ours except the
+// host, which the transport fills per statement.
+func (c *Connector) prestoDSN() string {
+	u := url.URL{Scheme: "presto", Host: placeholderHost}
 	if c.cfg.Trino {
 		u.Scheme = "trino"
 	}
@@ -343,10 +418,9 @@ func (c *Connector) prestoDSN(node *discovery.Node) string {
 	set("client_tags", strings.Join(c.cfg.ClientTags, ","))
 	set("client_info", c.cfg.ClientInfo)
 	set("timezone", c.cfg.TimeZone)
-	set("ssl_cert", c.cfg.SSLCert)
-	set("ssl_key", c.cfg.SSLKey)
-	set("ssl_ca", c.cfg.SSLCA)
-	if c.cfg.SSLSkipVerify {
+	// TLS material is loaded into the driver's transport; the Presto client
+	// only needs to know that the scheme is https.
+	if c.cfg.hasTLS() {
 		q.Set("ssl_skip_verify", "true")
 	}
 	keys := make([]string, 0, len(c.cfg.SessionProperties))
@@ -361,27 +435,31 @@ func (c *Connector) prestoDSN(node *discovery.Node) string {
 	return u.String()
 }
 
-// Close releases the discovery session and idle HTTP connections. Open
-// connections keep working against their coordinators until closed.
+// Close releases the discovery session, the health checker and idle HTTP
+// connections. Statements still running finish on their coordinators.
 func (c *Connector) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
 	c.discMu.Lock()
-	d := c.disc.Load()
+	d, checker := c.disc.Load(), c.checker
 	c.discMu.Unlock()
+	if checker != nil {
+		checker.Close()
+	}
 	var err error
 	if d != nil {
 		err = d.Close()
 	}
-	if c.ownHTTP {
-		c.httpClient.CloseIdleConnections()
+	c.cancels.Wait()
+	if c.ownTransport != nil {
+		c.ownTransport.CloseIdleConnections()
 	}
 	return err
 }
 
-// newHTTPClient builds the client the driver owns, with the DSN's TLS keys.
-func newHTTPClient(cfg *Config) (*http.Client, error) {
+// newTransport builds the transport the driver owns, with the DSN's TLS keys.
+func newTransport(cfg *Config) (*http.Transport, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second
@@ -392,7 +470,7 @@ func newHTTPClient(cfg *Config) (*http.Client, error) {
 		}
 		t.TLSClientConfig = tlsCfg
 	}
-	return &http.Client{Transport: t}, nil
+	return t, nil
 }
 
 // hasTLS mirrors the Presto client's rule: any ssl_* key means https.
@@ -407,14 +485,32 @@ func transportOf(c *http.Client) http.RoundTripper {
 	return http.DefaultTransport
 }
 
-// httpsUpgrade sends a coordinator's plain-http requests over https.
-type httpsUpgrade struct{ next http.RoundTripper }
+// sharedCounter gives global_poll the counter znode /<namespace>-counter in
+// the connector's ZooKeeper session, the znode Kyuubi's polling strategy
+// uses, so that both kinds of client share one rotation. Without ZooKeeper
+// it reports an error and global_poll counts locally.
+type sharedCounter struct {
+	c       *Connector
+	once    sync.Once
+	counter *discovery.ZKCounter
+	err     error
+}
 
-func (h httpsUpgrade) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme == "http" {
-		r := req.Clone(req.Context())
-		r.URL.Scheme = "https"
-		req = r
+func (s *sharedCounter) Next() (uint64, error) {
+	d := s.c.disc.Load()
+	if d == nil {
+		return 0, errors.New("zkpresto: discovery is not open")
 	}
-	return h.next.RoundTrip(req)
+	s.once.Do(func() {
+		zk, ok := d.Discoverer.(*discovery.ZooKeeper)
+		if !ok {
+			s.err = errors.New("zkpresto: global_poll needs ZooKeeper discovery")
+			return
+		}
+		s.counter = zk.Counter(s.c.cfg.ZooKeeperPath() + "-counter")
+	})
+	if s.err != nil {
+		return 0, s.err
+	}
+	return s.counter.Next()
 }

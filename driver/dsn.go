@@ -19,6 +19,8 @@ const (
 	dsnDefaultStrategy       = "random"
 	dsnDefaultSessionTimeout = 15 * time.Second
 	dsnDefaultConnectTimeout = 10 * time.Second
+	dsnDefaultRetries        = 3
+	dsnMaxRetries            = 100
 	dsnDefaultZooKeeperPort  = 2181
 	dsnDefaultPrestoPort     = 8080
 	// dsnMaxWeight keeps sums of weights far from overflow in strategies
@@ -38,6 +40,18 @@ const (
 	dsnKeySessionTimeout = "zooKeeperSessionTimeout"
 	dsnKeyConnectTimeout = "zooKeeperConnectTimeout"
 	dsnKeyWeights        = "weights"
+	// ZooKeeper security: credentials as scheme:auth, and TLS from PEM files.
+	dsnKeyZKAuth         = "zooKeeperAuth"
+	dsnKeyZKSSL          = "zooKeeperSSLEnabled"
+	dsnKeyZKSSLAlias     = "zooKeeperSSLEnable" // Kyuubi's and Hive's spelling
+	dsnKeyZKSSLCAFile    = "zooKeeperSSLCAFile"
+	dsnKeyZKSSLCertFile  = "zooKeeperSSLCertFile"
+	dsnKeyZKSSLKeyFile   = "zooKeeperSSLKeyFile"
+	dsnKeyRetries        = "retries"             // Kyuubi's and Hive's name
+	dsnKeyHealthInterval = "healthCheckInterval" // active checks; off when absent
+	dsnKeyZone           = "zone"                // the client's zone, for local_first
+	dsnKeyHashKey        = "hashKey"             // consistent_hash: user or source
+	dsnKeyLoadBound      = "hashLoadBound"       // consistent_hash: bound on load, ≥ 1
 )
 
 // dsnOwnKeys maps the lower-cased spelling of each of our keys to its
@@ -51,6 +65,17 @@ var dsnOwnKeys = map[string]string{
 	strings.ToLower(dsnKeySessionTimeout): dsnKeySessionTimeout,
 	strings.ToLower(dsnKeyConnectTimeout): dsnKeyConnectTimeout,
 	strings.ToLower(dsnKeyWeights):        dsnKeyWeights,
+	strings.ToLower(dsnKeyZKAuth):         dsnKeyZKAuth,
+	strings.ToLower(dsnKeyZKSSL):          dsnKeyZKSSL,
+	strings.ToLower(dsnKeyZKSSLAlias):     dsnKeyZKSSL,
+	strings.ToLower(dsnKeyZKSSLCAFile):    dsnKeyZKSSLCAFile,
+	strings.ToLower(dsnKeyZKSSLCertFile):  dsnKeyZKSSLCertFile,
+	strings.ToLower(dsnKeyZKSSLKeyFile):   dsnKeyZKSSLKeyFile,
+	strings.ToLower(dsnKeyRetries):        dsnKeyRetries,
+	strings.ToLower(dsnKeyHealthInterval): dsnKeyHealthInterval,
+	strings.ToLower(dsnKeyZone):           dsnKeyZone,
+	strings.ToLower(dsnKeyHashKey):        dsnKeyHashKey,
+	strings.ToLower(dsnKeyLoadBound):      dsnKeyLoadBound,
 }
 
 // Keys handed to the Presto client. They match exactly, as the Presto client
@@ -113,6 +138,32 @@ type Config struct {
 	// Weights overrides node weights by address ("host:port"); nil when the
 	// DSN gives none.
 	Weights map[string]int
+	// ZooKeeperAuthScheme and ZooKeeperAuth are the ZooKeeper credentials
+	// (zooKeeperAuth=scheme:auth, e.g. digest:user:password), sent with
+	// every session; empty for none. String redacts the password.
+	ZooKeeperAuthScheme, ZooKeeperAuth string
+	// ZooKeeperSSL connects to ZooKeeper over TLS (its secure client port).
+	ZooKeeperSSL bool
+	// ZooKeeperSSLCAFile, ZooKeeperSSLCertFile and ZooKeeperSSLKeyFile are PEM
+	// files: the CA certificates to trust (empty: the system's) and the
+	// client certificate and key ZooKeeper asks for by default.
+	ZooKeeperSSLCAFile, ZooKeeperSSLCertFile, ZooKeeperSSLKeyFile string
+	// Retries is how many other coordinators a statement may fail over to
+	// when one fails before accepting it. 0 means the default, 3; a negative
+	// value (retries=0 in a DSN) disables failover.
+	Retries int
+	// HealthCheckInterval, when positive, turns on active health checks:
+	// GET /v1/info on every coordinator at this interval.
+	HealthCheckInterval time.Duration
+	// Zone is the client's zone for zone-aware strategies; empty means the
+	// ZKPRESTO_ZONE environment variable.
+	Zone string
+	// HashKey is what consistent_hash routes by without a routing key on the
+	// context: "user" (the default when empty) or "source".
+	HashKey string
+	// HashLoadBound, when at least 1, bounds consistent_hash: no node gets
+	// more than this factor of the mean in-flight load.
+	HashLoadBound float64
 
 	// User is the Presto user.
 	User string
@@ -144,6 +195,7 @@ func NewConfig() *Config {
 		Strategy:       dsnDefaultStrategy,
 		SessionTimeout: dsnDefaultSessionTimeout,
 		ConnectTimeout: dsnDefaultConnectTimeout,
+		Retries:        dsnDefaultRetries,
 	}
 }
 
@@ -271,6 +323,10 @@ func dsnParse(dsn string) (*Config, error) {
 		if err := applier.apply(param); err != nil {
 			return nil, err
 		}
+	}
+
+	if err := dsnCheckZooKeeperSSL(cfg, applier.seen); err != nil {
+		return nil, err
 	}
 
 	defaultPort := dsnDefaultPrestoPort
@@ -409,12 +465,64 @@ func (a *dsnApplier) apply(p dsnParam) error {
 				return fmt.Errorf("bad %s %q: %w", p.key, v, err)
 			}
 			cfg.ConnectTimeout = d
+		case dsnKeyZKAuth:
+			scheme, auth, err := dsnParseZooKeeperAuth(v)
+			if err != nil {
+				// The value is not quoted: it holds a password.
+				return fmt.Errorf("bad %s: %w", p.key, err)
+			}
+			cfg.ZooKeeperAuthScheme, cfg.ZooKeeperAuth = scheme, auth
+		case dsnKeyZKSSL:
+			switch strings.ToLower(v) {
+			case "true", "1":
+				cfg.ZooKeeperSSL = true
+			case "false", "0":
+				cfg.ZooKeeperSSL = false
+			default:
+				return fmt.Errorf("bad %s %q: want true, false, 1 or 0", p.key, v)
+			}
+		case dsnKeyZKSSLCAFile:
+			cfg.ZooKeeperSSLCAFile = v
+		case dsnKeyZKSSLCertFile:
+			cfg.ZooKeeperSSLCertFile = v
+		case dsnKeyZKSSLKeyFile:
+			cfg.ZooKeeperSSLKeyFile = v
 		case dsnKeyWeights:
 			w, err := dsnParseWeights(v)
 			if err != nil {
 				return fmt.Errorf("bad %s: %w", p.key, err)
 			}
 			cfg.Weights = w
+		case dsnKeyRetries:
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > dsnMaxRetries {
+				return fmt.Errorf("bad %s %q: want a whole number from 0 to %d", p.key, v, dsnMaxRetries)
+			}
+			cfg.Retries = n
+			if n == 0 {
+				cfg.Retries = -1
+			}
+		case dsnKeyHealthInterval:
+			d, err := dsnParseTimeout(v)
+			if err != nil {
+				return fmt.Errorf("bad %s %q: %w", p.key, v, err)
+			}
+			cfg.HealthCheckInterval = d
+		case dsnKeyZone:
+			cfg.Zone = v
+		case dsnKeyHashKey:
+			switch strings.ToLower(v) {
+			case "user", "source":
+				cfg.HashKey = strings.ToLower(v)
+			default:
+				return fmt.Errorf("bad %s %q: want user or source", p.key, v)
+			}
+		case dsnKeyLoadBound:
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 1 || f > 100 {
+				return fmt.Errorf("bad %s %q: want a number from 1 to 100, such as 1.25", p.key, v)
+			}
+			cfg.HashLoadBound = f
 		}
 		return nil
 	}
@@ -471,7 +579,48 @@ func dsnConflict(first, second dsnParam) error {
 // dsnIsSecretKey reports whether the value of key must not be shown: the
 // password, and any session property that looks like one.
 func dsnIsSecretKey(key string) bool {
-	return strings.Contains(strings.ToLower(key), "password")
+	return strings.Contains(strings.ToLower(key), "password") || strings.EqualFold(key, dsnKeyZKAuth)
+}
+
+// dsnParseZooKeeperAuth splits "scheme:auth". Errors never quote the value.
+func dsnParseZooKeeperAuth(v string) (scheme, auth string, err error) {
+	scheme, auth, ok := strings.Cut(v, ":")
+	if !ok || scheme == "" || auth == "" {
+		return "", "", errors.New("want scheme:credentials, as in digest:user:password")
+	}
+	if scheme == "digest" {
+		if user, _, ok := strings.Cut(auth, ":"); !ok || user == "" {
+			return "", "", errors.New("digest credentials must be user:password")
+		}
+	}
+	return scheme, auth, nil
+}
+
+// dsnCheckZooKeeperSSL turns TLS on when a ZooKeeper TLS file is given, and
+// rejects combinations that cannot work.
+func dsnCheckZooKeeperSSL(cfg *Config, seen map[string]dsnParam) error {
+	files := cfg.ZooKeeperSSLCAFile != "" || cfg.ZooKeeperSSLCertFile != "" || cfg.ZooKeeperSSLKeyFile != ""
+	if files {
+		if p, explicit := seen[dsnKeyZKSSL]; explicit && !cfg.ZooKeeperSSL {
+			return fmt.Errorf("%s is %q but ZooKeeper TLS files are given", p.key, p.value)
+		}
+		cfg.ZooKeeperSSL = true
+	}
+	if (cfg.ZooKeeperSSLCertFile == "") != (cfg.ZooKeeperSSLKeyFile == "") {
+		return fmt.Errorf("%s and %s must be given together", dsnKeyZKSSLCertFile, dsnKeyZKSSLKeyFile)
+	}
+	return nil
+}
+
+// dsnRedactZooKeeperAuth hides the secret part of ZooKeeper credentials:
+// the password of digest credentials, everything after the scheme otherwise.
+func dsnRedactZooKeeperAuth(scheme, auth string) string {
+	if scheme == "digest" {
+		if user, _, ok := strings.Cut(auth, ":"); ok {
+			return user + ":" + dsnRedacted
+		}
+	}
+	return dsnRedacted
 }
 
 // dsnParseHostList parses "host[:port],..." into host:port addresses.
@@ -753,6 +902,40 @@ func (c *Config) dsnFormat(redact bool) string {
 			entries = append(entries, addr+"="+strconv.Itoa(c.Weights[addr]))
 		}
 		own = append(own, dsnParam{key: dsnKeyWeights, value: strings.Join(entries, ",")})
+	}
+	if c.Retries != 0 && c.Retries != dsnDefaultRetries {
+		own = append(own, dsnParam{key: dsnKeyRetries, value: strconv.Itoa(max(c.Retries, 0))})
+	}
+	if c.HealthCheckInterval > 0 {
+		own = append(own, dsnParam{key: dsnKeyHealthInterval, value: c.HealthCheckInterval.String()})
+	}
+	if c.Zone != "" {
+		own = append(own, dsnParam{key: dsnKeyZone, value: c.Zone})
+	}
+	if c.HashKey != "" && c.HashKey != "user" {
+		own = append(own, dsnParam{key: dsnKeyHashKey, value: c.HashKey})
+	}
+	if c.HashLoadBound >= 1 {
+		own = append(own, dsnParam{key: dsnKeyLoadBound, value: strconv.FormatFloat(c.HashLoadBound, 'g', -1, 64)})
+	}
+	if c.ZooKeeperAuthScheme != "" {
+		auth := c.ZooKeeperAuth
+		if redact {
+			auth = dsnRedactZooKeeperAuth(c.ZooKeeperAuthScheme, auth)
+		}
+		own = append(own, dsnParam{key: dsnKeyZKAuth, value: c.ZooKeeperAuthScheme + ":" + auth})
+	}
+	if c.ZooKeeperSSL {
+		own = append(own, dsnParam{key: dsnKeyZKSSL, value: "true"})
+	}
+	for _, f := range []struct{ key, value string }{
+		{dsnKeyZKSSLCAFile, c.ZooKeeperSSLCAFile},
+		{dsnKeyZKSSLCertFile, c.ZooKeeperSSLCertFile},
+		{dsnKeyZKSSLKeyFile, c.ZooKeeperSSLKeyFile},
+	} {
+		if f.value != "" {
+			own = append(own, dsnParam{key: f.key, value: f.value})
+		}
 	}
 	dsnWriteParams(&b, ";", ";", own)
 

@@ -315,6 +315,28 @@ var dsnValidCases = []struct {
 		dsn:  "presto://coordinator.invalid,zk_1.example.invalid:1",
 		want: dsnWant(func(c *Config) { c.Hosts = []string{"coordinator.invalid:8080", "zk_1.example.invalid:1"} }),
 	},
+	{
+		name: "ZooKeeper digest credentials and TLS files",
+		dsn:  "presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=digest:alice:" + dsnTestPasswordEnc + ";zooKeeperSSLCAFile=/etc/zk/ca.pem;zooKeeperSSLCertFile=/etc/zk/client.pem;zooKeeperSSLKeyFile=/etc/zk/client-key.pem",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:2181"}
+			c.ZooKeeper = true
+			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "digest", "alice:"+dsnTestPassword
+			c.ZooKeeperSSL = true
+			c.ZooKeeperSSLCAFile = "/etc/zk/ca.pem"
+			c.ZooKeeperSSLCertFile, c.ZooKeeperSSLKeyFile = "/etc/zk/client.pem", "/etc/zk/client-key.pem"
+		}),
+	},
+	{
+		name: "ZooKeeper TLS with system roots, Kyuubi's key spelling",
+		dsn:  "presto://zk1;serviceDiscoveryMode=zooKeeper;ZOOKEEPERSSLENABLE=true;zooKeeperAuth=x509:ignored",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:2181"}
+			c.ZooKeeper = true
+			c.ZooKeeperSSL = true
+			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "x509", "ignored"
+		}),
+	},
 }
 
 func TestParseDSN(t *testing.T) {
@@ -584,5 +606,71 @@ func TestConfigZooKeeperPathAndEnsemble(t *testing.T) {
 	}
 	if got, want := NewConfig().ZooKeeperPath(), "/presto"; got != want {
 		t.Errorf("default ZooKeeperPath() = %q, want %q", got, want)
+	}
+}
+
+func TestParseDSNZooKeeperSecurityErrors(t *testing.T) {
+	const pw = dsnTestPasswordEnc
+	tests := []struct {
+		name, dsn, want string
+	}{
+		{"auth without scheme", "presto://zk1;zooKeeperAuth=:" + pw, "bad zooKeeperAuth: want scheme:credentials"},
+		{"auth without colon", "presto://zk1;zooKeeperAuth=" + pw, "bad zooKeeperAuth: want scheme:credentials"},
+		{"digest without user", "presto://zk1;zooKeeperAuth=digest::" + pw, "bad zooKeeperAuth: digest credentials must be user:password"},
+		{"digest without password separator", "presto://zk1;zooKeeperAuth=digest:" + pw, "digest credentials must be user:password"},
+		{"conflicting auth", "presto://zk1;zooKeeperAuth=digest:a:" + pw + "?zookeeperauth=digest:a:x", `key "zooKeeperAuth" and key "zookeeperauth" have different values`},
+		{"bad SSL flag", "presto://zk1;zooKeeperSSLEnabled=yes?password=" + pw, `bad zooKeeperSSLEnabled "yes": want true, false, 1 or 0`},
+		{"SSL off with files", "presto://zk1;zooKeeperSSLEnabled=false;zooKeeperSSLCAFile=ca.pem?password=" + pw, `zooKeeperSSLEnabled is "false" but ZooKeeper TLS files are given`},
+		{"cert without key", "presto://zk1;zooKeeperSSLCertFile=c.pem?password=" + pw, "zooKeeperSSLCertFile and zooKeeperSSLKeyFile must be given together"},
+		{"alias conflict", "presto://zk1;zooKeeperSSLEnabled=true;zooKeeperSSLEnable=false", `key "zooKeeperSSLEnabled" and key "zooKeeperSSLEnable" have different values "true" and "false"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseDSN(tc.dsn)
+			if err == nil {
+				t.Fatalf("ParseDSN(%q) = %+v, want an error containing %q", tc.dsn, cfg, tc.want)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.want) {
+				t.Errorf("error %q does not contain %q", msg, tc.want)
+			}
+			for _, secret := range []string{dsnTestPassword, dsnTestPasswordEnc, "Tr0ub4dor"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error %q contains the password", err)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigStringRedactsZooKeeperAuth(t *testing.T) {
+	for _, tc := range []struct{ dsn, shown string }{
+		{"presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=digest:alice:" + dsnTestPasswordEnc + "?password=" + dsnTestPasswordEnc,
+			"zooKeeperAuth=digest:alice:xxxxx"},
+		{"presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=sasl:" + dsnTestPasswordEnc, "zooKeeperAuth=sasl:xxxxx"},
+	} {
+		cfg, err := ParseDSN(tc.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := cfg.String()
+		for _, secret := range []string{dsnTestPassword, dsnTestPasswordEnc, "Tr0ub4dor"} {
+			if strings.Contains(s, secret) {
+				t.Errorf("String() = %q contains the secret", s)
+			}
+		}
+		if !strings.Contains(s, tc.shown) {
+			t.Errorf("String() = %q, want it to show %q", s, tc.shown)
+		}
+		redacted, err := ParseDSN(s)
+		if err != nil {
+			t.Fatalf("ParseDSN(String()) of %q: %v", s, err)
+		}
+		if redacted.ZooKeeperAuthScheme != cfg.ZooKeeperAuthScheme {
+			t.Errorf("String() lost the scheme: %q", s)
+		}
+		full, err := ParseDSN(cfg.FormatDSN())
+		if err != nil || full.ZooKeeperAuth != cfg.ZooKeeperAuth {
+			t.Errorf("FormatDSN() does not keep the credentials: %v, %v", full, err)
+		}
 	}
 }

@@ -8,11 +8,22 @@ import (
 
 // zooKeeperConfig is the discovery configuration the DSN describes.
 func (c *Config) zooKeeperConfig(logger *slog.Logger) (discovery.ZooKeeperConfig, error) {
-	return discovery.ZooKeeperConfig{
+	cfg := discovery.ZooKeeperConfig{
 		Servers:        c.Hosts,
 		Path:           c.ZooKeeperPath(),
 		SessionTimeout: c.SessionTimeout,
 		ConnectTimeout: c.ConnectTimeout,
 		Logger:         logger,
-	}, nil
+	}
+	if c.ZooKeeperAuthScheme != "" {
+		cfg.AuthScheme, cfg.Auth = c.ZooKeeperAuthScheme, []byte(c.ZooKeeperAuth)
+	}
+	if c.ZooKeeperSSL {
+		cfg.TLS = &discovery.ZooKeeperTLS{
+			CAFile:   c.ZooKeeperSSLCAFile,
+			CertFile: c.ZooKeeperSSLCertFile,
+			KeyFile:  c.ZooKeeperSSLKeyFile,
+		}
+	}
+	return cfg, nil
 }

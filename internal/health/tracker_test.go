@@ -213,7 +213,8 @@ func TestEjectionGrowsAndDecays(t *testing.T) {
 	// needs a full run of failures again and lasts BaseEjection.
 	clock.Advance(time.Minute)
 	tr.Success(a)
-	if tr.Failure(a, errRefused) || tr.Failure(a, errRefused) {
+	first, second := tr.Failure(a, errRefused), tr.Failure(a, errRefused)
+	if first || second {
 		t.Fatal("ejected before 3 failures after a success")
 	}
 	if !tr.Failure(a, errRefused) {

@@ -1,0 +1,458 @@
+package driver_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	zlog "github.com/rs/zerolog/log"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	zkdriver "github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/internal/coordinator"
+	"github.com/zkpresto/zkpresto/internal/fleet"
+)
+
+// quietPrestoClient captures what presto-go-client writes through zerolog's
+// global logger during the test, and fails the test if anything was written:
+// the driver must not let the client's retry chatter reach a user's stderr.
+func quietPrestoClient(t *testing.T) {
+	t.Helper()
+	var buf syncBuffer
+	saved := zlog.Logger
+	zlog.Logger = zerolog.New(&buf)
+	t.Cleanup(func() {
+		zlog.Logger = saved
+		if out := buf.String(); out != "" {
+			t.Errorf("the Presto client logged through zerolog:\n%s", out)
+		}
+	})
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// openConnector opens a pool over a connector, returning both.
+func openConnector(t *testing.T, dsn string) (*sql.DB, *zkdriver.Connector) {
+	t.Helper()
+	cfg, err := zkdriver.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	connector, err := zkdriver.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(connector)
+	t.Cleanup(func() { db.Close() })
+	return db, connector
+}
+
+func registerAll(t *testing.T, f *fleet.Fleet) {
+	t.Helper()
+	for _, c := range f.Coordinators {
+		if _, err := f.Register(c, discovery.FormatZkpresto, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// accepted counts, per statement text, the submissions coordinators accepted.
+func accepted(cs ...*coordinator.Coordinator) map[string]int {
+	out := map[string]int{}
+	for _, c := range cs {
+		for _, r := range c.Requests() {
+			if !r.Rejected {
+				out[r.SQL]++
+			}
+		}
+	}
+	return out
+}
+
+func TestDeadCoordinatorIsEjectedAndStatementsFailOver(t *testing.T) {
+	quietPrestoClient(t)
+	f := fleet.StartT(t, fleet.Options{Coordinators: 3})
+	registerAll(t, f)
+	db, connector := openConnector(t, f.DSN(";zooKeeperStrategy=poll?user=alice"))
+	dead := f.Coordinators[1]
+	if err := dead.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 30 {
+		var s served
+		q := fmt.Sprintf("SELECT %d", i)
+		if err := db.QueryRowContext(ctx, q).Scan(&s.Coordinator, &s.User, &s.Catalog, &s.Schema, &s.Source, &s.Query); err != nil {
+			t.Fatalf("statement %d: %v", i, err)
+		}
+		if s.Coordinator == dead.Name() {
+			t.Fatalf("a stopped coordinator served statement %d", i)
+		}
+	}
+	for q, n := range accepted(f.Coordinators...) {
+		if n != 1 {
+			t.Errorf("%q was accepted %d times", q, n)
+		}
+	}
+	var ns *zkdriver.NodeStats
+	st := connector.Stats()
+	for i := range st.Nodes {
+		if st.Nodes[i].Node.Addr == dead.Addr() {
+			ns = &st.Nodes[i]
+		}
+	}
+	if ns == nil || ns.Ejections == 0 || ns.Failovers == 0 || ns.LastError == "" {
+		t.Fatalf("stats for the dead node: %+v", ns)
+	}
+}
+
+func TestStartingCoordinatorGetsNoStatements(t *testing.T) {
+	quietPrestoClient(t)
+	f := fleet.StartT(t, fleet.Options{Coordinators: 3})
+	registerAll(t, f)
+	db, _ := openConnector(t, f.DSN(";zooKeeperStrategy=random?user=alice"))
+	starting := f.Coordinators[0]
+	starting.SetStarting(true)
+	for i := range 30 {
+		if got := queryServed(t, db, fmt.Sprintf("SELECT %d", i)).Coordinator; got == starting.Name() {
+			t.Fatalf("a starting coordinator served statement %d", i)
+		}
+	}
+	for q, n := range accepted(f.Coordinators...) {
+		if n != 1 {
+			t.Errorf("%q was accepted %d times", q, n)
+		}
+	}
+}
+
+func TestEveryCoordinatorDownListsEachNodeTried(t *testing.T) {
+	quietPrestoClient(t)
+	f := fleet.StartT(t, fleet.Options{Coordinators: 3})
+	registerAll(t, f)
+	db, _ := openConnector(t, f.DSN(";zooKeeperStrategy=poll;retries=5?user=alice&password=hunter2-secret"))
+	for _, c := range f.Coordinators {
+		c.Stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := db.ExecContext(ctx, "SELECT 1")
+	var noCoord *zkdriver.NoCoordinatorError
+	if !errors.As(err, &noCoord) {
+		t.Fatalf("got %v, want a NoCoordinatorError", err)
+	}
+	for _, c := range f.Coordinators {
+		if !strings.Contains(err.Error(), c.Addr()) {
+			t.Errorf("error %q does not name %s", err, c.Addr())
+		}
+	}
+	if strings.Contains(err.Error(), "hunter2-secret") {
+		t.Errorf("error %q contains the password", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the statement ran into the test's deadline instead of failing fast")
+	}
+}
+
+// resetAfterRead is a coordinator that reads a statement in full and then
+// drops the connection without answering: the statement may have started.
+type resetAfterRead struct {
+	l        net.Listener
+	received atomic.Int64
+	wg       sync.WaitGroup
+}
+
+func startResetAfterRead(t *testing.T) *resetAfterRead {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &resetAfterRead{l: l}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				defer conn.Close()
+				req, err := http.ReadRequest(bufio.NewReader(conn))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				r.received.Add(1)
+			}()
+		}
+	}()
+	t.Cleanup(func() { l.Close(); r.wg.Wait() })
+	return r
+}
+
+func TestStatementThatReachedACoordinatorIsNeverResent(t *testing.T) {
+	quietPrestoClient(t)
+	bad := startResetAfterRead(t)
+	good, err := coordinator.Start(coordinator.Options{Name: "good"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	// Static mode, poll over two hosts: whichever comes first, half the
+	// statements land on the one that drops them after reading.
+	db, _ := openConnector(t, "presto://"+bad.l.Addr().String()+","+good.Addr()+";zooKeeperStrategy=poll?user=alice")
+	db.SetMaxOpenConns(1)
+	var failed int
+	for i := range 6 {
+		_, err := db.Exec(fmt.Sprintf("SELECT %d", i))
+		if err == nil {
+			continue
+		}
+		var se *zkdriver.StatementError
+		if !errors.As(err, &se) || se.Node != bad.l.Addr().String() {
+			t.Fatalf("statement %d: got %v, want a StatementError for %s", i, err, bad.l.Addr())
+		}
+		failed++
+	}
+	if int64(failed) != bad.received.Load() {
+		t.Fatalf("%d statements failed but the dropping coordinator read %d: something was sent twice", failed, bad.received.Load())
+	}
+	if failed == 0 {
+		t.Fatal("no statement reached the dropping coordinator")
+	}
+	for q, n := range accepted(good) {
+		if n != 1 {
+			t.Errorf("%q accepted %d times by the good coordinator", q, n)
+		}
+	}
+}
+
+func TestJoiningCoordinatorGetsItsShareOfAWarmPool(t *testing.T) {
+	f := fleet.StartT(t, fleet.Options{Coordinators: 4})
+	for _, c := range f.Coordinators[:3] {
+		if _, err := f.Register(c, discovery.FormatZkpresto, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, _ := openConnector(t, f.DSN(";zooKeeperStrategy=poll?user=alice"))
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+
+	// Steady load on a warm pool: four workers, pooled connections.
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, err := db.ExecContext(ctx, "SELECT 1"); err != nil && ctx.Err() == nil {
+					failures.Add(1)
+				}
+			}
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
+	waitFor(t, "the pool to warm up", func() bool { return f.Coordinators[0].Statements() > 20 })
+
+	joining := f.Coordinators[3]
+	joined := time.Now()
+	if _, err := f.Register(joining, discovery.FormatZkpresto, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Its share under poll is a quarter; wait for 25 statements in a row
+	// of the pool's next 100 to prove it, within the 2 s the issue allows.
+	total := func() int64 {
+		var n int64
+		for _, c := range f.Coordinators {
+			n += c.Statements()
+		}
+		return n
+	}
+	waitFor(t, "the joining coordinator to serve", func() bool { return joining.Statements() > 0 })
+	base, baseJoin := total(), joining.Statements()
+	waitFor(t, "100 more statements", func() bool { return total()-base >= 100 })
+	share := float64(joining.Statements()-baseJoin) / float64(total()-base)
+	if share < 0.2 {
+		t.Fatalf("the joining coordinator got %.0f%% of the next statements, want its quarter", share*100)
+	}
+	if since := time.Since(joined); since > 2*time.Second {
+		t.Fatalf("the joining coordinator reached its share after %s, want within 2s", since)
+	}
+	if failures.Load() != 0 {
+		t.Fatalf("%d statements failed under steady load", failures.Load())
+	}
+}
+
+func TestTransactionStaysOnOneCoordinator(t *testing.T) {
+	f := fleet.StartT(t, fleet.Options{Coordinators: 3})
+	registerAll(t, f)
+	db, _ := openConnector(t, f.DSN(";zooKeeperStrategy=poll?user=alice"))
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	for i := range 5 {
+		var s served
+		if err := tx.QueryRow(fmt.Sprintf("SELECT %d", i)).Scan(&s.Coordinator, &s.User, &s.Catalog, &s.Schema, &s.Source, &s.Query); err != nil {
+			t.Fatal(err)
+		}
+		if first == "" {
+			first = s.Coordinator
+		} else if s.Coordinator != first {
+			t.Fatalf("statement %d of the transaction went to %s, the transaction is on %s", i, s.Coordinator, first)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range f.Coordinators {
+		for _, r := range c.Requests() {
+			if (r.SQL == "START TRANSACTION" || r.SQL == "COMMIT") && c.Name() != first {
+				t.Errorf("%s went to %s, not the transaction's %s", r.SQL, c.Name(), first)
+			}
+		}
+	}
+	// Outside the transaction, statements spread again.
+	seen := map[string]bool{}
+	for range 3 {
+		seen[queryServed(t, db, "SELECT 1").Coordinator] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("after the transaction, poll reached %v", seen)
+	}
+}
+
+func TestRoutingKeyFromContext(t *testing.T) {
+	f := fleet.StartT(t, fleet.Options{Coordinators: 3})
+	registerAll(t, f)
+	db, _ := openConnector(t, f.DSN(";zooKeeperStrategy=user_hash?user=alice"))
+	nodes := map[string]bool{}
+	for _, key := range []string{"tenant-1", "tenant-2", "tenant-3", "tenant-4", "tenant-5", "tenant-6"} {
+		ctx := zkdriver.WithRoutingKey(context.Background(), key)
+		var first string
+		for range 4 {
+			var s served
+			if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&s.Coordinator, &s.User, &s.Catalog, &s.Schema, &s.Source, &s.Query); err != nil {
+				t.Fatal(err)
+			}
+			if first == "" {
+				first = s.Coordinator
+			} else if s.Coordinator != first {
+				t.Fatalf("key %s moved from %s to %s", key, first, s.Coordinator)
+			}
+		}
+		nodes[first] = true
+	}
+	if len(nodes) < 2 {
+		t.Fatalf("six routing keys all went to %v", nodes)
+	}
+}
+
+func TestStatsCountPicksAndInFlight(t *testing.T) {
+	f := fleet.StartT(t, fleet.Options{Coordinators: 2})
+	registerAll(t, f)
+	db, connector := openConnector(t, f.DSN(";zooKeeperStrategy=poll?user=alice"))
+	if st := connector.Stats(); st.Discovery.Open {
+		t.Fatalf("discovery open before any connection: %+v", st.Discovery)
+	}
+	rows, err := db.Query("SELECT n FROM rows(300)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFlight := int64(0)
+	for _, n := range connector.Stats().Nodes {
+		inFlight += n.InFlight
+	}
+	if inFlight != 1 {
+		t.Fatalf("in flight while rows are open: %d, want 1", inFlight)
+	}
+	for rows.Next() {
+	}
+	rows.Close()
+	for range 9 {
+		queryServed(t, db, "SELECT 1")
+	}
+	st := connector.Stats()
+	if !st.Discovery.Open || !st.Discovery.Connected || st.Discovery.Nodes != 2 || st.Strategy != "poll" {
+		t.Fatalf("discovery stats %+v, strategy %q", st.Discovery, st.Strategy)
+	}
+	var picks uint64
+	for _, n := range st.Nodes {
+		picks += n.Picks
+		if n.InFlight != 0 || !n.Usable {
+			t.Errorf("node stats after the statements: %+v", n)
+		}
+	}
+	if picks != 10 {
+		t.Fatalf("%d picks recorded for 10 statements", picks)
+	}
+}
+
+func TestCancelledStatementIsCancelledOnTheCoordinator(t *testing.T) {
+	quietPrestoClient(t)
+	f := fleet.StartT(t, fleet.Options{Coordinators: 1})
+	registerAll(t, f)
+	c := f.Coordinators[0]
+	db, _ := openConnector(t, f.DSN("?user=alice"))
+
+	c.SetLatency(time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := db.ExecContext(ctx, "SELECT slow")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the caller's deadline", err)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Fatalf("the cancelled statement returned after %s", took)
+	}
+	waitFor(t, "the coordinator to drop the cancelled query", func() bool { return c.Running() == 0 })
+	c.SetLatency(0)
+
+	// Rows closed before the end: the rest of the query is cancelled too.
+	rows, err := db.Query("SELECT n FROM rows(1000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rows.Next() {
+		t.Fatal(rows.Err())
+	}
+	if c.Running() != 1 {
+		t.Fatalf("%d queries running while rows are open", c.Running())
+	}
+	rows.Close()
+	waitFor(t, "the coordinator to drop the abandoned query", func() bool { return c.Running() == 0 })
+}

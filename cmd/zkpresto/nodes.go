@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/spf13/cobra"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	zkdriver "github.com/zkpresto/zkpresto/driver"
+)
+
+func init() { subcommands = append(subcommands, newNodesCommand) }
+
+type nodesOptions struct {
+	dsn        string
+	json       bool
+	watch      bool
+	interval   time.Duration
+	probe      bool
+	metricsURL string
+	timeout    time.Duration
+}
+
+func newNodesCommand() *cobra.Command {
+	var o nodesOptions
+	cmd := &cobra.Command{
+		Use:   "nodes",
+		Short: "List the coordinators the driver would see for a DSN",
+		Long: `nodes opens discovery exactly as the driver does for the DSN and lists the
+coordinators it finds: address, the node format the registration was read
+from (zkpresto, hive, curator, hostport; static for a DSN without discovery),
+weight, zone, version and ID (the znode or Curator instance).
+
+--probe asks each coordinator's GET /v1/info and fills HEALTH: up, starting
+(the coordinator says it is not ready) or down (no answer, an error, or not a
+Presto answer). Without --probe HEALTH is "-".
+
+--metrics reads an application's Prometheus endpoint (one that exports
+zkpresto's driver collector) and adds that process's PICKS, FAILURES and
+INFLIGHT per coordinator, so you see what a running service is doing.
+
+--watch keeps the view live: it prints the list again whenever it changes,
+until interrupted. With --json each print is one JSON array on one line.`,
+		Example: `  zkpresto nodes --dsn 'presto://zk1:2181/hive;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto'
+  ZKPRESTO_DSN='presto://127.0.0.1:2181;serviceDiscoveryMode=zooKeeper' zkpresto nodes --probe
+  zkpresto nodes --json | jq -r '.[].address'
+  zkpresto nodes --watch --probe --metrics http://app:9090/metrics`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applyEnv(cmd.Flags())
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return runNodes(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dsn, "dsn", "", "the zkpresto DSN (required)")
+	f.BoolVar(&o.json, "json", false, "print JSON instead of a table")
+	f.BoolVar(&o.watch, "watch", false, "print again whenever the list changes, until interrupted")
+	f.DurationVar(&o.interval, "interval", time.Second, "with --watch: how often to look for changes (and probe)")
+	f.BoolVar(&o.probe, "probe", false, "ask each coordinator's /v1/info for its health")
+	f.StringVar(&o.metricsURL, "metrics", "", "Prometheus endpoint of a process using the driver, for its per-node counts")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound for connecting to ZooKeeper, each probe and the metrics request")
+	bindEnv(f, "dsn")
+	return cmd
+}
+
+// nodeRow is one line of the nodes output and one object of its JSON.
+type nodeRow struct {
+	Address  string            `json:"address"`
+	Scheme   string            `json:"scheme"`
+	Format   string            `json:"format"`
+	Weight   int               `json:"weight"`
+	Zone     string            `json:"zone,omitempty"`
+	Version  string            `json:"version,omitempty"`
+	ID       string            `json:"id"`
+	Health   string            `json:"health,omitempty"`
+	Usage    *nodeUsage        `json:"usage,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// nodeUsage is what a process that uses the driver reports for a node.
+type nodeUsage struct {
+	Picks    uint64 `json:"picks"`
+	Failures uint64 `json:"failures"`
+	InFlight int64  `json:"inFlight"`
+}
+
+func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error {
+	if o.dsn == "" {
+		return errors.New("--dsn (or $ZKPRESTO_DSN) is required")
+	}
+	if o.interval <= 0 || o.timeout <= 0 {
+		return errors.New("--interval and --timeout must be positive")
+	}
+	cfg, err := zkdriver.ParseDSN(o.dsn)
+	if err != nil {
+		return err
+	}
+	connector, err := zkdriver.NewConnector(cfg)
+	if err != nil {
+		return err
+	}
+	defer connector.Close()
+
+	openCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	snap, err := connector.Nodes(openCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	var last []byte
+	for {
+		rows, note, err := collectNodes(ctx, connector, snap, o)
+		if err != nil && !o.watch {
+			return err
+		}
+		if err != nil {
+			note = err.Error()
+		}
+		var buf bytes.Buffer
+		if err := writeNodes(&buf, rows, o.json, o.watch); err != nil {
+			return err
+		}
+		if !bytes.Equal(buf.Bytes(), last) {
+			if o.watch && !o.json {
+				fmt.Fprintf(out, "%s  %s  %d coordinators\n", time.Now().Format(time.DateTime), snap.Source, len(rows))
+			}
+			if _, err := out.Write(buf.Bytes()); err != nil {
+				return err
+			}
+			if note != "" {
+				fmt.Fprintln(errOut, note)
+			}
+			if o.watch && !o.json {
+				fmt.Fprintln(out)
+			}
+			last = buf.Bytes()
+		}
+		if !o.watch {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil // interrupted: the normal end of --watch
+		case <-time.After(o.interval):
+		}
+		if snap, err = connector.Nodes(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// collectNodes turns a snapshot into rows, probing and joining usage as
+// asked. note explains an empty list.
+func collectNodes(ctx context.Context, connector *zkdriver.Connector, snap *discovery.Snapshot, o nodesOptions) (rows []nodeRow, note string, err error) {
+	rows = make([]nodeRow, len(snap.Nodes))
+	for i, n := range snap.Nodes {
+		rows[i] = nodeRow{Address: n.Addr, Scheme: n.Scheme, Format: n.Format.String(), Weight: n.Weight,
+			Zone: n.Zone, Version: n.Version, ID: n.ID, Metadata: n.Metadata}
+	}
+	if len(rows) == 0 {
+		note = "no coordinators in " + snap.Source
+		if problem := driverView(connector).problem; problem != "" {
+			note += ": " + problem
+		}
+	}
+	if o.probe {
+		var wg sync.WaitGroup
+		for i := range rows {
+			wg.Go(func() { rows[i].Health = probeHealth(ctx, &snap.Nodes[i], o.timeout) })
+		}
+		wg.Wait()
+	}
+	usage := driverView(connector).usage
+	if o.metricsURL != "" {
+		if usage, err = scrapeUsage(ctx, o.metricsURL, o.timeout); err != nil {
+			return rows, note, err
+		}
+	}
+	for i := range rows {
+		if u, ok := usage[rows[i].Address]; ok {
+			rows[i].Usage = &u
+		}
+	}
+	return rows, note, nil
+}
+
+// driverState is what the nodes command would like from the connector
+// beyond its snapshot.
+type driverState struct {
+	problem string               // why discovery lists nothing
+	usage   map[string]nodeUsage // by address; nil when unknown
+}
+
+// driverView is the one place that reads the connector's own figures.
+//
+// TODO(lead): switch to (*driver.Connector).Stats() once it is merged:
+// problem = Stats().Discovery.Problem, and usage from Stats().Nodes (Picks,
+// Failures, InFlight by Node.Addr). Until then the connector exposes only
+// its snapshot, and a fresh CLI process has no usage of its own anyway.
+func driverView(*zkdriver.Connector) driverState { return driverState{} }
+
+// probeHealth asks a coordinator whether it is ready: up, starting or down.
+func probeHealth(ctx context.Context, n *discovery.Node, timeout time.Duration) string {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL()+"/v1/info", nil)
+	if err != nil {
+		return "down"
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "down"
+	}
+	defer resp.Body.Close()
+	var info struct {
+		Starting    *bool `json:"starting"`
+		NodeVersion any   `json:"nodeVersion"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&info) != nil ||
+		info.Starting == nil {
+		return "down"
+	}
+	if *info.Starting {
+		return "starting"
+	}
+	return "up"
+}
+
+// scrapeUsage reads zkpresto's driver metrics from a Prometheus endpoint.
+func scrapeUsage(ctx context.Context, url string, timeout time.Duration) (map[string]nodeUsage, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics %s: %w", url, err)
+	}
+	// Ask for the text format; the parser reads no other.
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("--metrics %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("--metrics %s: %w", url, err)
+	}
+	usage := map[string]nodeUsage{}
+	each := func(name string, set func(u *nodeUsage, v float64)) {
+		fam := families[name]
+		if fam == nil {
+			return
+		}
+		for _, m := range fam.GetMetric() {
+			var node string
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "node" {
+					node = l.GetValue()
+				}
+			}
+			if node == "" {
+				continue
+			}
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+			u := usage[node]
+			set(&u, v) // several processes' series for one node add up
+			usage[node] = u
+		}
+	}
+	each("zkpresto_driver_picks_total", func(u *nodeUsage, v float64) { u.Picks += uint64(v) })
+	each("zkpresto_driver_failures_total", func(u *nodeUsage, v float64) { u.Failures += uint64(v) })
+	each("zkpresto_driver_in_flight", func(u *nodeUsage, v float64) { u.InFlight += int64(v) })
+	if len(usage) == 0 {
+		return nil, fmt.Errorf("--metrics %s: no zkpresto_driver_* series with a node label there", url)
+	}
+	return usage, nil
+}
+
+// writeNodes prints rows as an aligned table or as JSON (one line per print
+// under --watch, indented otherwise).
+func writeNodes(w io.Writer, rows []nodeRow, asJSON, oneLine bool) error {
+	if asJSON {
+		var b []byte
+		var err error
+		if oneLine {
+			b, err = json.Marshal(rows)
+		} else {
+			b, err = json.MarshalIndent(rows, "", "  ")
+		}
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	withUsage := false
+	for _, r := range rows {
+		withUsage = withUsage || r.Usage != nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := []string{"ADDRESS", "FORMAT", "WEIGHT", "ZONE", "VERSION", "ID", "HEALTH"}
+	if withUsage {
+		header = append(header, "PICKS", "FAILURES", "INFLIGHT")
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	for _, r := range rows {
+		cells := []string{r.Scheme + "://" + r.Address, r.Format, strconv.Itoa(r.Weight), dash(r.Zone), dash(r.Version), r.ID, dash(r.Health)}
+		if withUsage {
+			if r.Usage != nil {
+				cells = append(cells, strconv.FormatUint(r.Usage.Picks, 10), strconv.FormatUint(r.Usage.Failures, 10), strconv.FormatInt(r.Usage.InFlight, 10))
+			} else {
+				cells = append(cells, "-", "-", "-")
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}

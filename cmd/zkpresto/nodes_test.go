@@ -1,0 +1,201 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/zkpresto/zkpresto/internal/coordinator"
+	"github.com/zkpresto/zkpresto/internal/zkserver"
+	"github.com/zkpresto/zkpresto/metrics"
+)
+
+func nodesDSN(ensemble, namespace string) string {
+	return "presto://" + ensemble + "/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=" + namespace
+}
+
+func TestNodesListsWhatRegisterWrote(t *testing.T) {
+	zks := zkserver.StartT(t)
+	cs := startCoordinators(t, 2)
+	observer := dialZK(t, zks.Addr())
+	start(t, "register", "--zookeeper", zks.Addr(), "--advertise", cs[0].URL(), "--weight", "3", "--zone", "eu-1", "--interval", "50ms")
+	start(t, "register", "--zookeeper", zks.Addr(), "--advertise", cs[1].URL(), "--interval", "50ms")
+	eventually(t, "two registrations", func() bool { return len(registrations(t, observer, "/presto")) == 2 })
+
+	// Two more coordinators written by hand as plain host:port children: one
+	// starting, one stopped, for the health column.
+	starting, err := coordinator.Start(coordinator.Options{Starting: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer starting.Close()
+	stopped, err := coordinator.Start(coordinator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopped.Close()
+	for _, c := range []*coordinator.Coordinator{starting, stopped} {
+		if _, err := observer.Create("/presto/"+c.Addr(), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stopped.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	dsn := nodesDSN(zks.Addr(), "presto")
+	out, _, err := run([]string{"nodes", "--dsn", dsn, "--probe"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 5 || !regexp.MustCompile(`^ADDRESS\s+FORMAT\s+WEIGHT\s+ZONE\s+VERSION\s+ID\s+HEALTH$`).MatchString(lines[0]) {
+		t.Fatalf("nodes printed:\n%s", out)
+	}
+	want := map[string]*regexp.Regexp{
+		cs[0].Addr():    regexp.MustCompile(`^http://` + regexp.QuoteMeta(cs[0].Addr()) + `\s+zkpresto\s+3\s+eu-1\s+0\.289\s+serverUri=` + regexp.QuoteMeta(cs[0].Addr()) + `;version=0\.289;sequence=\d{10}\s+up$`),
+		cs[1].Addr():    regexp.MustCompile(`^http://` + regexp.QuoteMeta(cs[1].Addr()) + `\s+zkpresto\s+1\s+-\s+0\.289\s+\S+\s+up$`),
+		starting.Addr(): regexp.MustCompile(`^http://` + regexp.QuoteMeta(starting.Addr()) + `\s+hostport\s+1\s+-\s+-\s+\S+\s+starting$`),
+		stopped.Addr():  regexp.MustCompile(`^http://` + regexp.QuoteMeta(stopped.Addr()) + `\s+hostport\s+1\s+-\s+-\s+\S+\s+down$`),
+	}
+	for addr, re := range want {
+		found := false
+		for _, l := range lines[1:] {
+			found = found || re.MatchString(l)
+		}
+		if !found {
+			t.Errorf("no line for %s matching %s in:\n%s", addr, re, out)
+		}
+	}
+
+	// JSON, with the DSN from the environment.
+	t.Setenv("ZKPRESTO_DSN", dsn)
+	out, _, err = run([]string{"nodes", "--json"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []nodeRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("nodes --json printed %q: %v", out, err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("nodes --json listed %d nodes:\n%s", len(rows), out)
+	}
+	for _, r := range rows {
+		if r.Address == cs[0].Addr() && (r.Format != "zkpresto" || r.Weight != 3 || r.Zone != "eu-1" || r.Version != "0.289" || r.Health != "") {
+			t.Errorf("JSON row %+v", r)
+		}
+	}
+}
+
+func TestNodesWatchFollowsChanges(t *testing.T) {
+	zks := zkserver.StartT(t)
+	cs := startCoordinators(t, 2)
+	observer := dialZK(t, zks.Addr())
+	start(t, "register", "--zookeeper", zks.Addr(), "--advertise", cs[0].URL(), "--interval", "50ms")
+	second := start(t, "register", "--zookeeper", zks.Addr(), "--advertise", cs[1].URL(), "--interval", "50ms")
+	eventually(t, "two registrations", func() bool { return len(registrations(t, observer, "/presto")) == 2 })
+
+	watch := start(t, "nodes", "--dsn", nodesDSN(zks.Addr(), "presto"), "--watch", "--json", "--interval", "20ms")
+	prints := func() [][]nodeRow {
+		var all [][]nodeRow
+		for _, line := range strings.Split(strings.TrimSpace(watch.out.String()), "\n") {
+			var rows []nodeRow
+			if line != "" && json.Unmarshal([]byte(line), &rows) == nil {
+				all = append(all, rows)
+			}
+		}
+		return all
+	}
+	eventually(t, "a first print with two nodes", func() bool { p := prints(); return len(p) == 1 && len(p[0]) == 2 })
+
+	if err := second.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a second print with one node", func() bool { p := prints(); return len(p) == 2 && len(p[1]) == 1 })
+	if got := prints()[1][0].Address; got != cs[0].Addr() {
+		t.Errorf("after the second left, watch shows %s", got)
+	}
+	if err := watch.stop(t); err != nil {
+		t.Fatalf("interrupted --watch returned %v", err)
+	}
+	if n := len(prints()); n != 2 {
+		t.Errorf("watch printed %d times for two states:\n%s", n, watch.out.String())
+	}
+}
+
+func TestNodesJoinsUsageFromMetrics(t *testing.T) {
+	zks := zkserver.StartT(t)
+	cs := startCoordinators(t, 2)
+	observer := dialZK(t, zks.Addr())
+	for _, c := range cs {
+		if _, err := observer.Create("/presto", nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+		if _, err := observer.Create("/presto/"+c.Addr(), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An application exporting zkpresto's driver metrics, busy on cs[0] only.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewDriverCollector(metrics.StatsFunc(func() metrics.DriverStats {
+		return metrics.DriverStats{Nodes: []metrics.NodeStats{{Addr: cs[0].Addr(), Picks: 17, Failures: 2, InFlight: 4}}}
+	})))
+	app := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer app.Close()
+
+	out, _, err := run([]string{"nodes", "--dsn", nodesDSN(zks.Addr(), "presto"), "--metrics", app.URL}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^ADDRESS.*HEALTH\s+PICKS\s+FAILURES\s+INFLIGHT$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^http://`+regexp.QuoteMeta(cs[0].Addr())+`\s.*\s17\s+2\s+4$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^http://`+regexp.QuoteMeta(cs[1].Addr())+`\s.*\s-\s+-\s+-$`).MatchString(out) {
+		t.Errorf("nodes --metrics printed:\n%s", out)
+	}
+
+	// An endpoint without the driver's series is an error, not silence.
+	other := httptest.NewServer(promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{}))
+	defer other.Close()
+	_, _, err = run([]string{"nodes", "--dsn", nodesDSN(zks.Addr(), "presto"), "--metrics", other.URL}, "")
+	if err == nil || !strings.Contains(err.Error(), "no zkpresto_driver_* series") {
+		t.Fatalf("an endpoint without driver metrics: %v", err)
+	}
+}
+
+func TestNodesExplainsAnEmptyList(t *testing.T) {
+	zks := zkserver.StartT(t)
+	out, errOut, err := run([]string{"nodes", "--dsn", nodesDSN(zks.Addr(), "nobody/here")}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(out) != strings.TrimSpace(strings.Split(out, "\n")[0]) || !strings.HasPrefix(out, "ADDRESS") {
+		t.Errorf("stdout should be the header alone:\n%s", out)
+	}
+	if !strings.Contains(errOut, "no coordinators in") || !strings.Contains(errOut, zks.Addr()) {
+		t.Errorf("stderr %q does not explain the empty list", errOut)
+	}
+}
+
+func TestNodesRejectsBadSettings(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nodes"}, "--dsn"},
+		{[]string{"nodes", "--dsn", "mysql://x"}, "presto"},
+		{[]string{"nodes", "--dsn", "presto://127.0.0.1:1", "--interval", "0s"}, "--interval"},
+	} {
+		_, _, err := run(tc.args, "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/fleet"
+)
+
+func TestQueryPrintsEachFormat(t *testing.T) {
+	f := fleet.StartT(t, fleet.Options{Coordinators: 1})
+	c := f.Coordinators[0]
+	if _, err := f.Register(c, discovery.FormatZkpresto, 1); err != nil {
+		t.Fatal(err)
+	}
+	dsn := f.DSN("?user=alice")
+
+	out, errOut, err := run([]string{"query", "--dsn", dsn, "SELECT", "*", "FROM", "rows(3);"}, "")
+	if err != nil {
+		t.Fatalf("table: %v\n%s", err, errOut)
+	}
+	if out != "n\n1\n2\n3\n" {
+		t.Errorf("table printed %q", out)
+	}
+
+	// The describing row: several columns, aligned.
+	out, _, err = run([]string{"query", "--dsn", dsn, "SELECT 'hello'"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^coordinator\s+user\s+catalog\s+schema\s+source\s+query\s*$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^c1\s+alice\s+hive\s+default\s+(\S+\s+)?SELECT 'hello'\s*$`).MatchString(out) {
+		t.Errorf("table printed:\n%s", out)
+	}
+
+	out, _, err = run([]string{"query", "--dsn", dsn, "--format", "csv", "SELECT * FROM rows(2)"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(records) != 3 || records[0][0] != "n" || records[1][0] != "1" || records[2][0] != "2" {
+		t.Errorf("csv printed %q (%v)", out, err)
+	}
+
+	out, _, err = run([]string{"query", "--dsn", dsn, "-f", "json", "SELECT 'q'"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objects []map[string]any
+	if err := json.Unmarshal([]byte(out), &objects); err != nil || len(objects) != 1 ||
+		objects[0]["coordinator"] != "c1" || objects[0]["user"] != "alice" {
+		t.Fatalf("json printed %q (%v)", out, err)
+	}
+	if !strings.HasPrefix(out, "[\n  {\"coordinator\": \"c1\", \"user\": \"alice\", \"catalog\"") {
+		t.Errorf("json keys are not in column order: %q", out)
+	}
+
+	out, _, err = run([]string{"query", "--dsn", dsn, "-f", "json", "SELECT * FROM rows(0)"}, "")
+	if err != nil || strings.TrimSpace(out) != "[]" {
+		t.Errorf("an empty result printed %q (%v)", out, err)
+	}
+}
+
+func TestQueryReadsStdinAndShowsTheCoordinator(t *testing.T) {
+	f := fleet.StartT(t, fleet.Options{Coordinators: 1})
+	c := f.Coordinators[0]
+	if _, err := f.Register(c, discovery.FormatHive, 1); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ZKPRESTO_DSN", f.DSN("?user=bob"))
+	out, errOut, err := run([]string{"query", "--show-coordinator", "--format", "csv"}, "SELECT *\nFROM rows(1);\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "n\n1\n" {
+		t.Errorf("stdout %q", out)
+	}
+	if errOut != "coordinator: "+c.URL()+"\n" {
+		t.Errorf("stderr %q, want the coordinator %s", errOut, c.URL())
+	}
+	if got := c.Requests(); len(got) != 1 || got[0].User != "bob" {
+		t.Errorf("the coordinator saw %+v", got)
+	}
+}
+
+func TestQueryFailsWithPrestosMessage(t *testing.T) {
+	f := fleet.StartT(t, fleet.Options{Coordinators: 1})
+	c := f.Coordinators[0]
+	if _, err := f.Register(c, discovery.FormatZkpresto, 1); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run([]string{"query", "--dsn", f.DSN("?user=alice"), "SELECT fail('the table is on holiday')"}, "")
+	if err == nil {
+		t.Fatalf("a failing statement succeeded and printed %q", out)
+	}
+	if !strings.Contains(err.Error(), "the table is on holiday") || !strings.Contains(err.Error(), c.Addr()) {
+		t.Errorf("error %q lacks Presto's message or the coordinator", err)
+	}
+}
+
+func TestQueryRejectsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		stdin string
+		want  string
+	}{
+		{[]string{"query", "SELECT 1"}, "", "--dsn"},
+		{[]string{"query", "--dsn", "presto://127.0.0.1:1"}, "  ;\n", "no SQL given"},
+		{[]string{"query", "--dsn", "presto://127.0.0.1:1", "--format", "xml", "SELECT 1"}, "", `--format "xml"`},
+		{[]string{"query", "--dsn", "presto://127.0.0.1:1;zooKeeperNamespace=a//b", "SELECT 1"}, "", "zooKeeperNamespace"},
+	} {
+		_, _, err := run(tc.args, tc.stdin)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/zkpresto/zkpresto/internal/registrar"
+	"github.com/zkpresto/zkpresto/metrics"
+)
+
+func init() { subcommands = append(subcommands, newRegisterCommand) }
+
+type registerOptions struct {
+	zookeeper        string
+	namespace        string
+	advertise        string
+	coordinator      string
+	weight           int
+	zone             string
+	version          string
+	interval         time.Duration
+	failureThreshold int
+	sessionTimeout   time.Duration
+	auth             string
+	authFile         string
+	tls              bool
+	tlsCA            string
+	tlsCert          string
+	tlsKey           string
+	tlsServerName    string
+	metricsAddr      string
+	logLevel         string
+}
+
+func newRegisterCommand() *cobra.Command {
+	var o registerOptions
+	cmd := &cobra.Command{
+		Use:   "register",
+		Short: "Keep a coordinator registered in ZooKeeper while it is healthy (a sidecar)",
+		Long: `register runs beside a Presto (or Trino) coordinator and registers it in
+ZooKeeper, because Presto coordinators do not register themselves.
+
+Every --interval it polls the coordinator's GET /v1/info. While the coordinator
+answers and is not "starting", register holds an ephemeral-sequential znode
+under /<namespace> that zkpresto clients (and Hive/Kyuubi-style readers) find:
+
+  name  serverUri=host:port;version=V;sequence=N
+  data  uri=http://host:port;weight=W;zone=Z;version=V;
+
+A coordinator that answers "starting": true is deregistered at once; one that
+fails --failure-threshold checks in a row (errors, timeouts, non-200) is
+deregistered then. It is registered again as soon as a check passes. If the
+ZooKeeper session expires, or someone deletes the znode, register creates it
+again. On SIGTERM or SIGINT it deletes the znode first, then closes its
+session and exits 0, so clients stop picking the coordinator before it goes.
+
+Every flag can also be set through the environment variable named after it
+(ZKPRESTO_ plus the flag name in upper case, '-' as '_'); a flag given on the
+command line wins. Credentials are never logged; prefer
+ZKPRESTO_ZOOKEEPER_AUTH or --zookeeper-auth-file over --zookeeper-auth, which
+other users can see in the process list.`,
+		Example: `  # Beside a coordinator on this host, advertised under its network address:
+  zkpresto register --zookeeper zk1:2181,zk2:2181,zk3:2181 \
+      --advertise http://10.0.0.5:8080 --coordinator http://127.0.0.1:8080 \
+      --weight 2 --zone eu-west-1a --metrics-addr :9465
+
+  # The same settings from the environment (systemd EnvironmentFile=):
+  ZKPRESTO_ZOOKEEPER=zk1:2181 ZKPRESTO_ADVERTISE=http://10.0.0.5:8080 zkpresto register
+
+  # ZooKeeper with digest authentication and TLS:
+  ZKPRESTO_ZOOKEEPER_AUTH=presto:secret zkpresto register --zookeeper zk1:2281 \
+      --zookeeper-tls-ca /etc/zookeeper/ca.pem --advertise https://10.0.0.5:8443`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applyEnv(cmd.Flags())
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return runRegister(ctx, cmd.ErrOrStderr(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.zookeeper, "zookeeper", "", "ZooKeeper ensemble, host:port,... (required)")
+	f.StringVar(&o.namespace, "namespace", registrar.DefaultNamespace, "znode under which coordinators register (the DSN's zooKeeperNamespace)")
+	f.StringVar(&o.advertise, "advertise", "", "the coordinator's address for clients: http(s)://host:port (required)")
+	f.StringVar(&o.coordinator, "coordinator", "", "where to poll /v1/info, http(s)://host:port (default: --advertise)")
+	f.IntVar(&o.weight, "weight", 1, "weight for the weighted strategies, 1..1000000")
+	f.StringVar(&o.zone, "zone", "", "zone label clients may prefer")
+	f.StringVar(&o.version, "version", "", "registered Presto version (default: the coordinator's, from /v1/info)")
+	f.DurationVar(&o.interval, "interval", registrar.DefaultInterval, "time between health checks (also each check's timeout)")
+	f.IntVar(&o.failureThreshold, "failure-threshold", registrar.DefaultFailureThreshold, "consecutive failed checks that deregister the coordinator")
+	f.DurationVar(&o.sessionTimeout, "session-timeout", registrar.DefaultSessionTimeout, "ZooKeeper session timeout")
+	f.StringVar(&o.auth, "zookeeper-auth", "", "ZooKeeper digest credentials user:password (visible in ps; prefer the environment variable or --zookeeper-auth-file)")
+	f.StringVar(&o.authFile, "zookeeper-auth-file", "", "file holding the ZooKeeper digest credentials user:password")
+	f.BoolVar(&o.tls, "zookeeper-tls", false, "talk TLS to ZooKeeper (implied by the other --zookeeper-tls-* flags)")
+	f.StringVar(&o.tlsCA, "zookeeper-tls-ca", "", "PEM file of the CA that signed the ZooKeeper servers' certificates (default: the system's)")
+	f.StringVar(&o.tlsCert, "zookeeper-tls-cert", "", "PEM client certificate for ZooKeeper (with --zookeeper-tls-key)")
+	f.StringVar(&o.tlsKey, "zookeeper-tls-key", "", "PEM private key of --zookeeper-tls-cert")
+	f.StringVar(&o.tlsServerName, "zookeeper-tls-server-name", "", "name to verify in the servers' certificates (default: each server's host)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on this address, e.g. :9465 (default: off)")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	bindEnv(f)
+	return cmd
+}
+
+// envName is the environment variable that sets a flag.
+func envName(flag string) string {
+	return "ZKPRESTO_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// envBound marks the flags that read an environment variable.
+const envBound = "zkpresto_env"
+
+// bindEnv lets the named flags (all of them when none are named) be set
+// from their environment variables, and says so in their usage.
+func bindEnv(f *pflag.FlagSet, names ...string) {
+	f.VisitAll(func(fl *pflag.Flag) {
+		if len(names) > 0 && !slices.Contains(names, fl.Name) {
+			return
+		}
+		fl.Usage += " [$" + envName(fl.Name) + "]"
+		f.SetAnnotation(fl.Name, envBound, []string{envName(fl.Name)})
+	})
+}
+
+// applyEnv sets every env-bound flag not given on the command line from its
+// environment variable, if that is set.
+func applyEnv(f *pflag.FlagSet) error {
+	var errs []error
+	f.VisitAll(func(fl *pflag.Flag) {
+		if fl.Changed || fl.Annotations[envBound] == nil {
+			return
+		}
+		v, ok := os.LookupEnv(envName(fl.Name))
+		if !ok {
+			return
+		}
+		// Only string flags can hold a secret, and setting one never
+		// fails, so the value may be quoted here.
+		if err := f.Set(fl.Name, v); err != nil {
+			errs = append(errs, fmt.Errorf("$%s=%s: %w", envName(fl.Name), v, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// registrarConfig turns the options into a registrar.Config.
+func (o registerOptions) registrarConfig(logger *slog.Logger) (registrar.Config, error) {
+	if o.zookeeper == "" {
+		return registrar.Config{}, errors.New("--zookeeper (or $ZKPRESTO_ZOOKEEPER) is required")
+	}
+	if o.advertise == "" {
+		return registrar.Config{}, errors.New("--advertise (or $ZKPRESTO_ADVERTISE) is required: the coordinator's address for clients, http(s)://host:port")
+	}
+	if o.weight < 1 {
+		return registrar.Config{}, fmt.Errorf("--weight %d: must be at least 1", o.weight)
+	}
+	cfg := registrar.Config{
+		Namespace:        o.namespace,
+		AdvertiseURI:     o.advertise,
+		CoordinatorURL:   o.coordinator,
+		Weight:           o.weight,
+		Zone:             o.zone,
+		Version:          o.version,
+		Interval:         o.interval,
+		FailureThreshold: o.failureThreshold,
+		SessionTimeout:   o.sessionTimeout,
+		Logger:           logger,
+	}
+	for _, s := range strings.Split(o.zookeeper, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			s = net.JoinHostPort(s, "2181") // ZooKeeper's default port, as in the DSN
+		}
+		cfg.Servers = append(cfg.Servers, s)
+	}
+	auth := o.auth
+	if o.authFile != "" {
+		if auth != "" {
+			return cfg, errors.New("--zookeeper-auth and --zookeeper-auth-file both given; use one")
+		}
+		b, err := os.ReadFile(o.authFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--zookeeper-auth-file: %w", err)
+		}
+		auth = strings.TrimSpace(string(b))
+	}
+	if auth != "" {
+		if user, _, ok := strings.Cut(auth, ":"); !ok || user == "" {
+			return cfg, errors.New("ZooKeeper credentials: want user:password")
+		}
+		cfg.Auth = &registrar.Auth{Scheme: "digest", Credentials: []byte(auth)}
+	}
+	tlsCfg, err := o.tlsConfig()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.TLS = tlsCfg
+	return cfg, nil
+}
+
+// tlsConfig builds the TLS configuration for ZooKeeper from the PEM files,
+// or returns nil when TLS is off.
+func (o registerOptions) tlsConfig() (*tls.Config, error) {
+	if !o.tls && o.tlsCA == "" && o.tlsCert == "" && o.tlsKey == "" && o.tlsServerName == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.tlsServerName}
+	if o.tlsCA != "" {
+		pem, err := os.ReadFile(o.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("--zookeeper-tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--zookeeper-tls-ca %s: no PEM certificate in it", o.tlsCA)
+		}
+		cfg.RootCAs = pool
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return nil, errors.New("--zookeeper-tls-cert and --zookeeper-tls-key go together")
+	}
+	if o.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("ZooKeeper client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+func parseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func runRegister(ctx context.Context, logOut io.Writer, o registerOptions) error {
+	level, err := parseLogLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	cfg, err := o.registrarConfig(logger)
+	if err != nil {
+		return err
+	}
+	reg, err := registrar.New(cfg)
+	if err != nil {
+		return err
+	}
+	if o.metricsAddr != "" {
+		stopMetrics, err := serveRegistrarMetrics(o.metricsAddr, reg, logger)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
+	return reg.Run(ctx)
+}
+
+// registrarStatus adapts the registrar's status to the metrics package.
+func registrarStatus(reg *registrar.Registrar) func() metrics.RegistrarStatus {
+	return func() metrics.RegistrarStatus {
+		s := reg.Status()
+		return metrics.RegistrarStatus{
+			Registered:             s.Registered,
+			Healthy:                s.Healthy,
+			Connected:              s.Connected,
+			Registrations:          s.Registrations,
+			HealthCheckFailures:    s.HealthCheckFailures,
+			SessionReRegistrations: s.SessionReRegistrations,
+			LastCheck:              s.LastCheck,
+		}
+	}
+}
+
+// serveRegistrarMetrics serves /metrics and /healthz on addr until the
+// returned function is called. /healthz answers 200 while the registrar
+// runs: the sidecar is alive even while its coordinator is not.
+func serveRegistrarMetrics(addr string, reg *registrar.Registrar, logger *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(
+		metrics.NewRegistrarCollector(registrarStatus(reg)),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		s := reg.Status()
+		fmt.Fprintf(w, "ok registered=%t coordinator_healthy=%t zookeeper_connected=%t\n", s.Registered, s.Healthy, s.Connected)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics server stopped", "err", err)
+		}
+	}()
+	logger.Info("serving /metrics and /healthz", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	}, nil
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/coordinator"
+	"github.com/zkpresto/zkpresto/internal/fleet"
+	"github.com/zkpresto/zkpresto/internal/zkserver"
+	"github.com/zkpresto/zkpresto/internal/zktls"
+)
+
+const waitFor = 20 * time.Second
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", waitFor, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a running command may write while the
+// test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// running is a zkpresto command running in the background.
+type running struct {
+	out, errOut *syncBuffer
+	cancel      context.CancelFunc
+	done        chan error
+}
+
+// start runs the zkpresto command line args until stop (or the test's end).
+func start(t *testing.T, args ...string) *running {
+	t.Helper()
+	r := &running{out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
+	cmd := newRootCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(r.out)
+	cmd.SetErr(r.errOut)
+	cmd.SetIn(strings.NewReader(""))
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- cmd.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+// stop cancels the command and returns its error.
+func (r *running) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		return err
+	case <-time.After(waitFor):
+		t.Fatal("the command did not stop")
+		return nil
+	}
+}
+
+// run runs a zkpresto command line to the end with stdin and returns its
+// stdout, stderr and error.
+func run(args []string, stdin string) (stdout, stderr string, err error) {
+	var out, errOut bytes.Buffer
+	cmd := newRootCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetIn(strings.NewReader(stdin))
+	err = cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+// registrations returns the parsed children of path.
+func registrations(t *testing.T, conn *zk.Conn, path string) map[string]discovery.Node {
+	t.Helper()
+	names, _, err := conn.Children(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]discovery.Node{}
+	for _, name := range names {
+		data, _, err := conn.Get(path + "/" + name)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := discovery.ParseZnode(name, data)
+		if err != nil {
+			t.Fatalf("unreadable registration %s: %v", name, err)
+		}
+		out[n.Addr] = n
+	}
+	return out
+}
+
+func startCoordinators(t *testing.T, n int) []*coordinator.Coordinator {
+	t.Helper()
+	cs, err := coordinator.StartFleet(n, coordinator.Options{Version: "0.289"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	})
+	return cs
+}
+
+func dialZK(t *testing.T, ensemble string) *zk.Conn {
+	t.Helper()
+	conn, err := fleet.Dial(ensemble)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestRegisterFollowsHealthServesMetricsAndDrainsOnSIGTERM(t *testing.T) {
+	zks := zkserver.StartT(t)
+	c := startCoordinators(t, 1)[0]
+	observer := dialZK(t, zks.Addr())
+	t.Setenv("ZKPRESTO_NAMESPACE", "team/presto") // from the environment
+	t.Setenv("ZKPRESTO_WEIGHT", "9")              // the flag wins
+	t.Setenv("ZKPRESTO_ZONE", "eu-1")
+
+	r := start(t, "register", "--zookeeper", zks.Addr(), "--advertise", c.URL(), "--weight", "2",
+		"--interval", "50ms", "--metrics-addr", "127.0.0.1:0")
+
+	eventually(t, "the registration", func() bool { return len(registrations(t, observer, "/team/presto")) == 1 })
+	n := registrations(t, observer, "/team/presto")[c.Addr()]
+	if n.Weight != 2 || n.Zone != "eu-1" || n.Version != "0.289" || n.Format != discovery.FormatZkpresto {
+		t.Errorf("registered %+v", n)
+	}
+
+	var metricsAddr string
+	eventually(t, "the metrics address in the log", func() bool {
+		m := regexp.MustCompile(`msg="serving /metrics and /healthz" addr=(\S+)`).FindStringSubmatch(r.errOut.String())
+		if m != nil {
+			metricsAddr = m[1]
+		}
+		return m != nil
+	})
+	scrape := func() string {
+		code, body := httpGet(t, "http://"+metricsAddr+"/metrics")
+		if code != http.StatusOK {
+			t.Fatalf("/metrics: %d %s", code, body)
+		}
+		return body
+	}
+	eventually(t, "registered 1 in /metrics", func() bool {
+		return strings.Contains(scrape(), "\nzkpresto_registrar_registered 1\n")
+	})
+	if body := scrape(); !strings.Contains(body, "zkpresto_registrar_registrations_total 1") || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("/metrics:\n%s", body)
+	}
+	if code, body := httpGet(t, "http://"+metricsAddr+"/healthz"); code != http.StatusOK || !strings.Contains(body, "registered=true") {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+
+	c.SetStarting(true)
+	eventually(t, "deregistration while starting", func() bool { return len(registrations(t, observer, "/team/presto")) == 0 })
+	eventually(t, "registered 0 in /metrics", func() bool { return strings.Contains(scrape(), "\nzkpresto_registrar_registered 0\n") })
+	c.SetStarting(false)
+	eventually(t, "registration after recovery", func() bool { return len(registrations(t, observer, "/team/presto")) == 1 })
+
+	// SIGTERM reaches the command's signal handler, not the test binary's
+	// default action: it is registered while the command runs.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-r.done:
+		r.done <- err
+		if err != nil {
+			t.Fatalf("register exited with %v after SIGTERM", err)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("register did not exit after SIGTERM")
+	}
+	if got := registrations(t, observer, "/team/presto"); len(got) != 0 {
+		t.Errorf("after SIGTERM the registration is still there: %v", got)
+	}
+	if !strings.Contains(r.errOut.String(), "drained") {
+		t.Errorf("log does not say it drained:\n%s", r.errOut.String())
+	}
+}
+
+func TestRegisterWithDigestAuthNeverLogsTheSecret(t *testing.T) {
+	zks := zkserver.StartT(t)
+	c := startCoordinators(t, 1)[0]
+	admin := dialZK(t, zks.Addr())
+	if err := admin.AddAuth("digest", []byte("presto:t0p-s3cret")); err != nil {
+		t.Fatal(err)
+	}
+	acl := append(zk.DigestACL(zk.PermAll, "presto", "t0p-s3cret"), zk.WorldACL(zk.PermRead)...)
+	if _, err := admin.Create("/secure", nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ZKPRESTO_ZOOKEEPER_AUTH", "presto:t0p-s3cret")
+	r := start(t, "register", "--zookeeper", zks.Addr(), "--namespace", "secure", "--advertise", c.URL(),
+		"--interval", "50ms", "--log-level", "debug")
+	eventually(t, "the registration", func() bool { return len(registrations(t, admin, "/secure")) == 1 })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if log := r.errOut.String(); strings.Contains(log, "t0p-s3cret") {
+		t.Errorf("the log shows the password:\n%s", log)
+	}
+
+	// Without the credentials ZooKeeper refuses, and register says so.
+	os.Unsetenv("ZKPRESTO_ZOOKEEPER_AUTH")
+	_, _, err := run([]string{"register", "--zookeeper", zks.Addr(), "--namespace", "secure", "--advertise", c.URL(), "--interval", "50ms"}, "")
+	if err == nil || !strings.Contains(err.Error(), "not authenticated") {
+		t.Fatalf("without credentials: %v", err)
+	}
+}
+
+func TestRegisterOverTLS(t *testing.T) {
+	requireZooKeeper(t)
+	files, err := zktls.Generate(t.TempDir(), "register")
+	if err != nil {
+		t.Fatal(err)
+	}
+	securePort, err := zktls.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zks, err := zkserver.Start(zkserver.Options{Dir: t.TempDir(), ExtraConfig: zktls.ServerConfig(files, securePort)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zks.Close() })
+	c := startCoordinators(t, 1)[0]
+	observer := dialZK(t, zks.Addr()) // the plain port, to look
+
+	secure := "127.0.0.1:" + strconv.Itoa(securePort)
+	r := start(t, "register", "--zookeeper", secure, "--advertise", c.URL(), "--interval", "50ms",
+		"--zookeeper-tls-ca", files.CAFile, "--zookeeper-tls-cert", files.ClientCertFile, "--zookeeper-tls-key", files.ClientKeyFile)
+	eventually(t, "the registration over TLS", func() bool { return len(registrations(t, observer, "/presto")) == 1 })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := registrations(t, observer, "/presto"); len(got) != 0 {
+		t.Errorf("after stop: %v", got)
+	}
+}
+
+func TestRegisterRejectsBadSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"no zookeeper", []string{"register", "--advertise", "http://127.0.0.1:8080"}, nil, "--zookeeper"},
+		{"no advertise", []string{"register", "--zookeeper", "127.0.0.1:2181"}, nil, "--advertise"},
+		{"bad advertise", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://h/x"}, nil, "advertised URI"},
+		{"bad env value", []string{"register"}, map[string]string{"ZKPRESTO_WEIGHT": "heavy"}, "$ZKPRESTO_WEIGHT=heavy"},
+		{"bad env bool", []string{"register"}, map[string]string{"ZKPRESTO_ZOOKEEPER_TLS": "nope"}, "$ZKPRESTO_ZOOKEEPER_TLS=nope"},
+		{"bad auth", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "127.0.0.1:8080", "--zookeeper-auth", "nocolon"}, nil, "user:password"},
+		{"cert without key", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "127.0.0.1:8080", "--zookeeper-tls-cert", "c.pem"}, nil, "go together"},
+		{"missing CA", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "127.0.0.1:8080", "--zookeeper-tls-ca", "/nonexistent/ca.pem"}, nil, "--zookeeper-tls-ca"},
+		{"log level", []string{"register", "--log-level", "loud"}, nil, "--log-level"},
+		{"metrics addr", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "127.0.0.1:8080", "--metrics-addr", "not-an-addr"}, nil, "--metrics-addr"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, _, err := run(tc.args, "")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEveryCommandHasHelpWithExamples(t *testing.T) {
+	for _, name := range []string{"register", "nodes", "query", "dev"} {
+		out, _, err := run([]string{name, "--help"}, "")
+		if err != nil {
+			t.Fatalf("%s --help: %v", name, err)
+		}
+		if !strings.Contains(out, "Examples:") || !strings.Contains(out, "zkpresto "+name) {
+			t.Errorf("%s --help lacks examples:\n%s", name, out)
+		}
+	}
+}

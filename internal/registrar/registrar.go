@@ -1,0 +1,714 @@
+// Package registrar keeps a Presto coordinator registered in ZooKeeper while
+// it is healthy. Presto coordinators do not register themselves (HiveServer2
+// and Kyuubi do), so a registrar runs beside each one: it polls the
+// coordinator's GET /v1/info, holds an ephemeral-sequential znode in the
+// format the driver reads while the coordinator is ready, removes it when it
+// is not, and on shutdown removes it before closing its session so that
+// clients stop picking the coordinator at once.
+//
+// The znode is named like Hive's and Kyuubi's
+// (serverUri=host:port;version=V;sequence=N) and carries zkpresto's data
+// (uri=...;weight=W;zone=Z;version=V;), as written by discovery.ZnodeName and
+// discovery.FormatZnodeData.
+package registrar
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkpresto/zkpresto/discovery"
+)
+
+// Defaults for the zero values of Config.
+const (
+	// DefaultNamespace is the namespace znode, as in the driver's DSN.
+	DefaultNamespace = "presto"
+	// DefaultInterval is the time between health checks.
+	DefaultInterval = 5 * time.Second
+	// DefaultSessionTimeout is the ZooKeeper session timeout.
+	DefaultSessionTimeout = 15 * time.Second
+	// DefaultFailureThreshold is how many failed checks in a row deregister.
+	DefaultFailureThreshold = 2
+	// drainTimeout bounds the delete on shutdown; closing the session
+	// removes the ephemeral znode anyway, only later for watchers.
+	drainTimeout = 5 * time.Second
+	// maxInfoBody bounds how much of a /v1/info answer is read.
+	maxInfoBody = 1 << 20
+)
+
+// Auth is ZooKeeper authentication information, as for zk.Conn.AddAuth.
+type Auth struct {
+	// Scheme is the authentication scheme, e.g. "digest".
+	Scheme string
+	// Credentials are the scheme's credentials, e.g. "user:password" for
+	// digest. They are never logged.
+	Credentials []byte
+}
+
+// Config configures a Registrar.
+type Config struct {
+	// Servers are the ZooKeeper ensemble's "host:port" addresses.
+	Servers []string
+	// Namespace is the znode under which coordinators register, without
+	// slashes around it ("a/b" for nested paths); default "presto".
+	Namespace string
+	// AdvertiseURI is the address clients use for this coordinator:
+	// http://host:port, https://host:port or host:port (http).
+	AdvertiseURI string
+	// CoordinatorURL is where the health check polls /v1/info; default
+	// AdvertiseURI. Set it when the coordinator is reachable from the
+	// registrar under another address (e.g. http://127.0.0.1:8080).
+	CoordinatorURL string
+	// Weight is the node's weight for the weighted strategies; default 1.
+	Weight int
+	// Zone is an optional zone label.
+	Zone string
+	// Version is the registered Presto version; default the coordinator's
+	// nodeVersion.version from /v1/info.
+	Version string
+	// Interval is the time between health checks; default 5s. It also
+	// bounds each check and how soon a znode deleted by someone else is
+	// noticed if its watch was missed.
+	Interval time.Duration
+	// FailureThreshold is how many consecutive failed health checks
+	// (errors, timeouts, non-200 answers) deregister the coordinator;
+	// default 2. A coordinator that answers "starting": true is not ready
+	// and is deregistered at once, because that answer is not noise.
+	FailureThreshold int
+	// SessionTimeout is the ZooKeeper session timeout; default 15s.
+	SessionTimeout time.Duration
+	// Auth, when set, is added to the session (and again after every
+	// reconnect). The znodes the registrar creates then get the ACL
+	// "auth:all plus world:read": anyone may discover the coordinator, only
+	// the registrar's identity may change or remove its registration.
+	// Without Auth they are open to all (world:anyone, all permissions).
+	Auth *Auth
+	// TLS, when set, makes the registrar talk to ZooKeeper over TLS (the
+	// server's secureClientPort). An empty ServerName is set to each
+	// server's host.
+	TLS *tls.Config
+	// HTTPClient polls the coordinator; default a client of its own that
+	// follows no redirects. Each check is bounded by Interval.
+	HTTPClient *http.Client
+	// Logger receives the registrar's logs; nil means none.
+	Logger *slog.Logger
+}
+
+// Status is a point-in-time view of a Registrar, for metrics and operators.
+type Status struct {
+	// Registered is true while the registrar holds its znode.
+	Registered bool
+	// Path is the registered znode's full path; empty while unregistered.
+	Path string
+	// Healthy is the coordinator's readiness after the failure threshold.
+	Healthy bool
+	// Connected is true while the registrar has a live ZooKeeper session.
+	Connected bool
+	// LastCheck is when the last health check finished; zero before the first.
+	LastCheck time.Time
+	// LastError explains why the last health check or registration step
+	// failed; empty after success.
+	LastError string
+	// Registrations counts znodes created, the first one included.
+	Registrations uint64
+	// HealthCheckFailures counts failed health checks ("starting" included).
+	HealthCheckFailures uint64
+	// SessionReRegistrations counts registrations made again because the
+	// ZooKeeper session that held the previous znode expired.
+	SessionReRegistrations uint64
+}
+
+// Registrar registers one coordinator. Create it with New and call Run once;
+// Status is safe to call from any goroutine.
+type Registrar struct {
+	cfg     Config
+	path    string // namespace path, "/presto"
+	node    discovery.Node
+	infoURL string
+	acl     []zk.ACL
+	http    *http.Client
+	log     *slog.Logger
+
+	wake chan struct{} // session events and watches nudge the loop
+
+	mu      sync.Mutex
+	status  Status
+	running bool
+
+	// Owned by the Run goroutine.
+	conn           *zk.Conn
+	znode          string // our znode's path; "" while unregistered
+	znodeData      []byte // what znode holds
+	znodeSession   int64  // the session that created znode
+	lostToExpiry   bool   // the last znode went with an expired session
+	authAdded      bool
+	failures       int // consecutive failed checks
+	watchers       sync.WaitGroup
+	stopWatches    chan struct{}
+	coordinatorVer string // version reported by /v1/info
+}
+
+// New validates cfg and returns a Registrar. It does no I/O.
+func New(cfg Config) (*Registrar, error) {
+	if len(cfg.Servers) == 0 {
+		return nil, errors.New("registrar: no ZooKeeper servers given")
+	}
+	for _, s := range cfg.Servers {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return nil, fmt.Errorf("registrar: ZooKeeper server %q: want host:port", s)
+		}
+	}
+	cfg.Namespace = strings.Trim(cfg.Namespace, "/")
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultNamespace
+	}
+	if strings.Contains(cfg.Namespace, "//") {
+		return nil, fmt.Errorf("registrar: namespace %q has an empty path segment", cfg.Namespace)
+	}
+	scheme, addr, err := parseAdvertise(cfg.AdvertiseURI)
+	if err != nil {
+		return nil, fmt.Errorf("registrar: advertised URI: %w", err)
+	}
+	if cfg.CoordinatorURL == "" {
+		cfg.CoordinatorURL = scheme + "://" + addr
+	}
+	base, err := url.Parse(strings.TrimRight(cfg.CoordinatorURL, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, fmt.Errorf("registrar: coordinator URL %q: want http(s)://host:port", cfg.CoordinatorURL)
+	}
+	if cfg.Weight == 0 {
+		cfg.Weight = 1
+	}
+	if cfg.Weight < 1 || cfg.Weight > 1_000_000 {
+		return nil, fmt.Errorf("registrar: weight %d: want 1..1000000", cfg.Weight)
+	}
+	if strings.ContainsAny(cfg.Zone, ";=") || strings.TrimSpace(cfg.Zone) != cfg.Zone {
+		return nil, fmt.Errorf("registrar: zone %q: must not contain ';', '=' or surrounding spaces", cfg.Zone)
+	}
+	if err := checkVersion(cfg.Version); err != nil {
+		return nil, fmt.Errorf("registrar: version %q: %w", cfg.Version, err)
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.FailureThreshold <= 0 {
+		cfg.FailureThreshold = DefaultFailureThreshold
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	if cfg.Auth != nil && (cfg.Auth.Scheme == "" || len(cfg.Auth.Credentials) == 0) {
+		return nil, errors.New("registrar: ZooKeeper auth needs a scheme and credentials")
+	}
+	r := &Registrar{
+		cfg:     cfg,
+		path:    "/" + cfg.Namespace,
+		node:    discovery.Node{Addr: addr, Scheme: scheme, Weight: cfg.Weight, Zone: cfg.Zone, Version: cfg.Version},
+		infoURL: base.String() + "/v1/info",
+		http:    cfg.HTTPClient,
+		log:     cfg.Logger,
+		wake:    make(chan struct{}, 1),
+		acl:     zk.WorldACL(zk.PermAll),
+	}
+	if cfg.Auth != nil {
+		r.acl = append(zk.WorldACL(zk.PermRead), zk.AuthACL(zk.PermAll)...)
+	}
+	if r.http == nil {
+		r.http = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	// What we write must read back as the same node, or clients would
+	// never see this coordinator.
+	if _, err := r.desired(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// parseAdvertise accepts http(s)://host:port or host:port.
+func parseAdvertise(s string) (scheme, addr string, err error) {
+	if s == "" {
+		return "", "", errors.New("empty; want http(s)://host:port")
+	}
+	scheme = "http"
+	rest := s
+	if i := strings.Index(s, "://"); i >= 0 {
+		scheme, rest = strings.ToLower(s[:i]), s[i+3:]
+		if scheme != "http" && scheme != "https" {
+			return "", "", fmt.Errorf("%q: scheme must be http or https", s)
+		}
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	if strings.ContainsAny(rest, "/?#@;") {
+		return "", "", fmt.Errorf("%q: want http(s)://host:port without path, user or parameters", s)
+	}
+	host, port, err := net.SplitHostPort(rest)
+	if err != nil || host == "" || port == "" {
+		return "", "", fmt.Errorf("%q: want http(s)://host:port", s)
+	}
+	return scheme, net.JoinHostPort(host, port), nil
+}
+
+func checkVersion(v string) error {
+	if strings.ContainsAny(v, ";/=") || strings.TrimSpace(v) != v {
+		return errors.New("must not contain ';', '/', '=' or surrounding spaces")
+	}
+	return nil
+}
+
+// desired returns the node to register: the configured one, with the
+// coordinator's version when none was configured. It checks that the name
+// and data read back as this node.
+func (r *Registrar) desired() (discovery.Node, error) {
+	n := r.node
+	if n.Version == "" && checkVersion(r.coordinatorVer) == nil {
+		n.Version = r.coordinatorVer
+	}
+	got, err := discovery.ParseZnode(discovery.ZnodeName(n)+"0000000000", discovery.FormatZnodeData(n))
+	if err != nil {
+		return n, fmt.Errorf("registrar: the registration would not read back: %w", err)
+	}
+	if got.Addr != n.Addr || got.Scheme != n.Scheme || got.Weight != n.Weight || got.Zone != n.Zone {
+		return n, fmt.Errorf("registrar: the registration reads back as %s weight %d zone %q, not %s weight %d zone %q",
+			got.URL(), got.Weight, got.Zone, n.URL(), n.Weight, n.Zone)
+	}
+	return n, nil
+}
+
+// Node returns the coordinator as it is registered (or will be): address,
+// scheme, weight, zone and the configured version.
+func (r *Registrar) Node() discovery.Node { return r.node }
+
+// Status returns the registrar's current state.
+func (r *Registrar) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.status
+	if r.conn != nil {
+		s.Connected = r.conn.State() == zk.StateHasSession
+	}
+	return s
+}
+
+func (r *Registrar) update(fn func(*Status)) {
+	r.mu.Lock()
+	fn(&r.status)
+	r.mu.Unlock()
+}
+
+// fatalZKErrors are ZooKeeper errors that retrying cannot fix.
+var fatalZKErrors = []error{zk.ErrNoAuth, zk.ErrAuthFailed, zk.ErrInvalidACL, zk.ErrBadArguments, zk.ErrNoChildrenForEphemerals}
+
+func isFatal(err error) bool {
+	for _, f := range fatalZKErrors {
+		if errors.Is(err, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// Run registers the coordinator while it is healthy until ctx is done, then
+// deletes the znode, closes the session and returns nil. It returns an error
+// at once when the ensemble cannot be used at all (a host that does not
+// resolve) and when ZooKeeper refuses the registration in a way retrying
+// cannot fix (no permission, failed authentication, a bad ACL). Losing
+// ZooKeeper or the coordinator is not an error: Run keeps trying. Run may be
+// called once.
+func (r *Registrar) Run(ctx context.Context) error {
+	r.mu.Lock()
+	if r.running {
+		r.mu.Unlock()
+		return errors.New("registrar: Run called twice")
+	}
+	r.running = true
+	r.mu.Unlock()
+
+	dialer := zk.WithDialer(net.DialTimeout)
+	if r.cfg.TLS != nil {
+		dialer = zk.WithDialer(tlsDialer(r.cfg.TLS))
+	}
+	conn, _, err := zk.Connect(r.cfg.Servers, r.cfg.SessionTimeout,
+		zk.WithLogInfo(false), zk.WithLogger(zkLogger{r.log}), zk.WithEventCallback(r.onEvent), dialer)
+	if err != nil {
+		return fmt.Errorf("registrar: ZooKeeper %s: %w", strings.Join(r.cfg.Servers, ","), err)
+	}
+	r.mu.Lock()
+	r.conn = conn
+	r.mu.Unlock()
+	r.stopWatches = make(chan struct{})
+	defer func() {
+		close(r.stopWatches)
+		r.watchers.Wait()
+	}()
+	r.log.Info("registrar started", "coordinator", r.infoURL, "advertise", r.node.URL(),
+		"zookeeper", strings.Join(r.cfg.Servers, ","), "namespace", r.path)
+
+	ticker := time.NewTicker(r.cfg.Interval)
+	defer ticker.Stop()
+	check := true // the first check runs at once
+	for {
+		if check {
+			r.check(ctx)
+		}
+		if ctx.Err() == nil {
+			if err := r.reconcile(); err != nil {
+				r.drain(conn)
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			r.drain(conn)
+			return nil
+		case <-ticker.C:
+			check = true
+		case <-r.wake:
+			check = false
+		}
+	}
+}
+
+// onEvent runs on go-zookeeper's goroutine and must not block: it only
+// logs and wakes the loop, which compares session IDs to notice expiry.
+func (r *Registrar) onEvent(ev zk.Event) {
+	if ev.Type == zk.EventSession {
+		switch ev.State {
+		case zk.StateExpired:
+			r.log.Warn("ZooKeeper session expired; the registration will be made again in a new session")
+		case zk.StateDisconnected:
+			r.log.Debug("ZooKeeper connection lost", "server", ev.Server)
+		}
+		r.nudge()
+	}
+}
+
+func (r *Registrar) nudge() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// coordinatorInfo is the part of Presto's /v1/info answer the check reads.
+type coordinatorInfo struct {
+	NodeVersion struct {
+		Version string `json:"version"`
+	} `json:"nodeVersion"`
+	Starting bool `json:"starting"`
+}
+
+// check polls /v1/info once and updates the health state.
+func (r *Registrar) check(ctx context.Context) {
+	ready, err := r.probe(ctx)
+	if ctx.Err() != nil {
+		return // shutting down; the answer does not matter
+	}
+	healthyBefore := r.Status().Healthy
+	healthy := healthyBefore
+	switch {
+	case err == nil && ready:
+		r.failures = 0
+		healthy = true
+	case err == nil: // starting
+		r.failures = r.cfg.FailureThreshold
+		healthy = false
+		err = errors.New("coordinator is starting")
+	default:
+		r.failures++
+		if r.failures >= r.cfg.FailureThreshold {
+			healthy = false
+		}
+	}
+	now := time.Now()
+	r.update(func(s *Status) {
+		s.LastCheck = now
+		s.Healthy = healthy
+		if err != nil {
+			s.HealthCheckFailures++
+			s.LastError = err.Error()
+		} else {
+			s.LastError = ""
+		}
+	})
+	switch {
+	case healthy && !healthyBefore:
+		r.log.Info("coordinator is ready", "coordinator", r.infoURL)
+	case !healthy && healthyBefore:
+		r.log.Warn("coordinator is not ready", "coordinator", r.infoURL, "reason", err)
+	case err != nil && healthy:
+		r.log.Warn("health check failed; still registered", "coordinator", r.infoURL, "reason", err,
+			"consecutive", r.failures, "threshold", r.cfg.FailureThreshold)
+	}
+}
+
+// probe asks the coordinator whether it is ready.
+func (r *Registrar) probe(ctx context.Context) (ready bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Interval)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.infoURL, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := r.http.Do(req)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // the URL is in our own message
+		}
+		return false, fmt.Errorf("GET %s: %w", r.infoURL, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxInfoBody))
+	if err != nil {
+		return false, fmt.Errorf("GET %s: reading the answer: %w", r.infoURL, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("GET %s: %s", r.infoURL, resp.Status)
+	}
+	var info coordinatorInfo
+	if err := json.Unmarshal(body, &info); err != nil {
+		return false, fmt.Errorf("GET %s: not a Presto /v1/info answer: %w", r.infoURL, err)
+	}
+	r.coordinatorVer = info.NodeVersion.Version
+	return !info.Starting, nil
+}
+
+// reconcile makes ZooKeeper match the health state: registered while
+// healthy, not registered otherwise. Transient ZooKeeper errors are logged
+// and left to the next round; fatal ones are returned.
+func (r *Registrar) reconcile() error {
+	conn := r.conn
+	if conn.State() != zk.StateHasSession {
+		return nil
+	}
+	session := conn.SessionID()
+	if r.znode != "" && r.znodeSession != session {
+		// An ephemeral znode lives and dies with its session.
+		r.log.Warn("the registration went with the expired ZooKeeper session", "znode", r.znode)
+		r.forget()
+		r.lostToExpiry = true
+	}
+	if err := r.ensureAuth(conn); err != nil {
+		return r.fail(err, "adding ZooKeeper credentials")
+	}
+	if !r.Status().Healthy {
+		if r.znode == "" {
+			return nil
+		}
+		if err := conn.Delete(r.znode, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return r.fail(err, "deregistering "+r.znode)
+		}
+		r.log.Info("deregistered", "znode", r.znode, "reason", r.Status().LastError)
+		r.forget()
+		return nil
+	}
+	want, err := r.desired()
+	if err != nil {
+		return r.fail(err, "building the registration")
+	}
+	data := discovery.FormatZnodeData(want)
+	if r.znode != "" {
+		exists, _, err := conn.Exists(r.znode)
+		if err != nil {
+			return r.fail(err, "checking "+r.znode)
+		}
+		switch {
+		case !exists:
+			r.log.Warn("the registration was deleted by someone else; registering again", "znode", r.znode)
+			r.forget()
+		case string(data) != string(r.znodeData):
+			// The coordinator's version changed (and with it the name).
+			if err := conn.Delete(r.znode, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return r.fail(err, "replacing "+r.znode)
+			}
+			r.forget()
+		default:
+			return nil
+		}
+	}
+	return r.register(conn, session, want, data)
+}
+
+// register creates the namespace if missing and the ephemeral-sequential
+// znode, and watches the znode so that a deletion is noticed at once.
+func (r *Registrar) register(conn *zk.Conn, session int64, node discovery.Node, data []byte) error {
+	if err := r.createNamespace(conn); err != nil {
+		return r.fail(err, "creating namespace "+r.path)
+	}
+	if err := r.removeOrphans(conn, session); err != nil {
+		return r.fail(err, "listing "+r.path)
+	}
+	path, err := conn.Create(r.path+"/"+discovery.ZnodeName(node), data, zk.FlagEphemeral|zk.FlagSequence, r.acl)
+	if err != nil {
+		return r.fail(err, "registering under "+r.path)
+	}
+	r.znode, r.znodeData, r.znodeSession = path, data, session
+	again := r.lostToExpiry
+	r.lostToExpiry = false
+	r.update(func(s *Status) {
+		s.Registered, s.Path = true, path
+		s.Registrations++
+		if again {
+			s.SessionReRegistrations++
+		}
+	})
+	r.log.Info("registered", "znode", path, "uri", node.URL(), "weight", node.Weight, "zone", node.Zone, "version", node.Version)
+	r.watch(conn, path)
+	return nil
+}
+
+// removeOrphans deletes children that this session owns but the registrar
+// does not know about: a create whose answer was lost with the connection
+// may have succeeded, and the coordinator must not be listed twice.
+func (r *Registrar) removeOrphans(conn *zk.Conn, session int64) error {
+	children, _, err := conn.Children(r.path)
+	if err != nil {
+		return err
+	}
+	prefix := discovery.ZnodeName(discovery.Node{Addr: r.node.Addr})
+	prefix = prefix[:strings.Index(prefix, ";")] // serverUri=host:port
+	for _, child := range children {
+		if !strings.HasPrefix(child, prefix+";") {
+			continue
+		}
+		_, stat, err := conn.Get(r.path + "/" + child)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if stat.EphemeralOwner == session {
+			if err := conn.Delete(r.path+"/"+child, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+			r.log.Warn("removed a duplicate registration left by a lost create", "znode", r.path+"/"+child)
+		}
+	}
+	return nil
+}
+
+func (r *Registrar) createNamespace(conn *zk.Conn) error {
+	if exists, _, err := conn.Exists(r.path); err == nil && exists {
+		return nil
+	}
+	cur := ""
+	for _, part := range strings.Split(r.cfg.Namespace, "/") {
+		cur += "/" + part
+		if _, err := conn.Create(cur, nil, 0, r.acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}
+
+// watch nudges the loop when the znode is deleted (or the watch ends for
+// another reason, such as the session expiring).
+func (r *Registrar) watch(conn *zk.Conn, path string) {
+	exists, _, events, err := conn.ExistsW(path)
+	if err != nil || !exists {
+		r.nudge() // look again at once
+		return
+	}
+	r.watchers.Add(1)
+	go func() {
+		defer r.watchers.Done()
+		select {
+		case <-events:
+			r.nudge()
+		case <-r.stopWatches:
+		}
+	}()
+}
+
+func (r *Registrar) forget() {
+	r.znode, r.znodeData, r.znodeSession = "", nil, 0
+	r.update(func(s *Status) { s.Registered, s.Path = false, "" })
+}
+
+func (r *Registrar) ensureAuth(conn *zk.Conn) error {
+	if r.cfg.Auth == nil || r.authAdded {
+		return nil
+	}
+	if err := conn.AddAuth(r.cfg.Auth.Scheme, r.cfg.Auth.Credentials); err != nil {
+		return err
+	}
+	r.authAdded = true
+	return nil
+}
+
+// fail records a ZooKeeper error; fatal ones end Run.
+func (r *Registrar) fail(err error, doing string) error {
+	err = fmt.Errorf("registrar: %s in ZooKeeper %s: %w", doing, strings.Join(r.cfg.Servers, ","), err)
+	r.update(func(s *Status) { s.LastError = err.Error() })
+	if isFatal(err) {
+		r.log.Error("giving up", "err", err)
+		return err
+	}
+	r.log.Warn("ZooKeeper step failed; retrying", "err", err)
+	return nil
+}
+
+// drain deletes the znode, then closes the session. The delete is bounded:
+// closing the session removes the ephemeral znode as well.
+func (r *Registrar) drain(conn *zk.Conn) {
+	if r.znode != "" && conn.State() == zk.StateHasSession {
+		done := make(chan error, 1)
+		go func() { done <- conn.Delete(r.znode, -1) }()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, zk.ErrNoNode) {
+				r.log.Warn("deleting the registration on shutdown failed; closing the session removes it", "znode", r.znode, "err", err)
+			} else {
+				r.log.Info("drained: deregistered before shutdown", "znode", r.znode)
+			}
+			conn.Close()
+		case <-time.After(drainTimeout):
+			r.log.Warn("deleting the registration on shutdown timed out; closing the session removes it", "znode", r.znode)
+			conn.Close()
+			<-done // Close fails the pending request at once
+		}
+	} else {
+		conn.Close()
+	}
+	r.forget()
+	r.log.Info("registrar stopped")
+}
+
+// tlsDialer dials ZooKeeper servers over TLS.
+func tlsDialer(base *tls.Config) zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		cfg := base.Clone()
+		if cfg.ServerName == "" {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return nil, err
+			}
+			cfg.ServerName = host
+		}
+		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, cfg)
+	}
+}
+
+// zkLogger sends go-zookeeper's own messages to the debug log.
+type zkLogger struct{ log *slog.Logger }
+
+func (l zkLogger) Printf(format string, args ...any) {
+	l.log.Debug("zookeeper: " + fmt.Sprintf(format, args...))
+}

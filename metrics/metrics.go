@@ -1,0 +1,235 @@
+// Package metrics exports zkpresto's figures as Prometheus collectors: what
+// a registrar did (zkpresto register) and what a driver connector sees and
+// does per coordinator.
+//
+// Prometheus, not OpenTelemetry: the Prometheus text format is what the
+// systems around Presto already scrape (Presto's own JMX exporter setups,
+// ZooKeeper's metrics provider, Kubernetes), it needs no collector process
+// or exporter pipeline, and a collector that reads figures at scrape time
+// costs nothing between scrapes. OpenTelemetry users can still scrape these
+// collectors with the OpenTelemetry Collector's Prometheus receiver.
+//
+// The collectors read a snapshot function at each scrape; they keep no
+// state of their own and are safe for concurrent use. The only label is
+// node (a coordinator's host:port), never a user, a DSN or a credential.
+// Series of a coordinator that left discovery disappear with it.
+//
+// To expose two connectors from one process, register each under its own
+// constant label:
+//
+//	prometheus.WrapRegistererWith(prometheus.Labels{"pool": "etl"}, reg).MustRegister(c)
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// RegistrarStatus is what the registrar collector exports.
+type RegistrarStatus struct {
+	// Registered is true while the coordinator's znode exists.
+	Registered bool
+	// Healthy is true while the coordinator passes its health check.
+	Healthy bool
+	// Connected is true while the registrar has a ZooKeeper session.
+	Connected bool
+	// Registrations counts znodes created.
+	Registrations uint64
+	// HealthCheckFailures counts failed health checks.
+	HealthCheckFailures uint64
+	// SessionReRegistrations counts registrations made again after the
+	// ZooKeeper session that held the previous one expired.
+	SessionReRegistrations uint64
+	// LastCheck is when the last health check finished; zero before the first.
+	LastCheck time.Time
+}
+
+// RegistrarCollector exports a registrar's status. Create it with
+// NewRegistrarCollector.
+type RegistrarCollector struct {
+	status func() RegistrarStatus
+
+	registered, healthy, connected                     *prometheus.Desc
+	registrations, healthFailures, sessionReRegistered *prometheus.Desc
+	lastCheck                                          *prometheus.Desc
+}
+
+// NewRegistrarCollector returns a collector that calls status at every
+// scrape.
+func NewRegistrarCollector(status func() RegistrarStatus) *RegistrarCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("zkpresto_registrar_"+name, help, nil, nil)
+	}
+	return &RegistrarCollector{
+		status:              status,
+		registered:          d("registered", "1 while the coordinator's znode is registered in ZooKeeper, else 0."),
+		healthy:             d("coordinator_healthy", "1 while the coordinator passes its /v1/info health check, else 0."),
+		connected:           d("zookeeper_connected", "1 while the registrar has a ZooKeeper session, else 0."),
+		registrations:       d("registrations_total", "Znodes created for the coordinator."),
+		healthFailures:      d("health_check_failures_total", "Failed health checks, including answers that the coordinator is starting."),
+		sessionReRegistered: d("session_reregistrations_total", "Registrations made again because the ZooKeeper session holding the previous one expired."),
+		lastCheck:           d("last_check_timestamp_seconds", "Unix time of the last health check; 0 before the first."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *RegistrarCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.registered, c.healthy, c.connected, c.registrations,
+		c.healthFailures, c.sessionReRegistered, c.lastCheck} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *RegistrarCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.status()
+	ch <- prometheus.MustNewConstMetric(c.registered, prometheus.GaugeValue, boolValue(s.Registered))
+	ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, boolValue(s.Healthy))
+	ch <- prometheus.MustNewConstMetric(c.connected, prometheus.GaugeValue, boolValue(s.Connected))
+	ch <- prometheus.MustNewConstMetric(c.registrations, prometheus.CounterValue, float64(s.Registrations))
+	ch <- prometheus.MustNewConstMetric(c.healthFailures, prometheus.CounterValue, float64(s.HealthCheckFailures))
+	ch <- prometheus.MustNewConstMetric(c.sessionReRegistered, prometheus.CounterValue, float64(s.SessionReRegistrations))
+	ch <- prometheus.MustNewConstMetric(c.lastCheck, prometheus.GaugeValue, unixSeconds(s.LastCheck))
+}
+
+// DriverStats is what the driver collector exports: one connector's view.
+type DriverStats struct {
+	// Discovery describes the discovery source.
+	Discovery DiscoveryStats
+	// Nodes has one entry per coordinator discovery lists now.
+	Nodes []NodeStats
+}
+
+// DiscoveryStats describes a connector's discovery source.
+type DiscoveryStats struct {
+	// Connected is true while the ZooKeeper session is live (always for a
+	// static host list).
+	Connected bool
+	// StaleSince is when the connection was lost; zero while connected.
+	StaleSince time.Time
+	// Skipped is the number of registrations that could not be parsed.
+	Skipped int
+}
+
+// NodeStats is what a connector knows of one coordinator.
+type NodeStats struct {
+	// Addr is the coordinator's host:port, the node label.
+	Addr string
+	// Usable is true while the node is a candidate for new statements.
+	Usable bool
+	// Picks is the number of statements started on the node.
+	Picks uint64
+	// Failures is the number of statements that failed there.
+	Failures uint64
+	// Failovers is the number of statements moved elsewhere because the
+	// node failed before accepting them.
+	Failovers uint64
+	// Ejections is how many times the node was ejected.
+	Ejections uint64
+	// InFlight is the number of statements running there now.
+	InFlight int64
+	// Latency is the moving average of statement latency; 0 if unknown.
+	Latency time.Duration
+}
+
+// StatsSource supplies a connector's figures at each scrape. It must be
+// cheap (no I/O) and safe for concurrent use.
+type StatsSource interface {
+	DriverStats() DriverStats
+}
+
+// StatsFunc adapts a function to StatsSource.
+type StatsFunc func() DriverStats
+
+// DriverStats calls f.
+func (f StatsFunc) DriverStats() DriverStats { return f() }
+
+// DriverCollector exports a connector's figures. Create it with
+// NewDriverCollector.
+type DriverCollector struct {
+	src StatsSource
+	now func() time.Time
+
+	connected, stale, nodes, skipped              *prometheus.Desc
+	usable, picks, failures, failovers, ejections *prometheus.Desc
+	inFlight, latency                             *prometheus.Desc
+}
+
+// NewDriverCollector returns a collector that reads src at every scrape.
+func NewDriverCollector(src StatsSource) *DriverCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("zkpresto_"+name, help, labels, nil)
+	}
+	return &DriverCollector{
+		src:       src,
+		now:       time.Now,
+		connected: d("discovery_connected", "1 while discovery has a live ZooKeeper session (always for a static host list), else 0."),
+		stale:     d("discovery_stale_seconds", "How long discovery has served its last known list without a ZooKeeper session; 0 while connected."),
+		nodes:     d("discovery_nodes", "Coordinators discovery lists now."),
+		skipped:   d("discovery_skipped_znodes", "Registrations that could not be parsed and are ignored."),
+		usable:    d("driver_node_usable", "1 while the coordinator is a candidate for new statements (not ejected nor unhealthy), else 0.", "node"),
+		picks:     d("driver_picks_total", "Statements started on the coordinator.", "node"),
+		failures:  d("driver_failures_total", "Statements that failed on the coordinator.", "node"),
+		failovers: d("driver_failovers_total", "Statements moved to another coordinator because this one failed before accepting them.", "node"),
+		ejections: d("driver_ejections_total", "Times the coordinator was ejected.", "node"),
+		inFlight:  d("driver_in_flight", "Statements running on the coordinator now.", "node"),
+		latency:   d("driver_latency_seconds", "Moving average of statement latency on the coordinator.", "node"),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *DriverCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.connected, c.stale, c.nodes, c.skipped, c.usable, c.picks,
+		c.failures, c.failovers, c.ejections, c.inFlight, c.latency} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *DriverCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.src.DriverStats()
+	stale := 0.0
+	if !s.Discovery.Connected && !s.Discovery.StaleSince.IsZero() {
+		stale = max(c.now().Sub(s.Discovery.StaleSince).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(c.connected, prometheus.GaugeValue, boolValue(s.Discovery.Connected))
+	ch <- prometheus.MustNewConstMetric(c.stale, prometheus.GaugeValue, stale)
+	ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(len(s.Nodes)))
+	ch <- prometheus.MustNewConstMetric(c.skipped, prometheus.GaugeValue, float64(s.Discovery.Skipped))
+	seen := make(map[string]bool, len(s.Nodes))
+	for _, n := range s.Nodes {
+		// Two entries for one address would make the scrape fail;
+		// discovery never lists an address twice, but do not trust it.
+		if n.Addr == "" || seen[n.Addr] {
+			continue
+		}
+		seen[n.Addr] = true
+		ch <- prometheus.MustNewConstMetric(c.usable, prometheus.GaugeValue, boolValue(n.Usable), n.Addr)
+		ch <- prometheus.MustNewConstMetric(c.picks, prometheus.CounterValue, float64(n.Picks), n.Addr)
+		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(n.Failures), n.Addr)
+		ch <- prometheus.MustNewConstMetric(c.failovers, prometheus.CounterValue, float64(n.Failovers), n.Addr)
+		ch <- prometheus.MustNewConstMetric(c.ejections, prometheus.CounterValue, float64(n.Ejections), n.Addr)
+		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(n.InFlight), n.Addr)
+		ch <- prometheus.MustNewConstMetric(c.latency, prometheus.GaugeValue, n.Latency.Seconds(), n.Addr)
+	}
+}
+
+var (
+	_ prometheus.Collector = (*RegistrarCollector)(nil)
+	_ prometheus.Collector = (*DriverCollector)(nil)
+)
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
+}

@@ -355,8 +355,8 @@ func (l zkLogger) Printf(format string, args ...any) {
 	l.log.Debug(msg)
 }
 
-func (w *zkWatch) start(ctx context.Context) (err error) {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.ConnectTimeout)
+func (w *zkWatch) start(parent context.Context) (err error) {
+	ctx, cancel := context.WithTimeout(parent, w.cfg.ConnectTimeout)
 	defer cancel()
 
 	if w.cfg.TLS != nil {
@@ -386,6 +386,10 @@ func (w *zkWatch) start(ctx context.Context) (err error) {
 		case <-w.sessionCh:
 		case <-ctx.Done():
 			msg := fmt.Sprintf("no session within %s (state %s)", w.cfg.ConnectTimeout, conn.State())
+			if parent.Err() != nil {
+				// The caller's deadline came first; say so rather than blame the timeout.
+				msg = fmt.Sprintf("no session before the caller gave up: %v (state %s)", parent.Err(), conn.State())
+			}
 			if f := w.lastDial.Load(); f != nil {
 				msg += "; last connection error: " + f.msg
 			}

@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "zkpresto:", err)
+		// Driver errors already say where they come from.
+		fmt.Fprintln(os.Stderr, "zkpresto: "+strings.TrimPrefix(err.Error(), "zkpresto: "))
 		os.Exit(1)
 	}
 }

@@ -211,12 +211,23 @@ type driverState struct {
 }
 
 // driverView is the one place that reads the connector's own figures.
-//
-// TODO(lead): switch to (*driver.Connector).Stats() once it is merged:
-// problem = Stats().Discovery.Problem, and usage from Stats().Nodes (Picks,
-// Failures, InFlight by Node.Addr). Until then the connector exposes only
-// its snapshot, and a fresh CLI process has no usage of its own anyway.
-func driverView(*zkdriver.Connector) driverState { return driverState{} }
+// Usage is left out while this process has run no statement (a plain
+// `zkpresto nodes`), where all-zero columns would only mislead; --metrics
+// reads another process's instead.
+func driverView(c *zkdriver.Connector) driverState {
+	st := c.Stats()
+	view := driverState{problem: st.Discovery.Problem}
+	for _, n := range st.Nodes {
+		if n.Picks == 0 {
+			continue
+		}
+		if view.usage == nil {
+			view.usage = make(map[string]nodeUsage, len(st.Nodes))
+		}
+		view.usage[n.Node.Addr] = nodeUsage{Picks: n.Picks, Failures: n.Failures, InFlight: n.InFlight}
+	}
+	return view
+}
 
 // probeHealth asks a coordinator whether it is ready: up, starting or down.
 func probeHealth(ctx context.Context, n *discovery.Node, timeout time.Duration) string {

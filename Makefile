@@ -6,7 +6,9 @@ GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHSTAT   ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: all demo test deps fmt-check vet staticcheck unit bench
+FUZZTIME    ?= 15s
+
+.PHONY: all demo test deps fmt-check vet staticcheck unit fuzz bench
 
 all: test
 
@@ -18,7 +20,7 @@ deps:
 demo: deps
 	$(GO) run ./cmd/zkpresto demo
 
-test: deps fmt-check vet staticcheck unit
+test: deps fmt-check vet staticcheck unit fuzz
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -32,3 +34,8 @@ staticcheck:
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+# Each fuzz target for a bounded time (FUZZTIME), seeded from real formats.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDSN$$' -fuzztime $(FUZZTIME) ./driver/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseZnode$$' -fuzztime $(FUZZTIME) ./discovery/

@@ -111,12 +111,16 @@ func (t *routingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if a == nil {
 		return nil, errors.New("zkpresto: internal error: a request without a coordinator")
 	}
-	// Abort the request when the caller gives up, with an error the Presto
-	// client returns at once.
-	ctx, cancel := context.WithCancel(req.Context())
-	stop := context.AfterFunc(a.caller, cancel)
-	release := func() { stop(); cancel() }
-	resp, err := t.route(req.WithContext(ctx), a)
+	release := func() {}
+	if a.caller.Done() != nil {
+		// Abort the request when the caller gives up, with an error the
+		// Presto client returns at once.
+		ctx, cancel := context.WithCancel(req.Context())
+		stop := context.AfterFunc(a.caller, cancel)
+		release = func() { stop(); cancel() }
+		req = req.WithContext(ctx)
+	}
+	resp, err := t.route(req, a)
 	if err != nil {
 		release()
 		if a.caller.Err() != nil {
@@ -140,21 +144,23 @@ type watchedBody struct {
 	io.ReadCloser
 	release func()
 	a       *attempt
-	tail    []byte // the end of the previous read, for a key split across reads
+	tail    [16]byte // the end of the previous read, for a key split across reads
+	tailLen int
 	found   bool
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if !b.found && n > 0 {
-		chunk := p[:n]
-		if len(b.tail) > 0 {
-			chunk = append(b.tail, p[:min(n, len(nextURIKey))]...)
-			b.found = bytes.Contains(chunk, nextURIKey)
-			chunk = p[:n]
+		if b.tailLen > 0 {
+			// The key split across two reads: the previous read's end
+			// joined to this read's start.
+			var seam [32]byte
+			joined := append(append(seam[:0], b.tail[:b.tailLen]...), p[:min(n, len(nextURIKey)-1)]...)
+			b.found = bytes.Contains(joined, nextURIKey)
 		}
-		b.found = b.found || bytes.Contains(chunk, nextURIKey)
-		b.tail = append(b.tail[:0], p[max(0, n-len(nextURIKey)+1):n]...)
+		b.found = b.found || bytes.Contains(p[:n], nextURIKey)
+		b.tailLen = copy(b.tail[:], p[max(0, n-len(nextURIKey)+1):n])
 	}
 	return n, err
 }
@@ -168,13 +174,17 @@ func (b *watchedBody) Close() error {
 
 func (t *routingTransport) route(req *http.Request, a *attempt) (*http.Response, error) {
 	if req.URL.Hostname() == placeholderHost {
-		r := req.Clone(req.Context())
-		r.URL.Host, r.Host = a.node.Addr, a.node.Addr
+		// A shallow copy with its own URL: a RoundTripper must not modify
+		// the request it was given, and nothing else differs.
+		r := req.WithContext(req.Context())
+		u := *req.URL
+		u.Host = a.node.Addr
 		if t.forceTLS || a.node.Scheme == "https" {
-			r.URL.Scheme = "https"
+			u.Scheme = "https"
 		} else {
-			r.URL.Scheme = "http"
+			u.Scheme = "http"
 		}
+		r.URL, r.Host = &u, a.node.Addr
 		req = r
 	}
 	if isSubmission(req) {

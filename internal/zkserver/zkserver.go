@@ -220,6 +220,11 @@ func (s *Server) writeFiles(peers []peer) error {
 		"clientPortAddress=127.0.0.1",
 		"admin.enableServer=false",
 		"4lw.commands.whitelist=*",
+		// Throwaway servers need no fsync per write: it only adds disk
+		// latency (milliseconds on a shared machine) to every test and
+		// benchmark, and a killed process still leaves its writes in the
+		// page cache for Restart.
+		"forceSync=no",
 	}
 	if len(peers) > 0 {
 		cfg = append(cfg, "initLimit=10", "syncLimit=5")

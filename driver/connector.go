@@ -225,6 +225,14 @@ func (c *Connector) pick(ctx context.Context, tried []triedNode) (*discovery.Nod
 			return &ps.nodes[i], nil
 		}
 	}
+	// Every usable coordinator failed this statement. An ejected one may
+	// have recovered since (the ejection cap can also leave only failing
+	// nodes usable): better to try it than to fail with retries left.
+	for i := range snap.Nodes {
+		if !wasTried(tried, snap.Nodes[i].Addr) {
+			return &snap.Nodes[i], nil
+		}
+	}
 	return nil, fmt.Errorf("zkpresto: no untried coordinator left in %s", snap.Source)
 }
 

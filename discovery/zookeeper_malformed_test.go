@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/fleet"
+	"github.com/zkpresto/zkpresto/internal/testutil"
 )
 
 // malformedChild returns the i-th of a varied set of children that are not
@@ -74,11 +74,11 @@ func TestZooKeeperManyMalformedChildren(t *testing.T) {
 	}
 	slices.Sort(good)
 
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	d, err := discovery.OpenZooKeeper(context.Background(), discovery.ZooKeeperConfig{
 		Servers: strings.Split(f.Ensemble(), ","),
 		Path:    ns,
-		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:  logs.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)

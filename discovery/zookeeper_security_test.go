@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +14,7 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/fleet"
 	"github.com/zkpresto/zkpresto/internal/tcpproxy"
-	"github.com/zkpresto/zkpresto/internal/zkserver"
+	"github.com/zkpresto/zkpresto/internal/testutil"
 	"github.com/zkpresto/zkpresto/internal/zktls"
 )
 
@@ -31,18 +28,14 @@ const (
 func startSecureFleet(t *testing.T, coordinators int) *fleet.Fleet {
 	t.Helper()
 	f := fleet.StartT(t, fleet.Options{Coordinators: coordinators})
-	if err := f.Conn().AddAuth("digest", []byte("alice:"+alicePassword)); err != nil {
-		t.Fatal(err)
-	}
 	acl := append(zk.DigestACL(zk.PermAll, "alice", alicePassword), zk.DigestACL(zk.PermRead, "bob", bobPassword)...)
-	if _, err := f.Conn().Create("/secure", nil, 0, acl); err != nil {
+	if err := f.SecureNamespace("secure", "alice", alicePassword, acl); err != nil {
 		t.Fatal(err)
 	}
-	f.Namespace = "secure"
 	return f
 }
 
-func authConfig(servers, user, password string, logs *syncBuffer) discovery.ZooKeeperConfig {
+func authConfig(servers, user, password string, logs *testutil.Buffer) discovery.ZooKeeperConfig {
 	cfg := discovery.ZooKeeperConfig{
 		Servers:        strings.Split(servers, ","),
 		Path:           "/secure",
@@ -52,7 +45,7 @@ func authConfig(servers, user, password string, logs *syncBuffer) discovery.ZooK
 		cfg.AuthScheme, cfg.Auth = "digest", []byte(user+":"+password)
 	}
 	if logs != nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		cfg.Logger = logs.Logger()
 	}
 	return cfg
 }
@@ -63,7 +56,7 @@ func TestZooKeeperDigestAuth(t *testing.T) {
 	if _, err := f.Register(c1, discovery.FormatZkpresto, 1); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	ctx := context.Background()
 
 	for _, tc := range []struct{ name, user, password string }{
@@ -92,27 +85,15 @@ func TestZooKeeperDigestAuth(t *testing.T) {
 		})
 	}
 
-	alice, err := discovery.OpenZooKeeper(ctx, authConfig(f.Ensemble(), "alice", alicePassword, logs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer alice.Close()
+	alice := openConfig(t, authConfig(f.Ensemble(), "alice", alicePassword, logs))
 	if got := alice.Snapshot().Addrs(); !slices.Equal(got, []string{c1.Addr()}) {
 		t.Fatalf("snapshot %v, want [%s]", got, c1.Addr())
 	}
-	aliceAgain, err := discovery.OpenZooKeeper(ctx, authConfig(f.Ensemble(), "alice", alicePassword, logs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer aliceAgain.Close()
+	openConfig(t, authConfig(f.Ensemble(), "alice", alicePassword, logs)) // alice again
 	if discovery.SharedSessions() != 1 {
 		t.Fatalf("same credentials: %d sessions, want 1 shared", discovery.SharedSessions())
 	}
-	bob, err := discovery.OpenZooKeeper(ctx, authConfig(f.Ensemble(), "bob", bobPassword, logs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bob.Close()
+	bob := openConfig(t, authConfig(f.Ensemble(), "bob", bobPassword, logs))
 	if discovery.SharedSessions() != 2 {
 		t.Fatalf("different credentials: %d sessions, want 2", discovery.SharedSessions())
 	}
@@ -142,12 +123,8 @@ func TestZooKeeperPermissionLostLaterIsAProblem(t *testing.T) {
 	if _, err := f.Register(c1, discovery.FormatHostPort, 1); err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := tcpproxy.Start(f.Ensemble())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	logs := &syncBuffer{}
+	proxy := tcpproxy.StartT(t, f.Ensemble())
+	logs := &testutil.Buffer{}
 	cfg := authConfig(proxy.Addr(), "", "", logs)
 	cfg.Path = "/" + f.Namespace
 	d, err := discovery.OpenZooKeeper(context.Background(), cfg)
@@ -187,33 +164,18 @@ func TestZooKeeperPermissionLostLaterIsAProblem(t *testing.T) {
 }
 
 // serverSessions returns the session list of ZooKeeper's "dump" command.
-func serverSessions(t *testing.T, addr string) string {
+func serverSessions(t *testing.T, f *fleet.Fleet) string {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	dump, err := f.ZooKeeper.Dump()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(conn, "dump"); err != nil {
-		t.Fatal(err)
-	}
-	reply, err := io.ReadAll(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(reply)
+	return dump
 }
 
 func zkWaitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 20*time.Second, 5*time.Millisecond, what, cond)
 }
 
 // TestZooKeeperSessionExpiryBehindAPartition black-holes the discoverer's
@@ -227,13 +189,9 @@ func TestZooKeeperSessionExpiryBehindAPartition(t *testing.T) {
 	if _, err := f.Register(c1, discovery.FormatZkpresto, 1); err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := tcpproxy.Start(f.Ensemble())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := tcpproxy.StartT(t, f.Ensemble())
 
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	cfg := authConfig(proxy.Addr(), "alice", alicePassword, logs)
 	// The server's minimum is two ticks: 1s with the harness's tickTime.
 	cfg.SessionTimeout = 2 * time.Second
@@ -264,7 +222,7 @@ func TestZooKeeperSessionExpiryBehindAPartition(t *testing.T) {
 	}
 	sid := fmt.Sprintf("0x%x", first)
 	zkWaitUntil(t, "ZooKeeper to expire the partitioned session", func() bool {
-		return !strings.Contains(serverSessions(t, f.ZooKeeper.Addr()), sid)
+		return !strings.Contains(serverSessions(t, f), sid)
 	})
 
 	proxy.Heal()
@@ -297,27 +255,9 @@ func TestZooKeeperSessionExpiryBehindAPartition(t *testing.T) {
 	}
 }
 
-// startTLSFleet starts a fleet whose ZooKeeper also listens with TLS; it
-// returns the secure address and the certificate files.
-func startTLSFleet(t *testing.T, coordinators int) (*fleet.Fleet, string, *zktls.Files) {
-	t.Helper()
-	files, err := zktls.Generate(t.TempDir(), "zk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, err := zktls.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := fleet.StartT(t, fleet.Options{
-		Coordinators: coordinators,
-		ZooKeeper:    zkserver.Options{ExtraConfig: zktls.ServerConfig(files, port)},
-	})
-	return f, fmt.Sprintf("127.0.0.1:%d", port), files
-}
-
 func TestZooKeeperOverTLS(t *testing.T) {
-	f, secure, files := startTLSFleet(t, 2)
+	f, port := fleet.StartTLST(t, fleet.Options{Coordinators: 2})
+	secure, files := port.Addr, port.Files
 	c1, c2 := f.Coordinators[0], f.Coordinators[1]
 	if _, err := f.Register(c1, discovery.FormatZkpresto, 1); err != nil {
 		t.Fatal(err)
@@ -327,11 +267,7 @@ func TestZooKeeperOverTLS(t *testing.T) {
 		Path:    "/" + f.Namespace,
 		TLS:     &discovery.ZooKeeperTLS{CAFile: files.CAFile, CertFile: files.ClientCertFile, KeyFile: files.ClientKeyFile},
 	}
-	d, err := discovery.OpenZooKeeper(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openConfig(t, cfg)
 	if got := d.Snapshot().Addrs(); !slices.Equal(got, []string{c1.Addr()}) {
 		t.Fatalf("snapshot over TLS %v, want [%s]", got, c1.Addr())
 	}

@@ -1,9 +1,7 @@
 package discovery_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -15,36 +13,27 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/fleet"
+	"github.com/zkpresto/zkpresto/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// syncBuffer is a log sink safe for the discoverer's goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func openZK(t *testing.T, f *fleet.Fleet, logs *syncBuffer) *discovery.ZooKeeper {
+// openZK opens a discoverer of f's namespace that logs to logs (if not
+// nil), closed at the test's end.
+func openZK(t *testing.T, f *fleet.Fleet, logs *testutil.Buffer) *discovery.ZooKeeper {
 	t.Helper()
 	cfg := discovery.ZooKeeperConfig{Servers: strings.Split(f.Ensemble(), ","), Path: "/" + f.Namespace}
 	if logs != nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		cfg.Logger = logs.Logger()
 	}
+	return openConfig(t, cfg)
+}
+
+// openConfig opens a discoverer with cfg, closed at the test's end.
+func openConfig(t *testing.T, cfg discovery.ZooKeeperConfig) *discovery.ZooKeeper {
+	t.Helper()
 	d, err := discovery.OpenZooKeeper(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +59,7 @@ func waitSnapshot(t *testing.T, d discovery.Discoverer, what string, cond func(*
 
 func TestZooKeeperFollowsChildrenAndData(t *testing.T) {
 	f := fleet.StartT(t, fleet.Options{Coordinators: 3})
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	c1, c2, c3 := f.Coordinators[0], f.Coordinators[1], f.Coordinators[2]
 	if _, err := f.Register(c1, discovery.FormatHive, 1); err != nil {
 		t.Fatal(err)

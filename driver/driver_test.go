@@ -18,6 +18,7 @@ import (
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/internal/coordinator"
 	"github.com/zkpresto/zkpresto/internal/fleet"
+	"github.com/zkpresto/zkpresto/internal/testutil"
 	"github.com/zkpresto/zkpresto/strategy"
 )
 
@@ -109,17 +110,8 @@ func TestWeightedFollowsRegisteredWeights(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := zkdriver.ParseDSN(f.DSN("?user=alice"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	seeded, _ := strategy.New("weighted", strategy.Options{Seed: 20261130})
-	connector, err := zkdriver.NewConnector(cfg, zkdriver.WithStrategy(seeded))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(connector)
-	defer db.Close()
+	db, _ := openConnector(t, f.DSN("?user=alice"), zkdriver.WithStrategy(seeded))
 	db.SetMaxIdleConns(0)
 
 	const n = 1300
@@ -186,16 +178,7 @@ func TestMembershipChangesReachTheNextConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := zkdriver.ParseDSN(f.DSN(";zooKeeperStrategy=poll?user=alice"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	connector, err := zkdriver.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(connector)
-	defer db.Close()
+	db, connector := openConnector(t, f.DSN(";zooKeeperStrategy=poll?user=alice"))
 	db.SetMaxIdleConns(0)
 	for range 4 {
 		if got := queryServed(t, db, "SELECT 1").Coordinator; got == c3.Name() {
@@ -237,15 +220,10 @@ func TestMembershipChangesReachTheNextConnection(t *testing.T) {
 	}
 }
 
+// waitFor polls cond until it holds, failing the test after 15s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, 15*time.Second, time.Millisecond, what, cond)
 }
 
 func TestSessionReachesTheCoordinator(t *testing.T) {

@@ -454,17 +454,9 @@ func (a *dsnApplier) apply(p dsnParam) error {
 		case dsnKeyStrategy:
 			cfg.Strategy = v
 		case dsnKeySessionTimeout:
-			d, err := dsnParseTimeout(v)
-			if err != nil {
-				return fmt.Errorf("bad %s %q: %w", p.key, v, err)
-			}
-			cfg.SessionTimeout = d
+			return p.setDuration(&cfg.SessionTimeout)
 		case dsnKeyConnectTimeout:
-			d, err := dsnParseTimeout(v)
-			if err != nil {
-				return fmt.Errorf("bad %s %q: %w", p.key, v, err)
-			}
-			cfg.ConnectTimeout = d
+			return p.setDuration(&cfg.ConnectTimeout)
 		case dsnKeyZKAuth:
 			scheme, auth, err := dsnParseZooKeeperAuth(v)
 			if err != nil {
@@ -473,14 +465,7 @@ func (a *dsnApplier) apply(p dsnParam) error {
 			}
 			cfg.ZooKeeperAuthScheme, cfg.ZooKeeperAuth = scheme, auth
 		case dsnKeyZKSSL:
-			switch strings.ToLower(v) {
-			case "true", "1":
-				cfg.ZooKeeperSSL = true
-			case "false", "0":
-				cfg.ZooKeeperSSL = false
-			default:
-				return fmt.Errorf("bad %s %q: want true, false, 1 or 0", p.key, v)
-			}
+			return p.setBool(&cfg.ZooKeeperSSL, dsnBoolAnyCase)
 		case dsnKeyZKSSLCAFile:
 			cfg.ZooKeeperSSLCAFile = v
 		case dsnKeyZKSSLCertFile:
@@ -503,11 +488,7 @@ func (a *dsnApplier) apply(p dsnParam) error {
 				cfg.Retries = -1
 			}
 		case dsnKeyHealthInterval:
-			d, err := dsnParseTimeout(v)
-			if err != nil {
-				return fmt.Errorf("bad %s %q: %w", p.key, v, err)
-			}
-			cfg.HealthCheckInterval = d
+			return p.setDuration(&cfg.HealthCheckInterval)
 		case dsnKeyZone:
 			cfg.Zone = v
 		case dsnKeyHashKey:
@@ -546,14 +527,8 @@ func (a *dsnApplier) apply(p dsnParam) error {
 	case dsnKeySSLCA:
 		cfg.SSLCA = v
 	case dsnKeySSLSkipVerify:
-		switch v {
-		case "true", "1":
-			cfg.SSLSkipVerify = true
-		case "false", "0":
-			cfg.SSLSkipVerify = false
-		default:
-			return fmt.Errorf("bad %s %q: want true, false, 1 or 0", p.key, v)
-		}
+		// As presto-go-client reads this key.
+		return p.setBool(&cfg.SSLSkipVerify, dsnBoolExactCase)
 	default:
 		if cfg.SessionProperties == nil {
 			cfg.SessionProperties = make(map[string]string)
@@ -742,6 +717,40 @@ func dsnParseTimeout(v string) (time.Duration, error) {
 		return 0, errors.New("must be positive")
 	}
 	return d, nil
+}
+
+// setDuration sets *dst to the parameter's value, a positive duration.
+func (p dsnParam) setDuration(dst *time.Duration) error {
+	d, err := dsnParseTimeout(p.value)
+	if err != nil {
+		return fmt.Errorf("bad %s %q: %w", p.key, p.value, err)
+	}
+	*dst = d
+	return nil
+}
+
+// How setBool matches the words true and false.
+const (
+	dsnBoolAnyCase   = true
+	dsnBoolExactCase = false
+)
+
+// setBool sets *dst to the parameter's value: true, false, 1 or 0, the
+// words in any case when anyCase is set.
+func (p dsnParam) setBool(dst *bool, anyCase bool) error {
+	v := p.value
+	if anyCase {
+		v = strings.ToLower(v)
+	}
+	switch v {
+	case "true", "1":
+		*dst = true
+	case "false", "0":
+		*dst = false
+	default:
+		return fmt.Errorf("bad %s %q: want true, false, 1 or 0", p.key, p.value)
+	}
+	return nil
 }
 
 // dsnParseWeights parses "host[:port]=weight,...".

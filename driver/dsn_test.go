@@ -337,6 +337,15 @@ var dsnValidCases = []struct {
 			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "x509", "ignored"
 		}),
 	},
+	{
+		name: "ZooKeeper TLS flag in any case",
+		dsn:  "presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperSSLEnabled=TRUE",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:2181"}
+			c.ZooKeeper = true
+			c.ZooKeeperSSL = true
+		}),
+	},
 }
 
 func TestParseDSN(t *testing.T) {
@@ -423,6 +432,8 @@ func TestParseDSNErrors(t *testing.T) {
 		{"weights empty entry", "presto://c1;weights=c1=1,,c2=1?password=" + pw, `bad weights: empty entry in "c1=1,,c2=1"`},
 		{"weights duplicate node", "presto://c1;weights=c1=1,c1:8080=2?password=" + pw, `bad weights: "c1:8080" listed twice`},
 		{"bad ssl_skip_verify", "presto://c1?password=" + pw + "&ssl_skip_verify=yes", `bad ssl_skip_verify "yes": want true, false, 1 or 0`},
+		{"ssl_skip_verify case-sensitive", "presto://c1?password=" + pw + "&ssl_skip_verify=TRUE", `bad ssl_skip_verify "TRUE": want true, false, 1 or 0`},
+		{"bad health check interval", "presto://c1;healthCheckInterval=soon?password=" + pw, `bad healthCheckInterval "soon": want a duration`},
 		{"conflicting key in both parts", "presto://c1;zooKeeperNamespace=a?password=" + pw + "&zooKeeperNamespace=b", `key "zooKeeperNamespace" given twice with different values "a" and "b"`},
 		{"conflicting key case-insensitive", "presto://c1;weights=c1=1;WEIGHTS=c1=2?password=" + pw, `key "weights" and key "WEIGHTS" have different values "c1=1" and "c1=2"`},
 		{"conflicting alias", "presto://c1;zooKeeperStrategy=random;serverSelectStrategy=poll?password=" + pw, `key "zooKeeperStrategy" and key "serverSelectStrategy" have different values "random" and "poll"`},

@@ -2,7 +2,6 @@ package driver_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/internal/coordinator"
 	"github.com/zkpresto/zkpresto/internal/fleet"
+	"github.com/zkpresto/zkpresto/internal/testutil"
 )
 
 // quietPrestoClient captures what presto-go-client writes through zerolog's
@@ -30,7 +30,7 @@ import (
 // the driver must not let the client's retry chatter reach a user's stderr.
 func quietPrestoClient(t *testing.T) {
 	t.Helper()
-	var buf syncBuffer
+	var buf testutil.Buffer
 	saved := zlog.Logger
 	zlog.Logger = zerolog.New(&buf)
 	t.Cleanup(func() {
@@ -41,31 +41,15 @@ func quietPrestoClient(t *testing.T) {
 	})
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// openConnector opens a pool over a connector, returning both.
-func openConnector(t *testing.T, dsn string) (*sql.DB, *zkdriver.Connector) {
+// openConnector opens a pool over a connector for dsn with opts, returning
+// both; the pool is closed at the test's end.
+func openConnector(t *testing.T, dsn string, opts ...zkdriver.Option) (*sql.DB, *zkdriver.Connector) {
 	t.Helper()
 	cfg, err := zkdriver.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	connector, err := zkdriver.NewConnector(cfg)
+	connector, err := zkdriver.NewConnector(cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +80,17 @@ func accepted(cs ...*coordinator.Coordinator) map[string]int {
 	return out
 }
 
+// checkAcceptedOnce fails t for each statement the coordinators together
+// accepted more than once.
+func checkAcceptedOnce(t *testing.T, cs ...*coordinator.Coordinator) {
+	t.Helper()
+	for q, n := range accepted(cs...) {
+		if n != 1 {
+			t.Errorf("%q was accepted %d times", q, n)
+		}
+	}
+}
+
 func TestDeadCoordinatorIsEjectedAndStatementsFailOver(t *testing.T) {
 	quietPrestoClient(t)
 	f := fleet.StartT(t, fleet.Options{Coordinators: 3})
@@ -117,11 +112,7 @@ func TestDeadCoordinatorIsEjectedAndStatementsFailOver(t *testing.T) {
 			t.Fatalf("a stopped coordinator served statement %d", i)
 		}
 	}
-	for q, n := range accepted(f.Coordinators...) {
-		if n != 1 {
-			t.Errorf("%q was accepted %d times", q, n)
-		}
-	}
+	checkAcceptedOnce(t, f.Coordinators...)
 	var ns *zkdriver.NodeStats
 	st := connector.Stats()
 	for i := range st.Nodes {
@@ -146,11 +137,7 @@ func TestStartingCoordinatorGetsNoStatements(t *testing.T) {
 			t.Fatalf("a starting coordinator served statement %d", i)
 		}
 	}
-	for q, n := range accepted(f.Coordinators...) {
-		if n != 1 {
-			t.Errorf("%q was accepted %d times", q, n)
-		}
-	}
+	checkAcceptedOnce(t, f.Coordinators...)
 }
 
 func TestEveryCoordinatorDownListsEachNodeTried(t *testing.T) {

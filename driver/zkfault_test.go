@@ -1,13 +1,9 @@
 package driver_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -21,46 +17,16 @@ import (
 	"github.com/zkpresto/zkpresto/internal/coordinator"
 	"github.com/zkpresto/zkpresto/internal/fleet"
 	"github.com/zkpresto/zkpresto/internal/tcpproxy"
+	"github.com/zkpresto/zkpresto/internal/testutil"
 	"github.com/zkpresto/zkpresto/internal/zkserver"
 )
 
-// zkLogs collects what a driver logs, safely for its goroutines.
-type zkLogs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *zkLogs) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *zkLogs) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *zkLogs) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
 // openLogged opens a pool for dsn whose connector logs everything to logs.
 // The pool keeps no idle connection, so every statement is a new pick.
-func openLogged(t *testing.T, dsn string, logs *zkLogs) (*sql.DB, *zkdriver.Connector) {
+func openLogged(t *testing.T, dsn string, logs *testutil.Buffer) (*sql.DB, *zkdriver.Connector) {
 	t.Helper()
-	cfg, err := zkdriver.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	connector, err := zkdriver.NewConnector(cfg, zkdriver.WithLogger(logs.logger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(connector)
+	db, connector := openConnector(t, dsn, zkdriver.WithLogger(logs.Logger()))
 	db.SetMaxIdleConns(0)
-	t.Cleanup(func() { db.Close() })
 	return db, connector
 }
 
@@ -143,7 +109,7 @@ func TestZooKeeperEnsembleFaults(t *testing.T) {
 	c1, c2, c3 := f.Coordinators[0], f.Coordinators[1], f.Coordinators[2]
 	path1 := registerPersistent(t, f, c1)
 	registerPersistent(t, f, c2)
-	logs := &zkLogs{}
+	logs := &testutil.Buffer{}
 	db, connector := openLogged(t, f.DSN(";zooKeeperSessionTimeout=6s;zooKeeperStrategy=poll?user=alice"), logs)
 	if got := keys(servedBy(t, db, 4)); !slices.Equal(got, names(c1, c2)) {
 		t.Fatalf("served by %v", got)
@@ -250,23 +216,14 @@ func TestZooKeeperEnsembleFaults(t *testing.T) {
 	}
 }
 
-// zkSessions returns the session list of a ZooKeeper server's "dump".
-func zkSessions(t *testing.T, addr string) string {
+// zkSessions returns the session list of the fleet's ZooKeeper's "dump".
+func zkSessions(t *testing.T, f *fleet.Fleet) string {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	dump, err := f.ZooKeeper.Dump()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(conn, "dump"); err != nil {
-		t.Fatal(err)
-	}
-	reply, err := io.ReadAll(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(reply)
+	return dump
 }
 
 // TestZooKeeperPartitionAndSessionExpiry puts a proxy between the driver
@@ -281,12 +238,8 @@ func TestZooKeeperPartitionAndSessionExpiry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	proxy, err := tcpproxy.Start(f.Ensemble())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	logs := &zkLogs{}
+	proxy := tcpproxy.StartT(t, f.Ensemble())
+	logs := &testutil.Buffer{}
 	// The server's minimum session timeout is two ticks: 1s in the harness.
 	db, connector := openLogged(t, "presto://"+proxy.Addr()+"/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace="+f.Namespace+
 		";zooKeeperSessionTimeout=2s;zooKeeperStrategy=poll?user=alice", logs)
@@ -320,7 +273,7 @@ func TestZooKeeperPartitionAndSessionExpiry(t *testing.T) {
 	proxy.Stall()
 	sid := fmt.Sprintf("0x%x", first)
 	waitFor(t, "ZooKeeper to expire the black-holed session", func() bool {
-		return !strings.Contains(zkSessions(t, f.ZooKeeper.Addr()), sid)
+		return !strings.Contains(zkSessions(t, f), sid)
 	})
 	if _, err := f.Register(c1, discovery.FormatHive, 1); err != nil {
 		t.Fatal(err)
@@ -368,16 +321,7 @@ func TestRunningStatementFinishesAfterDeregistration(t *testing.T) {
 	if _, err := f.Register(c1, discovery.FormatZkpresto, 1); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := zkdriver.ParseDSN(f.DSN("?user=alice"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	connector, err := zkdriver.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(connector)
-	defer db.Close()
+	db, connector := openConnector(t, f.DSN("?user=alice"))
 	queryServed(t, db, "SELECT 1") // the pool now holds a connection to c1
 	d := watchDriverSession(t, connector, f.Ensemble(), "/"+f.Namespace)
 

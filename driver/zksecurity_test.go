@@ -2,7 +2,6 @@ package driver_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -10,9 +9,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/fleet"
-	"github.com/zkpresto/zkpresto/internal/zkserver"
+	"github.com/zkpresto/zkpresto/internal/testutil"
 	"github.com/zkpresto/zkpresto/internal/zktls"
 )
 
@@ -32,31 +30,12 @@ type secureFleet struct {
 
 func startSecureFleet(t *testing.T) *secureFleet {
 	t.Helper()
-	files, err := zktls.Generate(t.TempDir(), "zk")
-	if err != nil {
+	f, port := fleet.StartTLST(t, fleet.Options{Coordinators: 2})
+	if err := f.SecureNamespace("secure", "alice", zkSecret, zk.DigestACL(zk.PermAll, "alice", zkSecret)); err != nil {
 		t.Fatal(err)
 	}
-	port, err := zktls.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := fleet.StartT(t, fleet.Options{
-		Coordinators: 2,
-		ZooKeeper:    zkserver.Options{ExtraConfig: zktls.ServerConfig(files, port)},
-	})
-	if err := f.Conn().AddAuth("digest", []byte("alice:"+zkSecret)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Conn().Create("/secure", nil, 0, zk.DigestACL(zk.PermAll, "alice", zkSecret)); err != nil {
-		t.Fatal(err)
-	}
-	f.Namespace = "secure"
-	for _, c := range f.Coordinators {
-		if _, err := f.Register(c, discovery.FormatZkpresto, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return &secureFleet{Fleet: f, secureAddr: fmt.Sprintf("127.0.0.1:%d", port), files: files}
+	registerAll(t, f)
+	return &secureFleet{Fleet: f, secureAddr: port.Addr, files: port.Files}
 }
 
 // dsn returns a DSN for hosts with the given ZooKeeper credentials and TLS
@@ -74,7 +53,7 @@ func (f *secureFleet) dsn(hosts, zkPassword, caFile, extra string) string {
 
 func TestZooKeeperAuthAndTLSEndToEnd(t *testing.T) {
 	f := startSecureFleet(t)
-	logs := &zkLogs{}
+	logs := &testutil.Buffer{}
 	db, connector := openLogged(t, f.dsn(f.secureAddr, zkSecret, f.files.CAFile, ";zooKeeperStrategy=poll?user=alice"), logs)
 	if got := keys(servedBy(t, db, 4)); len(got) != 2 {
 		t.Fatalf("over TLS with credentials, served by %v; want both coordinators", got)
@@ -120,7 +99,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			[]string{f.secureAddr, "no session within 1s", "TLS to " + f.secureAddr, "certificate"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			logs := &zkLogs{}
+			logs := &testutil.Buffer{}
 			db, connector := openLogged(t, tc.dsn, logs)
 			err := db.PingContext(context.Background())
 			if err == nil {

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,14 +55,12 @@ refused port and reports how long it takes to give up (about 3 minutes).`,
   zkpresto chaos --plan
   zkpresto chaos --bare`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: runUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			if o.quick {
 				applyQuick(cmd, &o.run)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
 			return runChaos(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o, commandLine(cmd))
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.run.Clients, "clients", d.Clients, "concurrent clients sharing one *sql.DB")

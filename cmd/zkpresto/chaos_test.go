@@ -1,28 +1,23 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 
 	"github.com/zkpresto/zkpresto/internal/chaos"
+	"github.com/zkpresto/zkpresto/internal/zkserver"
 )
 
 func TestChaosQuickReportsNoDuplicates(t *testing.T) {
-	requireZooKeeper(t)
-	cmd := newRootCommand()
-	var out, errOut bytes.Buffer
-	cmd.SetArgs([]string{"chaos", "--quick", "--clients", "2", "--statements", "60", "--seed", "3", "--json"})
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	if err := cmd.Execute(); err != nil {
-		t.Fatalf("chaos: %v\n%s", err, errOut.String())
+	zkserver.Require(t)
+	out, errOut, err := run([]string{"chaos", "--quick", "--clients", "2", "--statements", "60", "--seed", "3", "--json"}, "")
+	if err != nil {
+		t.Fatalf("chaos: %v\n%s", err, errOut)
 	}
 	var rep chaos.Report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("the JSON report does not parse: %v\n%s", err, out.String())
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("the JSON report does not parse: %v\n%s", err, out)
 	}
 	if rep.Options.Clients != 2 || rep.Options.Statements != 60 || rep.Options.Seed != 3 {
 		t.Errorf("flags not applied: %+v", rep.Options)
@@ -33,22 +28,18 @@ func TestChaosQuickReportsNoDuplicates(t *testing.T) {
 	if rep.Faults.Crashes == 0 || rep.Faults.LeaderKills == 0 {
 		t.Errorf("faults %+v", rep.Faults)
 	}
-	if !strings.Contains(errOut.String(), "kill-zk-leader") {
-		t.Errorf("no fault lines on stderr:\n%s", errOut.String())
+	if !strings.Contains(errOut, "kill-zk-leader") {
+		t.Errorf("no fault lines on stderr:\n%s", errOut)
 	}
 }
 
 func TestChaosPlanIsReproducible(t *testing.T) {
 	plan := func(args ...string) string {
-		cmd := newRootCommand()
-		var out bytes.Buffer
-		cmd.SetArgs(append([]string{"chaos", "--plan"}, args...))
-		cmd.SetOut(&out)
-		cmd.SetErr(io.Discard)
-		if err := cmd.Execute(); err != nil {
+		out, _, err := run(append([]string{"chaos", "--plan"}, args...), "")
+		if err != nil {
 			t.Fatal(err)
 		}
-		return out.String()
+		return out
 	}
 	first := plan("--seed", "5")
 	if !strings.HasPrefix(first, "zkpresto chaos --seed 5 --plan\n") {
@@ -73,11 +64,7 @@ func TestChaosRejectsBadFlags(t *testing.T) {
 		{[]string{"chaos", "--coordinators", "2", "--max-unavailable", "2"}, "so that one serves"},
 		{[]string{"chaos", "--clients", "-1"}, "must not be negative"},
 	} {
-		cmd := newRootCommand()
-		cmd.SetArgs(tc.args)
-		cmd.SetOut(io.Discard)
-		cmd.SetErr(io.Discard)
-		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, err := run(tc.args, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
 	}

@@ -5,10 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -43,11 +41,9 @@ connections), so every statement is one pick of the strategy.`,
   zkpresto demo --statements 1000
   zkpresto demo --zookeeper 127.0.0.1:2181`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
+		RunE: runUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			return runDemo(ctx, cmd.OutOrStdout(), o)
-		},
+		}),
 	}
 	cmd.Flags().IntVar(&o.statements, "statements", 210, "statements per strategy")
 	cmd.Flags().StringVar(&o.ensemble, "zookeeper", "", "use this ZooKeeper ensemble instead of starting one (host:port,...)")
@@ -118,11 +114,7 @@ func runDemo(ctx context.Context, w io.Writer, o demoOptions) error {
 // demoMembership keeps one pool open while a coordinator leaves ZooKeeper and
 // shows that the watch moves the next statements off it.
 func demoMembership(ctx context.Context, w io.Writer, f *fleet.Fleet, statements int) error {
-	cfg, err := zkdriver.ParseDSN(f.DSN(";zooKeeperStrategy=poll?user=demo"))
-	if err != nil {
-		return err
-	}
-	connector, err := zkdriver.NewConnector(cfg)
+	connector, err := openConnector(f.DSN(";zooKeeperStrategy=poll?user=demo"))
 	if err != nil {
 		return err
 	}

@@ -39,24 +39,17 @@ func TestDemoBalancesAndFollowsMembership(t *testing.T) {
 }
 
 func TestDemoRejectsBadFlags(t *testing.T) {
-	cmd := newRootCommand()
-	cmd.SetArgs([]string{"demo", "--statements", "0"})
-	cmd.SetOut(&bytes.Buffer{})
-	cmd.SetErr(&bytes.Buffer{})
-	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--statements must be positive") {
+	if _, _, err := run([]string{"demo", "--statements", "0"}, ""); err == nil || !strings.Contains(err.Error(), "--statements must be positive") {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func TestVersionPrintsName(t *testing.T) {
-	cmd := newRootCommand()
-	var out bytes.Buffer
-	cmd.SetArgs([]string{"version"})
-	cmd.SetOut(&out)
-	if err := cmd.Execute(); err != nil {
+	out, _, err := run([]string{"version"}, "")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out.String(), "zkpresto ") {
-		t.Fatalf("version printed %q", out.String())
+	if !strings.HasPrefix(out, "zkpresto ") {
+		t.Fatalf("version printed %q", out)
 	}
 }

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,11 +39,9 @@ directory that is removed on exit.`,
   . /tmp/zkpresto-dev.env
   zkpresto register --advertise "$C1" &`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
+		RunE: runUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			return runDev(ctx, cmd.OutOrStdout(), o)
-		},
+		}),
 	}
 	cmd.Flags().IntVar(&o.coordinators, "coordinators", 2, "how many coordinator simulators to start (c1..cN)")
 	cmd.Flags().StringVar(&o.envFile, "env-file", "", "also write the export lines to this file, to source from another shell")

@@ -9,17 +9,6 @@ import (
 	"github.com/zkpresto/zkpresto/internal/zkserver"
 )
 
-// requireZooKeeper follows the harness's rule: fail under CI, skip elsewhere.
-func requireZooKeeper(t *testing.T) {
-	t.Helper()
-	if err := zkserver.Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("ZooKeeper is required under CI: %v", err)
-		}
-		t.Skipf("ZooKeeper not installed: %v", err)
-	}
-}
-
 // readEnvFile parses the export lines dev writes.
 func readEnvFile(t *testing.T, path string) map[string]string {
 	t.Helper()
@@ -39,7 +28,7 @@ func readEnvFile(t *testing.T, path string) map[string]string {
 
 // The README's walkthrough: dev, two registrars, nodes, query.
 func TestDevWalkthroughRegisterNodesQuery(t *testing.T) {
-	requireZooKeeper(t)
+	zkserver.Require(t)
 	envFile := filepath.Join(t.TempDir(), "dev.env")
 	dev := start(t, "dev", "--coordinators", "2", "--env-file", envFile)
 	var env map[string]string

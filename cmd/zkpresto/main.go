@@ -4,12 +4,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	zkdriver "github.com/zkpresto/zkpresto/driver"
 )
 
 func main() {
@@ -38,6 +44,30 @@ balances statements across them. This tool runs the driver from the command line
 // subcommands are the constructors of the zkpresto subcommands; each
 // subcommand's file adds its own in an init function.
 var subcommands = []func() *cobra.Command{newDemoCommand, newVersionCommand}
+
+// errNoDSN is the error of the commands that need --dsn without one.
+var errNoDSN = errors.New("--dsn (or $ZKPRESTO_DSN) is required")
+
+// runUntilSignal makes run a command's RunE, with a context that SIGINT and
+// SIGTERM cancel: every command stops the same way when interrupted, after
+// cleaning up what it started.
+func runUntilSignal(run func(ctx context.Context, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return run(ctx, cmd, args)
+	}
+}
+
+// openConnector opens the driver's connector for dsn, as sql.Open would,
+// for the commands that also ask it what it sees.
+func openConnector(dsn string) (*zkdriver.Connector, error) {
+	cfg, err := zkdriver.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return zkdriver.NewConnector(cfg)
+}
 
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{

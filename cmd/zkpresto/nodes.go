@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -60,15 +58,11 @@ until interrupted. With --json each print is one JSON array on one line.`,
   ZKPRESTO_DSN='presto://127.0.0.1:2181;serviceDiscoveryMode=zooKeeper' zkpresto nodes --probe
   zkpresto nodes --json | jq -r '.[].address'
   zkpresto nodes --watch --probe --metrics http://app:9090/metrics`,
-		Args: cobra.NoArgs,
-		PreRunE: func(cmd *cobra.Command, _ []string) error {
-			return applyEnv(cmd.Flags())
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
+		Args:    cobra.NoArgs,
+		PreRunE: applyEnvHook,
+		RunE: runUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			return runNodes(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.dsn, "dsn", "", "the zkpresto DSN (required)")
@@ -105,16 +99,12 @@ type nodeUsage struct {
 
 func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error {
 	if o.dsn == "" {
-		return errors.New("--dsn (or $ZKPRESTO_DSN) is required")
+		return errNoDSN
 	}
 	if o.interval <= 0 || o.timeout <= 0 {
 		return errors.New("--interval and --timeout must be positive")
 	}
-	cfg, err := zkdriver.ParseDSN(o.dsn)
-	if err != nil {
-		return err
-	}
-	connector, err := zkdriver.NewConnector(cfg)
+	connector, err := openConnector(o.dsn)
 	if err != nil {
 		return err
 	}

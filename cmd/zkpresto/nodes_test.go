@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/zkpresto/zkpresto/internal/coordinator"
+	"github.com/zkpresto/zkpresto/internal/fleet"
 	"github.com/zkpresto/zkpresto/internal/zkserver"
 	"github.com/zkpresto/zkpresto/metrics"
 )
@@ -24,7 +25,7 @@ func nodesDSN(ensemble, namespace string) string {
 func TestNodesListsWhatRegisterWrote(t *testing.T) {
 	zks := zkserver.StartT(t)
 	cs := startCoordinators(t, 2)
-	observer := dialZK(t, zks.Addr())
+	observer := fleet.DialT(t, zks.Addr())
 	start(t, "register", "--zookeeper", zks.Addr(), "--advertise", cs[0].URL(), "--weight", "3", "--zone", "eu-1", "--interval", "50ms")
 	start(t, "register", "--zookeeper", zks.Addr(), "--advertise", cs[1].URL(), "--interval", "50ms")
 	eventually(t, "two registrations", func() bool { return len(registrations(t, observer, "/presto")) == 2 })
@@ -98,7 +99,7 @@ func TestNodesListsWhatRegisterWrote(t *testing.T) {
 func TestNodesWatchFollowsChanges(t *testing.T) {
 	zks := zkserver.StartT(t)
 	cs := startCoordinators(t, 2)
-	observer := dialZK(t, zks.Addr())
+	observer := fleet.DialT(t, zks.Addr())
 	start(t, "register", "--zookeeper", zks.Addr(), "--advertise", cs[0].URL(), "--interval", "50ms")
 	second := start(t, "register", "--zookeeper", zks.Addr(), "--advertise", cs[1].URL(), "--interval", "50ms")
 	eventually(t, "two registrations", func() bool { return len(registrations(t, observer, "/presto")) == 2 })
@@ -134,7 +135,7 @@ func TestNodesWatchFollowsChanges(t *testing.T) {
 func TestNodesJoinsUsageFromMetrics(t *testing.T) {
 	zks := zkserver.StartT(t)
 	cs := startCoordinators(t, 2)
-	observer := dialZK(t, zks.Addr())
+	observer := fleet.DialT(t, zks.Addr())
 	for _, c := range cs {
 		if _, err := observer.Create("/presto", nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			t.Fatal(err)

@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -48,14 +46,10 @@ A failed statement exits non-zero with Presto's message and the coordinator.`,
   export ZKPRESTO_DSN='presto://zk1:2181/hive/default;serviceDiscoveryMode=zooKeeper?user=alice'
   zkpresto query --format csv 'SELECT 1 AS one' > one.csv
   echo 'SELECT current_user' | zkpresto query --format json --show-coordinator`,
-		PreRunE: func(cmd *cobra.Command, _ []string) error {
-			return applyEnv(cmd.Flags())
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
+		PreRunE: applyEnvHook,
+		RunE: runUntilSignal(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.dsn, "dsn", "", "the zkpresto DSN (required)")
@@ -68,7 +62,7 @@ A failed statement exits non-zero with Presto's message and the coordinator.`,
 
 func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryOptions, args []string) error {
 	if o.dsn == "" {
-		return errors.New("--dsn (or $ZKPRESTO_DSN) is required")
+		return errNoDSN
 	}
 	write, ok := resultWriters[o.format]
 	if !ok {
@@ -83,11 +77,7 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	cfg, err := zkdriver.ParseDSN(o.dsn)
-	if err != nil {
-		return err
-	}
-	connector, err := zkdriver.NewConnector(cfg)
+	connector, err := openConnector(o.dsn)
 	if err != nil {
 		return err
 	}

@@ -11,10 +11,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -89,15 +87,11 @@ other users can see in the process list.`,
   # ZooKeeper with digest authentication and TLS:
   ZKPRESTO_ZOOKEEPER_AUTH=presto:secret zkpresto register --zookeeper zk1:2281 \
       --zookeeper-tls-ca /etc/zookeeper/ca.pem --advertise https://10.0.0.5:8443`,
-		Args: cobra.NoArgs,
-		PreRunE: func(cmd *cobra.Command, _ []string) error {
-			return applyEnv(cmd.Flags())
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
+		Args:    cobra.NoArgs,
+		PreRunE: applyEnvHook,
+		RunE: runUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			return runRegister(ctx, cmd.ErrOrStderr(), o)
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.zookeeper, "zookeeper", "", "ZooKeeper ensemble, host:port,... (required)")
@@ -162,6 +156,12 @@ func applyEnv(f *pflag.FlagSet) error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// applyEnvHook is applyEnv as a command's PreRunE, for the commands whose
+// flags bindEnv bound.
+func applyEnvHook(cmd *cobra.Command, _ []string) error {
+	return applyEnv(cmd.Flags())
 }
 
 // registrarConfig turns the options into a registrar.Config.

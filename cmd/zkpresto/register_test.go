@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +17,7 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/coordinator"
 	"github.com/zkpresto/zkpresto/internal/fleet"
+	"github.com/zkpresto/zkpresto/internal/testutil"
 	"github.com/zkpresto/zkpresto/internal/zkserver"
 	"github.com/zkpresto/zkpresto/internal/zktls"
 )
@@ -29,37 +27,13 @@ const waitFor = 20 * time.Second
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", waitFor, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Eventually(t, waitFor, 20*time.Millisecond, what, cond)
 }
 
-// syncBuffer is a bytes.Buffer that a running command may write while the
-// test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// running is a zkpresto command running in the background.
+// running is a zkpresto command running in the background; the test may
+// read its output while it runs.
 type running struct {
-	out, errOut *syncBuffer
+	out, errOut *testutil.Buffer
 	cancel      context.CancelFunc
 	done        chan error
 }
@@ -67,7 +41,7 @@ type running struct {
 // start runs the zkpresto command line args until stop (or the test's end).
 func start(t *testing.T, args ...string) *running {
 	t.Helper()
-	r := &running{out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
+	r := &running{out: &testutil.Buffer{}, errOut: &testutil.Buffer{}, done: make(chan error, 1)}
 	cmd := newRootCommand()
 	cmd.SetArgs(args)
 	cmd.SetOut(r.out)
@@ -110,29 +84,15 @@ func run(args []string, stdin string) (stdout, stderr string, err error) {
 	return out.String(), errOut.String(), err
 }
 
-// registrations returns the parsed children of path.
+// registrations returns the parsed children of path by address.
 func registrations(t *testing.T, conn *zk.Conn, path string) map[string]discovery.Node {
 	t.Helper()
-	names, _, err := conn.Children(path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
+	byName, err := fleet.Registrations(conn, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]discovery.Node{}
-	for _, name := range names {
-		data, _, err := conn.Get(path + "/" + name)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := discovery.ParseZnode(name, data)
-		if err != nil {
-			t.Fatalf("unreadable registration %s: %v", name, err)
-		}
+	for _, n := range byName {
 		out[n.Addr] = n
 	}
 	return out
@@ -152,16 +112,6 @@ func startCoordinators(t *testing.T, n int) []*coordinator.Coordinator {
 	return cs
 }
 
-func dialZK(t *testing.T, ensemble string) *zk.Conn {
-	t.Helper()
-	conn, err := fleet.Dial(ensemble)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	return conn
-}
-
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -179,7 +129,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 func TestRegisterFollowsHealthServesMetricsAndDrainsOnSIGTERM(t *testing.T) {
 	zks := zkserver.StartT(t)
 	c := startCoordinators(t, 1)[0]
-	observer := dialZK(t, zks.Addr())
+	observer := fleet.DialT(t, zks.Addr())
 	t.Setenv("ZKPRESTO_NAMESPACE", "team/presto") // from the environment
 	t.Setenv("ZKPRESTO_WEIGHT", "9")              // the flag wins
 	t.Setenv("ZKPRESTO_ZONE", "eu-1")
@@ -249,7 +199,7 @@ func TestRegisterFollowsHealthServesMetricsAndDrainsOnSIGTERM(t *testing.T) {
 func TestRegisterWithDigestAuthNeverLogsTheSecret(t *testing.T) {
 	zks := zkserver.StartT(t)
 	c := startCoordinators(t, 1)[0]
-	admin := dialZK(t, zks.Addr())
+	admin := fleet.DialT(t, zks.Addr())
 	if err := admin.AddAuth("digest", []byte("presto:t0p-s3cret")); err != nil {
 		t.Fatal(err)
 	}
@@ -277,24 +227,20 @@ func TestRegisterWithDigestAuthNeverLogsTheSecret(t *testing.T) {
 }
 
 func TestRegisterOverTLS(t *testing.T) {
-	requireZooKeeper(t)
-	files, err := zktls.Generate(t.TempDir(), "register")
+	zkserver.Require(t)
+	port, err := zktls.NewPort(t.TempDir(), "register")
 	if err != nil {
 		t.Fatal(err)
 	}
-	securePort, err := zktls.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	zks, err := zkserver.Start(zkserver.Options{Dir: t.TempDir(), ExtraConfig: zktls.ServerConfig(files, securePort)})
+	zks, err := zkserver.Start(zkserver.Options{Dir: t.TempDir(), ExtraConfig: port.Config})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { zks.Close() })
 	c := startCoordinators(t, 1)[0]
-	observer := dialZK(t, zks.Addr()) // the plain port, to look
+	observer := fleet.DialT(t, zks.Addr()) // the plain port, to look
 
-	secure := "127.0.0.1:" + strconv.Itoa(securePort)
+	secure, files := port.Addr, port.Files
 	r := start(t, "register", "--zookeeper", secure, "--advertise", c.URL(), "--interval", "50ms",
 		"--zookeeper-tls-ca", files.CAFile, "--zookeeper-tls-cert", files.ClientCertFile, "--zookeeper-tls-key", files.ClientKeyFile)
 	eventually(t, "the registration over TLS", func() bool { return len(registrations(t, observer, "/presto")) == 1 })

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,14 +50,12 @@ of statements each coordinator served. Progress goes to stderr.`,
   zkpresto simulate --strategies random,poll,weighted --svg p99.svg
   zkpresto simulate --quick --markdown`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: runUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			if o.quick && !cmd.Flags().Changed("requests") {
 				o.requests = quickRequests
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
 			return runSimulate(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.requests, "requests", loadsim.DefaultRequests, "statements per scenario")

@@ -13,15 +13,10 @@ import (
 
 func TestSimulateQuick(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "p99.svg")
-	cmd := newRootCommand()
-	var out, errOut bytes.Buffer
-	cmd.SetArgs([]string{"simulate", "--quick", "--strategies", "random,ROUND_ROBIN,weighted", "--svg", svg})
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	if err := cmd.Execute(); err != nil {
-		t.Fatalf("simulate: %v\n%s", err, errOut.String())
+	text, errOut, err := run([]string{"simulate", "--quick", "--strategies", "random,ROUND_ROBIN,weighted", "--svg", svg}, "")
+	if err != nil {
+		t.Fatalf("simulate: %v\n%s", err, errOut)
 	}
-	text := out.String()
 	if !strings.HasPrefix(text, "zkpresto simulate --requests 20000 --seed 1 --strategies random,poll,weighted\n") {
 		t.Errorf("output does not start with the command that reproduces it:\n%s", text)
 	}
@@ -29,8 +24,8 @@ func TestSimulateQuick(t *testing.T) {
 		if !strings.Contains(text, "\n"+scenario+": ") {
 			t.Errorf("output lacks scenario %q:\n%s", scenario, text)
 		}
-		if !strings.Contains(errOut.String(), "simulated "+scenario+" ") {
-			t.Errorf("no progress line for %q:\n%s", scenario, errOut.String())
+		if !strings.Contains(errOut, "simulated "+scenario+" ") {
+			t.Errorf("no progress line for %q:\n%s", scenario, errOut)
 		}
 	}
 	// random is its own baseline: 100% in every scenario.
@@ -55,16 +50,12 @@ func TestSimulateQuick(t *testing.T) {
 }
 
 func TestSimulateMarkdown(t *testing.T) {
-	cmd := newRootCommand()
-	var out bytes.Buffer
-	cmd.SetArgs([]string{"simulate", "--requests", "2000", "--seed", "9", "--strategies", "poll", "--markdown"})
-	cmd.SetOut(&out)
-	cmd.SetErr(io.Discard)
-	if err := cmd.Execute(); err != nil {
+	out, _, err := run([]string{"simulate", "--requests", "2000", "--seed", "9", "--strategies", "poll", "--markdown"}, "")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Count(out.String(), "| poll |"); got != 5 {
-		t.Errorf("%d Markdown rows for poll, want 5:\n%s", got, out.String())
+	if got := strings.Count(out, "| poll |"); got != 5 {
+		t.Errorf("%d Markdown rows for poll, want 5:\n%s", got, out)
 	}
 }
 
@@ -76,11 +67,7 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 		{[]string{"simulate", "--requests", "0"}, "--requests must be positive"},
 		{[]string{"simulate", "--quick", "--strategies", "random,bogus"}, `unknown strategy "bogus"`},
 	} {
-		cmd := newRootCommand()
-		cmd.SetArgs(tc.args)
-		cmd.SetOut(io.Discard)
-		cmd.SetErr(io.Discard)
-		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, err := run(tc.args, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
 	}

@@ -3,7 +3,6 @@ package chaos_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,20 +11,8 @@ import (
 	"github.com/zkpresto/zkpresto/internal/zkserver"
 )
 
-// requireZooKeeper fails the test under CI and skips it elsewhere when
-// ZooKeeper is not installed, as the other ZooKeeper tests do.
-func requireZooKeeper(t *testing.T) {
-	t.Helper()
-	if err := zkserver.Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("ZooKeeper is required under CI: %v", err)
-		}
-		t.Skipf("ZooKeeper not installed: %v", err)
-	}
-}
-
 func TestQuickRunNeverDuplicatesAStatement(t *testing.T) {
-	requireZooKeeper(t)
+	zkserver.Require(t)
 	opts := chaos.Quick()
 	var progress bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

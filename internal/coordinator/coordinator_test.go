@@ -19,6 +19,8 @@ import (
 	presto "github.com/prestodb/presto-go-client/v2"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
+
+	"github.com/zkpresto/zkpresto/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -98,13 +100,7 @@ func queryDescribe(ctx context.Context, db *sql.DB, stmt string) (describeRow, e
 // waitFor polls cond until it holds or a generous deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, what, cond)
 }
 
 func TestDefaultRowDescribesRequest(t *testing.T) {

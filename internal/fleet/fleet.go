@@ -118,6 +118,35 @@ func CreatePath(conn *zk.Conn, path string) error {
 	return nil
 }
 
+// Registrations reads the registrations under path through conn, by znode
+// name, as discovery reads them. A path that does not exist holds none; a
+// znode discovery cannot read is an error.
+func Registrations(conn *zk.Conn, path string) (map[string]discovery.Node, error) {
+	names, _, err := conn.Children(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fleet: listing %s: %w", path, err)
+	}
+	out := make(map[string]discovery.Node, len(names))
+	for _, name := range names {
+		data, _, err := conn.Get(path + "/" + name)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fleet: reading %s/%s: %w", path, name, err)
+		}
+		n, err := discovery.ParseZnode(name, data)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: unreadable registration %s: %w", name, err)
+		}
+		out[name] = n
+	}
+	return out, nil
+}
+
 // Ensemble returns the ZooKeeper connect string.
 func (f *Fleet) Ensemble() string { return f.ensemble }
 
@@ -128,6 +157,20 @@ func (f *Fleet) Conn() *zk.Conn { return f.conn }
 // (";key=value" and/or "?key=value" parts).
 func (f *Fleet) DSN(extra string) string {
 	return "presto://" + f.ensemble + "/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=" + f.Namespace + extra
+}
+
+// SecureNamespace authenticates the fleet's session as user with
+// ZooKeeper's digest scheme, creates the namespace /name with acl, and makes
+// it the fleet's namespace: the fleet then registers there as user.
+func (f *Fleet) SecureNamespace(name, user, password string, acl []zk.ACL) error {
+	if err := f.conn.AddAuth("digest", []byte(user+":"+password)); err != nil {
+		return fmt.Errorf("fleet: authenticating as %s: %w", user, err)
+	}
+	if _, err := f.conn.Create("/"+name, nil, 0, acl); err != nil {
+		return fmt.Errorf("fleet: creating /%s: %w", name, err)
+	}
+	f.Namespace = name
+	return nil
 }
 
 // Register writes c's registration in the given format with weight (ignored

@@ -1,10 +1,13 @@
 package fleet
 
 import (
-	"os"
+	"slices"
 	"testing"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkpresto/zkpresto/internal/zkserver"
+	"github.com/zkpresto/zkpresto/internal/zktls"
 )
 
 // StartT starts a fleet for a test and closes it at the test's end. Without
@@ -12,12 +15,7 @@ import (
 func StartT(tb testing.TB, opts Options) *Fleet {
 	tb.Helper()
 	if opts.Ensemble == "" {
-		if err := zkserver.Available(); err != nil {
-			if os.Getenv("CI") != "" {
-				tb.Fatalf("ZooKeeper is required under CI: %v", err)
-			}
-			tb.Skipf("ZooKeeper not installed: %v", err)
-		}
+		zkserver.Require(tb)
 	}
 	f, err := Start(opts)
 	if err != nil {
@@ -25,4 +23,29 @@ func StartT(tb testing.TB, opts Options) *Fleet {
 	}
 	tb.Cleanup(func() { f.Close() })
 	return f
+}
+
+// StartTLST is StartT for a fleet whose ZooKeeper also serves TLS, with a
+// client certificate required, on the returned port; the plain port keeps
+// working beside it.
+func StartTLST(tb testing.TB, opts Options) (*Fleet, *zktls.Port) {
+	tb.Helper()
+	port, err := zktls.NewPort(tb.TempDir(), "zk")
+	if err != nil {
+		tb.Fatalf("TLS for ZooKeeper: %v", err)
+	}
+	opts.ZooKeeper.ExtraConfig = append(slices.Clone(opts.ZooKeeper.ExtraConfig), port.Config...)
+	return StartT(tb, opts), port
+}
+
+// DialT opens a ZooKeeper session to ensemble for a test (see Dial) and
+// closes it at the test's end.
+func DialT(tb testing.TB, ensemble string) *zk.Conn {
+	tb.Helper()
+	conn, err := Dial(ensemble)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(conn.Close)
+	return conn
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/coordinator"
 	"github.com/zkpresto/zkpresto/internal/health"
+	"github.com/zkpresto/zkpresto/internal/testutil"
 )
 
 // newClient returns a client with its own transport, whose idle connections
@@ -149,9 +150,9 @@ func TestCheckerBackgroundRounds(t *testing.T) {
 	list := func() []discovery.Node { rounds.Add(1); return nodes }
 	c := health.StartChecker(5*time.Millisecond, newClient(t), list, tr, nil)
 	defer c.Close()
-	waitFor(t, "the background check marks the starting node", func() bool { return tr.State(nodes[0].Addr).Unhealthy })
+	waitFor(t, "the background check to mark the starting node", func() bool { return tr.State(nodes[0].Addr).Unhealthy })
 	coords[0].SetStarting(false)
-	waitFor(t, "the background check marks it healthy again", func() bool { return !tr.State(nodes[0].Addr).Unhealthy })
+	waitFor(t, "the background check to mark it healthy again", func() bool { return !tr.State(nodes[0].Addr).Unhealthy })
 	c.Close()
 	after := rounds.Load()
 	c.CheckNow(context.Background()) // after Close: does nothing
@@ -205,11 +206,5 @@ func TestCheckerCloseAbortsRound(t *testing.T) {
 // waitFor polls cond until it holds or a generous deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, time.Millisecond, what, cond)
 }

@@ -196,10 +196,7 @@ func (t *Tracker) Success(addr string) {
 func (t *Tracker) Failure(addr string, reason error) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.since()
-	t.expireLocked(now)
-	n := t.nodeLocked(addr)
-	t.noteLocked(n, now, reason)
+	n, now := t.failedLocked(addr, reason)
 	if n.ejected.Load() {
 		return true
 	}
@@ -225,10 +222,7 @@ func (t *Tracker) Failure(addr string, reason error) bool {
 func (t *Tracker) Eject(addr string, reason error) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.since()
-	t.expireLocked(now)
-	n := t.nodeLocked(addr)
-	t.noteLocked(n, now, reason)
+	n, now := t.failedLocked(addr, reason)
 	t.ejectLocked(addr, n, now, "ejected")
 	return n.ejected.Load()
 }
@@ -240,10 +234,7 @@ func (t *Tracker) Eject(addr string, reason error) bool {
 func (t *Tracker) SetUnhealthy(addr string, reason error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.since()
-	t.expireLocked(now)
-	n := t.nodeLocked(addr)
-	t.noteLocked(n, now, reason)
+	n, _ := t.failedLocked(addr, reason)
 	if n.unhealthy {
 		return
 	}
@@ -390,6 +381,17 @@ func (t *Tracker) Forget(keep []discovery.Node) {
 		t.recomputeExpiryLocked()
 		t.publishLocked()
 	}
+}
+
+// failedLocked is the start of every report of a failure on addr: it ends
+// the ejections that are due, so the report sees the current state, and
+// records reason against addr's node. It returns the node and the time.
+func (t *Tracker) failedLocked(addr string, reason error) (n *node, now int64) {
+	now = t.since()
+	t.expireLocked(now)
+	n = t.nodeLocked(addr)
+	t.noteLocked(n, now, reason)
+	return n, now
 }
 
 // nodeLocked returns addr's state, creating it on first use.

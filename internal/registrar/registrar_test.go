@@ -18,6 +18,7 @@ import (
 	"github.com/zkpresto/zkpresto/internal/coordinator"
 	"github.com/zkpresto/zkpresto/internal/fleet"
 	"github.com/zkpresto/zkpresto/internal/registrar"
+	"github.com/zkpresto/zkpresto/internal/testutil"
 	"github.com/zkpresto/zkpresto/internal/zkserver"
 )
 
@@ -30,13 +31,7 @@ const waitFor = 20 * time.Second
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", waitFor, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Eventually(t, waitFor, 20*time.Millisecond, what, cond)
 }
 
 // harness is a ZooKeeper, a coordinator, an observer session and a running
@@ -61,21 +56,11 @@ func startCoordinator(t *testing.T) *coordinator.Coordinator {
 	return c
 }
 
-func dial(t *testing.T, ensemble string) *zk.Conn {
-	t.Helper()
-	conn, err := fleet.Dial(ensemble)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	return conn
-}
-
 func newHarness(t *testing.T, mutate func(*registrar.Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, zk: zkserver.StartT(t)}
 	h.coord = startCoordinator(t)
-	h.observer = dial(t, h.zk.Addr())
+	h.observer = fleet.DialT(t, h.zk.Addr())
 	cfg := registrar.Config{
 		Servers:        []string{h.zk.Addr()},
 		Namespace:      "presto",
@@ -113,26 +98,12 @@ func (h *harness) start(cfg registrar.Config) {
 // children returns the registrations under /presto as parsed nodes.
 func (h *harness) children() map[string]discovery.Node {
 	h.t.Helper()
-	names, _, err := h.observer.Children("/presto")
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
+	byName, err := fleet.Registrations(h.observer, "/presto")
 	if err != nil {
-		h.t.Fatal(err)
+		h.t.Fatalf("reading the registrar's znodes as the driver does: %v", err)
 	}
 	out := map[string]discovery.Node{}
-	for _, name := range names {
-		data, _, err := h.observer.Get("/presto/" + name)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		n, err := discovery.ParseZnode(name, data)
-		if err != nil {
-			h.t.Fatalf("the registrar wrote a znode the driver cannot read: %v", err)
-		}
+	for name, n := range byName {
 		out["/presto/"+name] = n
 	}
 	return out
@@ -245,7 +216,7 @@ func TestRegistersAgainAfterSessionExpiry(t *testing.T) {
 	zks := zkserver.StartT(t)
 	coord := startCoordinator(t)
 	proxy := startProxy(t, zks.Addr())
-	h := &harness{t: t, zk: zks, coord: coord, observer: dial(t, zks.Addr())}
+	h := &harness{t: t, zk: zks, coord: coord, observer: fleet.DialT(t, zks.Addr())}
 	h.start(registrar.Config{
 		Servers:        []string{proxy.addr()},
 		AdvertiseURI:   coord.Addr(),
@@ -297,7 +268,7 @@ func TestDrainsOnCancel(t *testing.T) {
 func TestDigestAuth(t *testing.T) {
 	zks := zkserver.StartT(t)
 	coord := startCoordinator(t)
-	admin := dial(t, zks.Addr())
+	admin := fleet.DialT(t, zks.Addr())
 	if err := admin.AddAuth("digest", []byte("presto:s3cret")); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +301,7 @@ func TestDigestAuth(t *testing.T) {
 	t.Run("with credentials", func(t *testing.T) {
 		cfg := cfg
 		cfg.Auth = &registrar.Auth{Scheme: "digest", Credentials: []byte("presto:s3cret")}
-		h := &harness{t: t, zk: zks, coord: coord, observer: dial(t, zks.Addr())}
+		h := &harness{t: t, zk: zks, coord: coord, observer: fleet.DialT(t, zks.Addr())}
 		h.start(cfg)
 		var path string
 		eventually(t, "registration", func() bool { path = h.reg.Status().Path; return path != "" })

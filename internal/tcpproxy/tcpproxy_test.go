@@ -68,20 +68,6 @@ func startEcho(t *testing.T) *echoServer {
 	return s
 }
 
-func startProxy(t *testing.T, target string) *tcpproxy.Proxy {
-	t.Helper()
-	p, err := tcpproxy.Start(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return p
-}
-
 type client struct {
 	net.Conn
 	r *bufio.Reader
@@ -113,7 +99,7 @@ func (c *client) readLine(wait time.Duration) (string, error) {
 
 func TestPassStallHeal(t *testing.T) {
 	echo := startEcho(t)
-	p := startProxy(t, echo.ln.Addr().String())
+	p := tcpproxy.StartT(t, echo.ln.Addr().String())
 	c := dial(t, p.Addr())
 	if got, err := c.roundTrip("one", 5*time.Second); err != nil || got != "one" {
 		t.Fatalf("pass: got %q, %v", got, err)
@@ -147,7 +133,7 @@ func TestPassStallHeal(t *testing.T) {
 
 func TestDropClosesAndRefusesUntilHealed(t *testing.T) {
 	echo := startEcho(t)
-	p := startProxy(t, echo.ln.Addr().String())
+	p := tcpproxy.StartT(t, echo.ln.Addr().String())
 	c := dial(t, p.Addr())
 	if got, err := c.roundTrip("one", 5*time.Second); err != nil || got != "one" {
 		t.Fatalf("pass: got %q, %v", got, err)

@@ -24,23 +24,9 @@ func StartEnsemble(n int, opts Options) (*Ensemble, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("zkserver: ensemble size %d, want at least 1", n)
 	}
-	if err := Available(); err != nil {
-		return nil, err
-	}
-	opts = opts.withDefaults()
-	deadline := time.Now().Add(opts.StartTimeout)
-	var lastErr error
-	for attempt := 1; attempt <= maxStartAttempts; attempt++ {
-		e, err := startEnsembleOnce(n, opts, deadline)
-		if err == nil {
-			return e, nil
-		}
-		lastErr = err
-		if !errors.Is(err, errBindFailed) || time.Now().After(deadline) {
-			break
-		}
-	}
-	return nil, lastErr
+	return startWithRetries(opts, func(opts Options, deadline time.Time) (*Ensemble, error) {
+		return startEnsembleOnce(n, opts, deadline)
+	})
 }
 
 func startEnsembleOnce(n int, opts Options, deadline time.Time) (*Ensemble, error) {

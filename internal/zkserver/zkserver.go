@@ -138,23 +138,31 @@ func (p *process) exited() bool {
 // Start starts a standalone ZooKeeper server on a free loopback port and
 // waits until it serves requests. The caller must Close it.
 func Start(opts Options) (*Server, error) {
+	return startWithRetries(opts, startStandaloneOnce)
+}
+
+// startWithRetries calls once, which starts servers on fresh ports, until it
+// succeeds, fails other than by losing a port race, or runs out of attempts
+// or of opts.StartTimeout.
+func startWithRetries[T any](opts Options, once func(opts Options, deadline time.Time) (T, error)) (T, error) {
+	var zero T
 	if err := Available(); err != nil {
-		return nil, err
+		return zero, err
 	}
 	opts = opts.withDefaults()
 	deadline := time.Now().Add(opts.StartTimeout)
 	var lastErr error
 	for attempt := 1; attempt <= maxStartAttempts; attempt++ {
-		s, err := startStandaloneOnce(opts, deadline)
+		started, err := once(opts, deadline)
 		if err == nil {
-			return s, nil
+			return started, nil
 		}
 		lastErr = err
 		if !errors.Is(err, errBindFailed) || time.Now().After(deadline) {
 			break
 		}
 	}
-	return nil, lastErr
+	return zero, lastErr
 }
 
 func startStandaloneOnce(opts Options, deadline time.Time) (*Server, error) {
@@ -330,7 +338,7 @@ func (s *Server) waitReady(p *process, logStart int64, deadline time.Time) error
 }
 
 func (s *Server) ready() bool {
-	reply, err := fourLetter(s.Addr(), "ruok")
+	reply, err := fourLetter(s.Addr(), "ruok", fourLetterTimeout)
 	if err != nil || reply != "imok" {
 		return false
 	}
@@ -407,7 +415,7 @@ func (s *Server) LogTail(n int) string {
 // command reports it. It fails when the server is down, paused, or not
 // serving (an ensemble member without quorum).
 func (s *Server) Mode() (string, error) {
-	reply, err := fourLetter(s.Addr(), "srvr")
+	reply, err := fourLetter(s.Addr(), "srvr", fourLetterTimeout)
 	if err != nil {
 		return "", err
 	}

@@ -169,6 +169,24 @@ func TestStandaloneServesClients(t *testing.T) {
 	if tail := s.LogTail(5); tail == "" || strings.Count(tail, "\n") > 4 {
 		t.Errorf("LogTail(5) = %q, want 1 to 5 lines", tail)
 	}
+
+	// Dump lists the session while it is open, and not once it is closed.
+	sid := fmt.Sprintf("0x%x", conn.SessionID())
+	dump, err := s.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dump, sid) {
+		t.Fatalf("dump lacks the open session %s:\n%s", sid, dump)
+	}
+	conn.Close()
+	eventually(t, "the closed session to leave the dump", func() error {
+		dump, err := s.Dump()
+		if err == nil && strings.Contains(dump, sid) {
+			err = fmt.Errorf("session %s still listed", sid)
+		}
+		return err
+	})
 }
 
 func TestStopKillRestartKeepData(t *testing.T) {
@@ -225,9 +243,14 @@ func TestPauseResume(t *testing.T) {
 	if err := s.Pause(); err != nil {
 		t.Fatalf("Pause: %v", err)
 	}
-	if _, err := s.Mode(); err == nil {
-		t.Fatal("a paused server answered srvr")
-	}
+	// SIGSTOP takes effect asynchronously: a command already being served
+	// may still be answered, so wait for the silence.
+	eventually(t, "the paused server to stop answering", func() error {
+		if _, err := s.Mode(); err == nil {
+			return errors.New("a paused server answered srvr")
+		}
+		return nil
+	})
 	if err := s.Resume(); err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
@@ -260,7 +283,7 @@ func TestPauseResume(t *testing.T) {
 
 func TestCloseRemovesDirAndIsIdempotent(t *testing.T) {
 	t.Parallel()
-	requireAvailable(t)
+	Require(t)
 	s, err := Start(Options{Dir: t.TempDir(), StartTimeout: waitTimeout})
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +307,7 @@ func TestCloseRemovesDirAndIsIdempotent(t *testing.T) {
 
 func TestStartFailsFastOnBadConfig(t *testing.T) {
 	t.Parallel()
-	requireAvailable(t)
+	Require(t)
 	_, err := Start(Options{Dir: t.TempDir(), ExtraConfig: []string{"tickTime=not-a-number"}})
 	if err == nil {
 		t.Fatal("Start succeeded with an invalid zoo.cfg")
@@ -321,7 +344,7 @@ func conflictingPicker(t *testing.T, slot int) (pick func(int) ([]int, error), t
 
 func TestStartRetriesAfterPortConflict(t *testing.T) {
 	t.Parallel()
-	requireAvailable(t)
+	Require(t)
 	pick, takenPort, calls := conflictingPicker(t, 0)
 	s, err := Start(Options{Dir: t.TempDir(), pickPorts: pick})
 	if err != nil {
@@ -341,7 +364,7 @@ func TestStartRetriesAfterPortConflict(t *testing.T) {
 
 func TestStartEnsembleRetriesAfterElectionPortConflict(t *testing.T) {
 	t.Parallel()
-	requireAvailable(t)
+	Require(t)
 	// Ports come as client, quorum, election per member; index 2 is the
 	// first member's election port. ZooKeeper keeps such a member running
 	// without its election listener, so only the log reveals the problem.

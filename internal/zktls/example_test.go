@@ -39,3 +39,21 @@ func ExampleGenerate() {
 	// ssl.trustStore.location
 	// ssl.trustStore.type
 }
+
+func ExampleNewPort() {
+	dir, err := os.MkdirTemp("", "zktls-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	port, err := zktls.NewPort(dir, "example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// The address is where clients reach the port the first line opens.
+	_, number, _ := strings.Cut(port.Addr, ":")
+	fmt.Println(strings.HasPrefix(port.Addr, "127.0.0.1:"), port.Config[0] == "secureClientPort="+number)
+	// Output: true true
+}

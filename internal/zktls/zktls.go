@@ -5,6 +5,7 @@
 // localhost, and a client certificate, all signed by that CA, as PEM files.
 // ServerConfig turns them into the settings ZooKeeper 3.8 needs for its
 // Netty secure client port, which requires a client certificate by default.
+// NewPort does both and picks a free port for them.
 package zktls
 
 import (
@@ -130,6 +131,31 @@ func ServerConfig(f *Files, securePort int) []string {
 		"ssl.trustStore.location=" + f.CAFile,
 		"ssl.trustStore.type=PEM",
 	}
+}
+
+// Port is a TLS client port for a ZooKeeper server: the certificates that
+// secure it, its loopback address, and the zoo.cfg lines that open it.
+type Port struct {
+	// Files are the CA, server and client certificates (see Generate).
+	Files *Files
+	// Addr is the port's address, 127.0.0.1:port, for clients.
+	Addr string
+	// Config holds the zoo.cfg lines for the port (see ServerConfig).
+	Config []string
+}
+
+// NewPort writes certificates into dir (name as for Generate) and picks a
+// free loopback port to serve TLS on with them.
+func NewPort(dir, name string) (*Port, error) {
+	files, err := Generate(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	return &Port{Files: files, Addr: "127.0.0.1:" + strconv.Itoa(port), Config: ServerConfig(files, port)}, nil
 }
 
 // FreePort returns a loopback port that was free a moment ago.

@@ -1,0 +1,54 @@
+// Package testutil holds the small helpers that the tests of several
+// packages share: a buffer that running goroutines may write while the test
+// reads it, and a bounded wait for a condition. Only tests import it.
+package testutil
+
+import (
+	"bytes"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Buffer is a bytes.Buffer safe for concurrent use: a sink for the logs or
+// the output of something that keeps running while the test reads what it
+// wrote. The zero value is an empty buffer ready to use.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p to the buffer.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Logger returns a logger that writes every record, debug ones included, to
+// b in slog's text format, so a test sees all a component says.
+func (b *Buffer) Logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// Eventually calls cond every poll until it returns true, and fails tb if
+// it has not within timeout. what names the condition in the failure. cond
+// runs on the calling goroutine, so it may itself fail tb.
+func Eventually(tb testing.TB, timeout, poll time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(poll)
+	}
+}

@@ -79,8 +79,8 @@ func TestP2CPrefersLessLoaded(t *testing.T) {
 	p := newP2C(Options{Loads: loads, Seed: 2}).Build(nodes)
 	setInFlight(loads, nodes, 9, 0, 0)
 	counts := countPicks(t, p, nodes, nil, 30_000)
-	// Node 0 is one of the two candidates in two draws of three and always
-	// loses; nodes 1 and 2 share the picks.
+	// With three nodes p2c compares all three, in a random order: node 0
+	// always loses, and nodes 1 and 2, equally cheap, share the picks.
 	if counts[0] != 0 {
 		t.Errorf("the loaded node was picked %d times", counts[0])
 	}
@@ -120,6 +120,113 @@ func TestP2CWeighsLatencyAndWeight(t *testing.T) {
 	hp := newP2C(Options{Loads: loads, Seed: 2}).Build(heavy)
 	if got := indexOf(t, heavy, mustPick(t, hp, nil)); got != 1 {
 		t.Errorf("weight 4: picked node %d, want 1", got)
+	}
+}
+
+// Beyond p2cScanAll nodes the two candidates are drawn by weight. With
+// equal costs the first drawn wins, so picks follow the weights.
+func TestP2CDrawsByWeight(t *testing.T) {
+	weights := []int{1, 2, 4, 1, 2, 4}
+	nodes := makeNodes(len(weights), weights...)
+	loads := NewLoads()
+	// (in-flight+1)/weight is 1 on every node.
+	setInFlight(loads, nodes, 0, 1, 3, 0, 1, 3)
+	p := newP2C(Options{Loads: loads, Seed: 6}).Build(nodes)
+	expected := make([]float64, len(weights))
+	for i, w := range weights {
+		expected[i] = float64(w)
+	}
+	checkFit(t, countPicks(t, p, nodes, nil, 60_000), expected)
+}
+
+// The weakness that drawing by weight fixes: with five small nodes and one
+// ten times their size, uniformly drawn pairs leave the big node out two
+// times in three, and the small nodes get that share whatever their load.
+// Drawn by weight, a pair of small nodes is rare.
+func TestP2CRarelyPairsSmallNodes(t *testing.T) {
+	nodes := makeNodes(6, 1, 1, 1, 1, 1, 10)
+	loads := NewLoads()
+	p := newP2C(Options{Loads: loads, Seed: 7}).Build(nodes)
+	// All idle: the big node costs 1/10, a small one 1, so a small node wins
+	// only when both candidates are small. A small first draw has
+	// probability 5/15; the second is then another small node with
+	// probability 4/15, or repeats the first (1/15) and is replaced by one
+	// of the other five, four of them small: 5/15 × (4/15 + 1/15 × 4/5) =
+	// 0.10667.
+	const picks = 60_000
+	counts := countPicks(t, p, nodes, nil, picks)
+	big := counts[5]
+	checkFit(t, []int{picks - big, big}, []float64{0.10667, 1 - 0.10667})
+}
+
+// With at most p2cScanAll nodes every node is compared: the cheapest wins
+// every time, not only when it is drawn.
+func TestP2CComparesAllWhenFew(t *testing.T) {
+	nodes := makeNodes(p2cScanAll)
+	loads := NewLoads()
+	p := newP2C(Options{Loads: loads, Seed: 9}).Build(nodes)
+	setInFlight(loads, nodes, 2, 2, 1, 2)
+	for range 1000 {
+		if got := indexOf(t, nodes, mustPick(t, p, nil)); got != 2 {
+			t.Fatalf("picked node %d, want node 2, the least loaded", got)
+		}
+	}
+	// Give every node a latency; node 0 is four times faster, so with two
+	// more in flight it is still the cheapest: 3 × 10ms < 2 × 40ms.
+	for i := range nodes {
+		lat := 40 * time.Millisecond
+		if i == 0 {
+			lat = 10 * time.Millisecond
+		}
+		l := loads.For(nodes[i].Addr)
+		l.Begin()
+		l.End(lat, nil)
+	}
+	setInFlight(loads, nodes, 2, 2, 1, 2)
+	for range 1000 {
+		if got := indexOf(t, nodes, mustPick(t, p, nil)); got != 0 {
+			t.Fatalf("picked node %d, want node 0, the fastest", got)
+		}
+	}
+	// Equally cheap nodes share the picks evenly, whatever their position.
+	fresh := NewLoads()
+	for i := range nodes {
+		l := fresh.For(nodes[i].Addr)
+		l.Begin()
+		l.End(40*time.Millisecond, nil) // the first sample is the average
+	}
+	setInFlight(fresh, nodes, 5, 0, 0, 0)
+	p = newP2C(Options{Loads: fresh, Seed: 10}).Build(nodes)
+	counts := countPicks(t, p, nodes, nil, 30_000)
+	if counts[0] != 0 {
+		t.Errorf("the loaded node was picked %d times", counts[0])
+	}
+	checkFit(t, counts[1:], ones(3))
+}
+
+// scanOrders lists every order of n nodes exactly once, so that a scan in a
+// random order leaves no node favoured.
+func TestScanOrdersArePermutations(t *testing.T) {
+	factorial := 1
+	for n := 1; n <= p2cScanAll; n++ {
+		factorial *= n
+		if got := len(scanOrders[n]); got != factorial {
+			t.Errorf("%d orders of %d nodes, want %d", got, n, factorial)
+		}
+		seen := map[[p2cScanAll]uint8]bool{}
+		for _, order := range scanOrders[n] {
+			var used [p2cScanAll]bool
+			for _, k := range order[:n] {
+				if int(k) >= n || used[k] {
+					t.Fatalf("order %v of %d nodes is not a permutation", order[:n], n)
+				}
+				used[k] = true
+			}
+			if seen[order] {
+				t.Errorf("order %v of %d nodes listed twice", order[:n], n)
+			}
+			seen[order] = true
+		}
 	}
 }
 

@@ -148,7 +148,7 @@ func Lookup(name string) (canonical string, ok bool) {
 //	user_hash         —                                        by Request.Key or User
 //	consistent_hash   —                                        by Request.Key or User (see ConsistentHash)
 //	least_active      active_weight                            fewest in flight per weight, in a window
-//	p2c               —                                        the better of two random nodes
+//	p2c               —                                        the better of two nodes drawn by weight
 //	local_first       —                                        least_active within Options.Zone
 //	global_poll       —                                        in turn across clients (Options.Counter)
 //

@@ -15,7 +15,13 @@ func newWeighted(opts Options) Strategy {
 }
 
 func (s *weightedStrategy) Build(nodes []discovery.Node) Picker {
-	p := &weightedPicker{nodes: nodes, rng: s.rng}
+	return newWeightedPicker(nodes, s.rng)
+}
+
+// newWeightedPicker returns a picker over nodes with probability
+// proportional to weight; p2c draws its candidates with one too.
+func newWeightedPicker(nodes []discovery.Node, rng *rng) *weightedPicker {
+	p := &weightedPicker{nodes: nodes, rng: rng}
 	if len(nodes) > 1 {
 		p.keep, p.alias = aliasTable(nodes)
 	}
@@ -39,17 +45,29 @@ func (p *weightedPicker) Pick(*Request) (*discovery.Node, error) {
 	case 1:
 		return &p.nodes[0], nil
 	}
+	return &p.nodes[p.index(p.rng.float64())], nil
+}
+
+// index returns the index of the node that r, uniform in [0, 1), draws with
+// probability proportional to weight. The picker must have at least two
+// nodes.
+func (p *weightedPicker) index(r float64) int {
+	n := len(p.nodes)
 	// One draw serves both choices: its integer part is the column and its
 	// fractional part the biased coin.
-	u := p.rng.float64() * float64(n)
+	u := r * float64(n)
 	col := int(u)
 	if col >= n { // rounding at the very top of [0, n)
 		col = n - 1
 	}
+	// A select rather than an early return, which the compiler turns into a
+	// conditional move: the coin is unpredictable, and a mispredicted branch
+	// costs more than loading alias every time.
+	k := int(p.alias[col])
 	if u-float64(col) < p.keep[col] {
-		return &p.nodes[col], nil
+		k = col
 	}
-	return &p.nodes[p.alias[col]], nil
+	return k
 }
 
 // nodeWeight is a node's weight, treating values below 1 as 1 as

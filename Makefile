@@ -39,3 +39,20 @@ unit:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDSN$$' -fuzztime $(FUZZTIME) ./driver/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseZnode$$' -fuzztime $(FUZZTIME) ./discovery/
+
+# Every figure in BENCHMARKS.md, in one go (about 15 minutes on 2 cores):
+# pick and rebuild costs, consistent hashing, the driver's cost per
+# statement against the bare Presto client, the discovery path against a
+# new ZooKeeper session per connect, membership latency, and the balance
+# simulation (tables and docs/loadsim-p99.svg).
+BENCHCOUNT ?= 6
+bench:
+	bash scripts/install-zookeeper.sh
+	$(GO) test -run '^$$' -bench '^Benchmark(Pick|PickParallel|PickWithReport|PickWeightedExpanded|Build)$$' -benchmem -count $(BENCHCOUNT) ./strategy/ | tee bench-strategy.txt
+	$(GO) run $(BENCHSTAT) bench-strategy.txt
+	$(GO) test -run 'TestConsistentHashFigures' -v -count 1 ./strategy/
+	$(GO) test -run '^$$' -bench 'Statement' -benchtime 3000x -count $(BENCHCOUNT) ./driver/ | tee bench-driver.txt
+	$(GO) run $(BENCHSTAT) -col /client bench-driver.txt
+	$(GO) test -run '^$$' -bench 'DiscoveryPath|MembershipLatency' -benchtime 300x -count $(BENCHCOUNT) ./discovery/ | tee bench-discovery.txt
+	$(GO) run $(BENCHSTAT) -col /scheme bench-discovery.txt
+	$(GO) run ./cmd/zkpresto simulate --markdown --svg docs/loadsim-p99.svg

@@ -136,6 +136,11 @@ func (t *routingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // nextURIKey is the JSON key of a response that has more to fetch.
 var nextURIKey = []byte(`"nextUri"`)
 
+// nextURIScan bounds how much of a response is searched for nextURIKey:
+// coordinators write it before columns and data, so a large page of rows
+// costs nothing extra.
+const nextURIScan = 1024
+
 // watchedBody releases a request's context when its body is closed, and
 // notes whether the response names a nextUri, i.e. whether the query is
 // still running (a row value that contains the key only costs an extra
@@ -146,12 +151,14 @@ type watchedBody struct {
 	a       *attempt
 	tail    [16]byte // the end of the previous read, for a key split across reads
 	tailLen int
+	scanned int
 	found   bool
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if !b.found && n > 0 {
+	if !b.found && n > 0 && b.scanned < nextURIScan {
+		b.scanned += n
 		if b.tailLen > 0 {
 			// The key split across two reads: the previous read's end
 			// joined to this read's start.

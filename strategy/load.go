@@ -17,8 +17,7 @@ type Load struct {
 	ewma     atomic.Int64 // nanoseconds; 0 until the first statement ends
 	started  atomic.Uint64
 	failed   atomic.Uint64
-	total    *atomic.Int64 // the table's in-flight sum; nil outside a table
-	_        [24]byte      // one cache line per node, so parallel reports do not contend
+	_        [32]byte // one cache line per node, so parallel reports do not contend
 }
 
 // ewmaShift sets the weight of a new latency sample to 1/8: the average
@@ -30,9 +29,6 @@ const ewmaShift = 3
 func (l *Load) Begin() {
 	l.inFlight.Add(1)
 	l.started.Add(1)
-	if l.total != nil {
-		l.total.Add(1)
-	}
 }
 
 // End records that a statement finished after elapsed; err is its error, if
@@ -40,9 +36,6 @@ func (l *Load) Begin() {
 // node that fails fast does not look fast and attract more work.
 func (l *Load) End(elapsed time.Duration, err error) {
 	l.inFlight.Add(-1)
-	if l.total != nil {
-		l.total.Add(-1)
-	}
 	sample := int64(elapsed)
 	if err != nil {
 		l.failed.Add(1)
@@ -79,9 +72,8 @@ func (l *Load) Failed() uint64 { return l.failed.Load() }
 // strategies keep their view across membership changes. Safe for concurrent
 // use; For is lock-free once the node is known.
 type Loads struct {
-	mu    sync.Mutex
-	m     atomic.Pointer[map[string]*Load] // copy-on-write
-	total atomic.Int64                     // statements in flight on every node
+	mu sync.Mutex
+	m  atomic.Pointer[map[string]*Load] // copy-on-write
 }
 
 // NewLoads returns an empty table.
@@ -107,7 +99,7 @@ func (t *Loads) For(addr string) *Load {
 	for k, v := range cur {
 		next[k] = v
 	}
-	l := &Load{total: &t.total}
+	l := &Load{}
 	next[addr] = l
 	t.m.Store(&next)
 	return l
@@ -137,7 +129,7 @@ func (t *Loads) ForNodes(nodes []discovery.Node) []*Load {
 	for i := range nodes {
 		l := next[nodes[i].Addr]
 		if l == nil {
-			l = &Load{total: &t.total}
+			l = &Load{}
 			next[nodes[i].Addr] = l
 		}
 		out[i] = l
@@ -145,10 +137,6 @@ func (t *Loads) ForNodes(nodes []discovery.Node) []*Load {
 	t.m.Store(&next)
 	return out
 }
-
-// InFlight returns the statements in flight on every node of the table,
-// those of forgotten nodes included until they end.
-func (t *Loads) InFlight() int64 { return t.total.Load() }
 
 // Retain forgets the loads of nodes not in nodes. Statements still running
 // on a forgotten node keep their *Load and end on it harmlessly.

@@ -148,9 +148,10 @@ type Discoverer interface {
 type publisher struct {
 	current atomic.Pointer[Snapshot]
 
-	mu     sync.Mutex // serialises publish and guards subs
-	subs   map[int]func(*Snapshot)
-	nextID int
+	publishMu sync.Mutex // serialises publish, so subscribers see snapshots in order
+	mu        sync.Mutex // guards subs; never held while a subscriber runs
+	subs      map[int]func(*Snapshot)
+	nextID    int
 }
 
 func (p *publisher) Snapshot() *Snapshot { return p.current.Load() }
@@ -171,13 +172,19 @@ func (p *publisher) Subscribe(fn func(*Snapshot)) func() {
 	}
 }
 
-// publish stores s and tells the subscribers, holding mu so that they see
-// snapshots in order.
+// publish stores s and tells the subscribers. Only publishMu is held while
+// they run, so a subscriber may cancel its own subscription.
 func (p *publisher) publish(s *Snapshot) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.publishMu.Lock()
+	defer p.publishMu.Unlock()
 	p.current.Store(s)
+	p.mu.Lock()
+	fns := make([]func(*Snapshot), 0, len(p.subs))
 	for _, fn := range p.subs {
+		fns = append(fns, fn)
+	}
+	p.mu.Unlock()
+	for _, fn := range fns {
 		fn(s)
 	}
 }

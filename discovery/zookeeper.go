@@ -161,6 +161,7 @@ type ZooKeeper struct {
 
 	mu      sync.Mutex
 	cancels []func()
+	closed  bool
 }
 
 var (
@@ -238,10 +239,13 @@ func (z *ZooKeeper) Snapshot() *Snapshot { return z.w.pub.Snapshot() }
 // Subscribe calls fn with every later snapshot until cancel is called or the
 // handle is closed. fn must not call Subscribe.
 func (z *ZooKeeper) Subscribe(fn func(*Snapshot)) (cancel func()) {
-	c := z.w.pub.Subscribe(fn)
 	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.closed {
+		return func() {}
+	}
+	c := z.w.pub.Subscribe(fn)
 	z.cancels = append(z.cancels, c)
-	z.mu.Unlock()
 	return c
 }
 
@@ -255,7 +259,7 @@ func (z *ZooKeeper) Close() error {
 		for _, c := range z.cancels {
 			c()
 		}
-		z.cancels = nil
+		z.cancels, z.closed = nil, true
 		z.mu.Unlock()
 		z.w.release()
 	})

@@ -27,6 +27,9 @@ type Conn struct {
 	pinned    *discovery.Node
 	last      atomic.Pointer[discovery.Node]
 	closed    atomic.Bool
+	// broken is set when a COMMIT or ROLLBACK failed: the Presto session
+	// may still carry the transaction, so the pool must not reuse it.
+	broken atomic.Bool
 
 	// closeConnector is set by Driver.Open, whose connector lives as long as
 	// this one connection.
@@ -92,7 +95,7 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 // up to the DSN's retries. On success the attempt's load is still open for
 // statements that stream rows; the caller ends it.
 func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*attempt, error) {
-	if c.closed.Load() {
+	if c.closed.Load() || c.broken.Load() {
 		return nil, driver.ErrBadConn
 	}
 	var tried []triedNode
@@ -126,11 +129,11 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 			return nil, &StatementError{Node: node.Addr, Err: failure}
 		}
 		c.connector.health.Eject(node.Addr, failure)
-		c.connector.noteFailover(node)
 		tried = append(tried, triedNode{addr: node.Addr, err: failure})
 		if c.pinned != nil || len(tried) > c.connector.retries() {
 			return nil, &NoCoordinatorError{Tried: tried}
 		}
+		c.connector.noteFailover(node)
 		c.connector.log.Warn("coordinator failed before accepting the statement; trying another",
 			"node", node.Addr, "err", failure, "attempt", len(tried))
 	}
@@ -213,7 +216,7 @@ func (c *Conn) Prepare(query string) (driver.Stmt, error) {
 // Presto has no server-side prepare step the client uses; parameters are
 // interpolated by the Presto client at execution.
 func (c *Conn) PrepareContext(_ context.Context, query string) (driver.Stmt, error) {
-	if c.closed.Load() {
+	if c.closed.Load() || c.broken.Load() {
 		return nil, driver.ErrBadConn
 	}
 	return &stmt{conn: c, query: query}, nil
@@ -273,13 +276,16 @@ func (t *tx) Rollback() error { return t.finish("ROLLBACK") }
 func (t *tx) finish(statement string) error {
 	defer func() { t.conn.pinned = nil }()
 	if _, err := t.conn.ExecContext(context.Background(), statement, nil); err != nil {
+		t.conn.broken.Store(true)
 		return fmt.Errorf("zkpresto: %s: %w", strings.ToLower(statement), err)
 	}
 	return nil
 }
 
 // IsValid reports whether the pool may reuse the connection.
-func (c *Conn) IsValid() bool { return !c.closed.Load() && !c.connector.closed.Load() }
+func (c *Conn) IsValid() bool {
+	return !c.closed.Load() && !c.broken.Load() && !c.connector.closed.Load()
+}
 
 // ResetSession is called before a pooled connection is reused.
 func (c *Conn) ResetSession(ctx context.Context) error {
@@ -367,6 +373,7 @@ func (r *rows) Next(dest []driver.Value) error {
 		if r.a.caller.Err() != nil {
 			r.c.cancelQuery(r.a)
 		} else if failure, _ := r.a.transportFailure(); failure != nil {
+			r.c.health.Failure(r.a.node.Addr, failure)
 			err = &StatementError{Node: r.a.node.Addr, Err: failure}
 		}
 		r.a.end(err)

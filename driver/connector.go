@@ -73,6 +73,7 @@ type Connector struct {
 	picked  atomic.Pointer[pickerState]
 
 	failovers sync.Map       // addr → *atomic.Uint64
+	cancelMu  sync.Mutex     // orders cancelQuery against Close
 	cancels   sync.WaitGroup // queries being cancelled on their coordinators
 
 	closed atomic.Bool
@@ -377,12 +378,19 @@ func (c *Connector) cancelQuery(a *attempt) {
 	if u == nil {
 		return
 	}
+	// Under cancelMu so that Close, which waits for the cancels, never
+	// races a new one; after Close the coordinator abandons the query.
+	c.cancelMu.Lock()
+	defer c.cancelMu.Unlock()
+	if c.closed.Load() {
+		return
+	}
 	c.cancels.Add(1)
 	go func() {
 		defer c.cancels.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, *u, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u.String(), nil)
 		if err != nil {
 			return
 		}
@@ -446,7 +454,10 @@ func (c *Connector) prestoDSN() string {
 // Close releases the discovery session, the health checker and idle HTTP
 // connections. Statements still running finish on their coordinators.
 func (c *Connector) Close() error {
-	if c.closed.Swap(true) {
+	c.cancelMu.Lock()
+	already := c.closed.Swap(true)
+	c.cancelMu.Unlock()
+	if already {
 		return nil
 	}
 	c.discMu.Lock()

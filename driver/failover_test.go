@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -442,4 +444,108 @@ func TestCancelledStatementIsCancelledOnTheCoordinator(t *testing.T) {
 	}
 	rows.Close()
 	waitFor(t, "the coordinator to drop the abandoned query", func() bool { return c.Running() == 0 })
+}
+
+// gzipCoordinator answers like a coordinator that compresses when asked:
+// a submission is QUEUED, every page has rows and a nextUri.
+func gzipCoordinator(t *testing.T, deletes *atomic.Int32) *httptest.Server {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			deletes.Add(1)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next := srv.URL + "/v1/statement/executing/q1/1"
+		body := fmt.Sprintf(`{"id":"q1","nextUri":%q,"columns":[{"name":"x","type":"bigint"}],"data":[[1],[2]],"stats":{"state":"RUNNING"}}`, next)
+		if r.Method == http.MethodPost {
+			body = fmt.Sprintf(`{"id":"q1","nextUri":%q,"stats":{"state":"QUEUED"}}`, next)
+		}
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			w.Header().Set("Content-Encoding", "gzip")
+			gz := gzip.NewWriter(w)
+			gz.Write([]byte(body))
+			gz.Close()
+			return
+		}
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestRowsClosedEarlyCancelCompressedQuery(t *testing.T) {
+	var deletes atomic.Int32
+	srv := gzipCoordinator(t, &deletes)
+	db, _ := openConnector(t, "presto://"+strings.TrimPrefix(srv.URL, "http://")+"/hive?user=alice")
+	rows, err := db.Query("SELECT x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rows.Next() {
+		t.Fatal(rows.Err())
+	}
+	rows.Close()
+	waitFor(t, "the DELETE that cancels the rest of the query", func() bool { return deletes.Load() > 0 })
+}
+
+func TestFollowUp503HonoursTheCallersDeadline(t *testing.T) {
+	quietPrestoClient(t)
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			fmt.Fprintf(w, `{"id":"q1","nextUri":%q,"stats":{"state":"QUEUED"}}`, srv.URL+"/v1/statement/queued/q1/1")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	db, _ := openConnector(t, "presto://"+strings.TrimPrefix(srv.URL, "http://")+"/hive?user=alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := db.QueryContext(ctx, "SELECT 1")
+	var se *zkdriver.StatementError
+	if !errors.As(err, &se) {
+		t.Fatalf("got %v, want a StatementError after the same-node retries", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the 503s were retried into the caller's deadline (the Presto client's own loop)")
+	}
+}
+
+func TestFailedCommitRetiresTheConnection(t *testing.T) {
+	var lastTx atomic.Value
+	lastTx.Store("")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		lastTx.Store(r.Header.Get("X-Presto-Transaction-Id"))
+		switch q := string(body); {
+		case strings.HasPrefix(q, "START TRANSACTION"):
+			w.Header().Set("X-Presto-Started-Transaction-Id", "tx-1")
+		case q == "COMMIT":
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close() // the coordinator dies after reading COMMIT
+			return
+		}
+		io.WriteString(w, `{"id":"q","stats":{"state":"FINISHED"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	db, _ := openConnector(t, "presto://"+strings.TrimPrefix(srv.URL, "http://")+"/hive?user=alice")
+	db.SetMaxOpenConns(1)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err == nil {
+		t.Fatal("a commit the coordinator never answered succeeded")
+	}
+	if _, err := db.Exec("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastTx.Load(); got != "" {
+		t.Fatalf("the statement after a failed commit still ran in transaction %q", got)
+	}
 }

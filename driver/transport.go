@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,8 +48,8 @@ type attempt struct {
 	// driver cancels the query on the coordinator itself.
 	caller context.Context
 
-	lastURL atomic.Pointer[string] // the latest nextUri requested, to cancel the query
-	running atomic.Bool            // the latest response had a nextUri
+	lastURL atomic.Pointer[url.URL] // the latest nextUri requested, to cancel the query
+	running atomic.Bool             // the latest response had a nextUri
 
 	written atomic.Bool // the statement's submission was fully written
 
@@ -180,10 +181,10 @@ func (b *watchedBody) Close() error {
 }
 
 func (t *routingTransport) route(req *http.Request, a *attempt) (*http.Response, error) {
+	// A RoundTripper must not modify the request it was given: work on a
+	// shallow copy.
+	r := req.WithContext(req.Context())
 	if req.URL.Hostname() == placeholderHost {
-		// A shallow copy with its own URL: a RoundTripper must not modify
-		// the request it was given, and nothing else differs.
-		r := req.WithContext(req.Context())
 		u := *req.URL
 		u.Host = a.node.Addr
 		if t.forceTLS || a.node.Scheme == "https" {
@@ -192,8 +193,16 @@ func (t *routingTransport) route(req *http.Request, a *attempt) (*http.Response,
 			u.Scheme = "http"
 		}
 		r.URL, r.Host = &u, a.node.Addr
-		req = r
 	}
+	if req.Header.Get("Accept-Encoding") != "" {
+		// The Presto client asks for gzip itself, which turns off Go's
+		// transparent decompression; without the header Go asks for gzip and
+		// decompresses, so watchedBody sees the JSON and the client gets it
+		// as before.
+		r.Header = req.Header.Clone()
+		r.Header.Del("Accept-Encoding")
+	}
+	req = r
 	if isSubmission(req) {
 		return t.submit(req, a)
 	}
@@ -212,7 +221,7 @@ func (t *routingTransport) submit(req *http.Request, a *attempt) (*http.Response
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
-		if req.Context().Err() != nil {
+		if a.caller.Err() != nil {
 			return nil, err // the caller gave up; not the coordinator's fault
 		}
 		a.fail(err, a.written.Load())
@@ -229,21 +238,26 @@ func (t *routingTransport) submit(req *http.Request, a *attempt) (*http.Response
 }
 
 // followUp sends a request for a statement that is already running: GETs of
-// nextUri are idempotent and retried on the same coordinator; anything else
-// is sent once.
+// nextUri are idempotent and retried on the same coordinator, after a
+// transport error or a 503 (which the Presto client would otherwise retry
+// for minutes, deaf to the caller's deadline); anything else is sent once.
 func (t *routingTransport) followUp(req *http.Request, a *attempt) (*http.Response, error) {
 	retries := 0
 	if req.Method == http.MethodGet {
 		retries = getRetries
-		u := req.URL.String()
-		a.lastURL.Store(&u)
+		a.lastURL.Store(req.URL)
 	}
 	for try := 0; ; try++ {
 		resp, err := t.next.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusServiceUnavailable {
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			resp, err = nil, fmt.Errorf("HTTP 503 %s", http.StatusText(http.StatusServiceUnavailable))
+		}
 		if err == nil {
 			return resp, nil
 		}
-		if req.Context().Err() != nil {
+		if a.caller.Err() != nil {
 			return nil, err
 		}
 		if try >= retries {

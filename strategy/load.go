@@ -1,11 +1,12 @@
 package strategy
 
 import (
-	"sync"
+	"maps"
 	"sync/atomic"
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/cowmap"
 )
 
 // Load is the live load of one coordinator: the statements in flight and a
@@ -72,96 +73,39 @@ func (l *Load) Failed() uint64 { return l.failed.Load() }
 // strategies keep their view across membership changes. Safe for concurrent
 // use; For is lock-free once the node is known.
 type Loads struct {
-	mu sync.Mutex
-	m  atomic.Pointer[map[string]*Load] // copy-on-write
+	m cowmap.Map[*Load]
 }
 
 // NewLoads returns an empty table.
-func NewLoads() *Loads {
-	t := &Loads{}
-	empty := map[string]*Load{}
-	t.m.Store(&empty)
-	return t
-}
+func NewLoads() *Loads { return &Loads{} }
+
+func newLoad() *Load { return &Load{} }
 
 // For returns the Load of the node at addr, creating it on first use.
-func (t *Loads) For(addr string) *Load {
-	if l, ok := (*t.m.Load())[addr]; ok {
-		return l
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	cur := *t.m.Load()
-	if l, ok := cur[addr]; ok {
-		return l
-	}
-	next := make(map[string]*Load, len(cur)+1)
-	for k, v := range cur {
-		next[k] = v
-	}
-	l := &Load{}
-	next[addr] = l
-	t.m.Store(&next)
-	return l
-}
+func (t *Loads) For(addr string) *Load { return t.m.GetOrCreate(addr, newLoad) }
 
 // ForNodes returns the Load of each node, in order, creating the missing
-// ones with one copy of the table (For copies it once per new node).
+// ones with one copy of the table.
 func (t *Loads) ForNodes(nodes []discovery.Node) []*Load {
-	out := make([]*Load, len(nodes))
-	cur := *t.m.Load()
-	missing := false
+	addrs := make([]string, len(nodes))
 	for i := range nodes {
-		if out[i] = cur[nodes[i].Addr]; out[i] == nil {
-			missing = true
-		}
+		addrs[i] = nodes[i].Addr
 	}
-	if !missing {
-		return out
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	cur = *t.m.Load()
-	next := make(map[string]*Load, len(cur)+len(nodes))
-	for k, v := range cur {
-		next[k] = v
-	}
-	for i := range nodes {
-		l := next[nodes[i].Addr]
-		if l == nil {
-			l = &Load{}
-			next[nodes[i].Addr] = l
-		}
-		out[i] = l
-	}
-	t.m.Store(&next)
-	return out
+	return t.m.GetOrCreateAll(addrs, newLoad)
 }
 
 // Retain forgets the loads of nodes not in nodes. Statements still running
 // on a forgotten node keep their *Load and end on it harmlessly.
 func (t *Loads) Retain(nodes []discovery.Node) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	cur := *t.m.Load()
-	next := make(map[string]*Load, len(nodes))
+	keep := make(map[string]bool, len(nodes))
 	for i := range nodes {
-		if l, ok := cur[nodes[i].Addr]; ok {
-			next[nodes[i].Addr] = l
-		}
+		keep[nodes[i].Addr] = true
 	}
-	t.m.Store(&next)
+	t.m.Retain(func(addr string) bool { return keep[addr] })
 }
 
 // Snapshot returns a copy of the table, by address.
-func (t *Loads) Snapshot() map[string]*Load {
-	cur := *t.m.Load()
-	out := make(map[string]*Load, len(cur))
-	for k, v := range cur {
-		out[k] = v
-	}
-	return out
-}
+func (t *Loads) Snapshot() map[string]*Load { return maps.Clone(t.m.All()) }
 
 // SharedCounter is a counter shared by every client of a cluster, such as a
 // znode updated with a versioned compare-and-set. global_poll uses it.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/cowmap"
 )
 
 // Policy says when a node is ejected and for how long. Zero or negative
@@ -111,7 +112,7 @@ type Tracker struct {
 	epoch     time.Time // times are kept as nanoseconds since epoch
 	log       *slog.Logger
 
-	nodes      atomic.Pointer[map[string]*node] // copy-on-write; written under mu
+	nodes      cowmap.Map[*node] // written under mu
 	excluded   atomic.Pointer[map[string]struct{}]
 	version    atomic.Uint64
 	nextExpiry atomic.Int64 // earliest ejection end since epoch; noExpiry when none
@@ -147,8 +148,6 @@ func NewTracker(p Policy, opts ...Option) *Tracker {
 	}
 	t.maxFactor = int32(min((t.policy.MaxEjection+t.policy.BaseEjection-1)/t.policy.BaseEjection, math.MaxInt32))
 	t.epoch = t.now()
-	nodes := map[string]*node{}
-	t.nodes.Store(&nodes)
 	excluded := map[string]struct{}{}
 	t.excluded.Store(&excluded)
 	t.nextExpiry.Store(noExpiry)
@@ -166,7 +165,7 @@ func (t *Tracker) since() int64 { return int64(t.now().Sub(t.epoch)) }
 // starts over and, if the node is on probation after an ejection, the
 // ejection multiplier resets. It takes no lock and allocates nothing.
 func (t *Tracker) Success(addr string) {
-	n := (*t.nodes.Load())[addr]
+	n := t.nodes.All()[addr]
 	if n == nil {
 		return
 	}
@@ -249,7 +248,7 @@ func (t *Tracker) SetUnhealthy(addr string, reason error) {
 func (t *Tracker) SetHealthy(addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := (*t.nodes.Load())[addr]
+	n := t.nodes.All()[addr]
 	if n == nil || (!n.unhealthy && !n.ejected.Load()) {
 		return
 	}
@@ -330,7 +329,7 @@ func (t *Tracker) State(addr string) NodeState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.expireLocked(t.since())
-	n := (*t.nodes.Load())[addr]
+	n := t.nodes.All()[addr]
 	if n == nil {
 		return NodeState{}
 	}
@@ -354,11 +353,11 @@ func (t *Tracker) Forget(keep []discovery.Node) {
 	t.population.Store(int64(len(keep)))
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cur := *t.nodes.Load()
-	kept := make(map[string]*node, min(len(cur), len(keep)))
+	cur := t.nodes.All()
+	kept := make(map[string]bool, min(len(cur), len(keep)))
 	for i := range keep {
-		if n, ok := cur[keep[i].Addr]; ok {
-			kept[keep[i].Addr] = n
+		if _, ok := cur[keep[i].Addr]; ok {
+			kept[keep[i].Addr] = true
 		}
 	}
 	if len(kept) == len(cur) {
@@ -366,7 +365,7 @@ func (t *Tracker) Forget(keep []discovery.Node) {
 	}
 	changed := false
 	for addr, n := range cur {
-		if _, ok := kept[addr]; ok {
+		if kept[addr] {
 			continue
 		}
 		if n.ejected.Load() {
@@ -376,7 +375,7 @@ func (t *Tracker) Forget(keep []discovery.Node) {
 			changed = true
 		}
 	}
-	t.nodes.Store(&kept)
+	t.nodes.Retain(func(addr string) bool { return kept[addr] })
 	if changed {
 		t.recomputeExpiryLocked()
 		t.publishLocked()
@@ -396,18 +395,7 @@ func (t *Tracker) failedLocked(addr string, reason error) (n *node, now int64) {
 
 // nodeLocked returns addr's state, creating it on first use.
 func (t *Tracker) nodeLocked(addr string) *node {
-	cur := *t.nodes.Load()
-	if n, ok := cur[addr]; ok {
-		return n
-	}
-	next := make(map[string]*node, len(cur)+1)
-	for k, v := range cur {
-		next[k] = v
-	}
-	n := &node{}
-	next[addr] = n
-	t.nodes.Store(&next)
-	return n
+	return t.nodes.GetOrCreate(addr, func() *node { return &node{} })
 }
 
 // noteLocked records reason as the node's last failure.
@@ -423,7 +411,7 @@ func (t *Tracker) noteLocked(n *node, now int64, reason error) {
 func (t *Tracker) maxEjectedLocked() int {
 	known := int(t.population.Load())
 	if known == 0 {
-		known = len(*t.nodes.Load())
+		known = len(t.nodes.All())
 	}
 	return max(1, known*t.policy.MaxEjectedPercent/100)
 }
@@ -469,7 +457,7 @@ func (t *Tracker) expireLocked(now int64) {
 	if now < t.nextExpiry.Load() {
 		return
 	}
-	for addr, n := range *t.nodes.Load() {
+	for addr, n := range t.nodes.All() {
 		if n.ejected.Load() && n.until <= now {
 			t.endEjectionLocked(n)
 			t.log.Info("coordinator ejection ended", "addr", addr)
@@ -482,7 +470,7 @@ func (t *Tracker) expireLocked(now int64) {
 // recomputeExpiryLocked sets nextExpiry to the earliest running ejection's end.
 func (t *Tracker) recomputeExpiryLocked() {
 	next := int64(noExpiry)
-	for _, n := range *t.nodes.Load() {
+	for _, n := range t.nodes.All() {
 		if n.ejected.Load() {
 			next = min(next, n.until)
 		}
@@ -495,7 +483,7 @@ func (t *Tracker) recomputeExpiryLocked() {
 // sees the new set.
 func (t *Tracker) publishLocked() {
 	excluded := make(map[string]struct{})
-	for addr, n := range *t.nodes.Load() {
+	for addr, n := range t.nodes.All() {
 		if n.ejected.Load() || n.unhealthy {
 			excluded[addr] = struct{}{}
 		}

@@ -26,27 +26,29 @@ type candidate struct {
 	weight int64
 }
 
-// loadsOf returns the load table to read: the driver's, or, when Options has
-// none, one of the strategy's own (own reports true).
-func loadsOf(opts Options) (loads *Loads, own bool) {
-	if opts.Loads != nil {
-		return opts.Loads, false
-	}
-	return NewLoads(), true
+// loadAware is what the load-aware strategies share: their random source and
+// the load table they read. A table of the strategy's own (no Options.Loads)
+// forgets departed nodes at each build; the driver's table is the driver's
+// to prune.
+type loadAware struct {
+	rng   *rng
+	loads *Loads
+	own   bool
 }
 
-// nodeLoads returns the Load of every node, parallel to nodes. A table of the
-// strategy's own forgets departed nodes first; the driver's table is the
-// driver's to prune.
-func nodeLoads(loads *Loads, own bool, nodes []discovery.Node) []*Load {
-	if own {
-		loads.Retain(nodes)
+func newLoadAware(opts Options) loadAware {
+	if opts.Loads != nil {
+		return loadAware{rng: newRNG(opts.Seed), loads: opts.Loads}
 	}
-	out := make([]*Load, len(nodes))
-	for i := range nodes {
-		out[i] = loads.For(nodes[i].Addr)
+	return loadAware{rng: newRNG(opts.Seed), loads: NewLoads(), own: true}
+}
+
+// loadsFor returns the Load of every node, parallel to nodes.
+func (s *loadAware) loadsFor(nodes []discovery.Node) []*Load {
+	if s.own {
+		s.loads.Retain(nodes)
 	}
-	return out
+	return s.loads.ForNodes(nodes)
 }
 
 // candidates returns the nodes for which keep is true (every node when keep
@@ -67,19 +69,15 @@ func candidates(nodes []discovery.Node, loads []*Load, keep func(*discovery.Node
 // 1/weight, so at low concurrency the heavier node in the window wins; ties
 // go to the first in the window.
 type leastActiveStrategy struct {
-	rng   *rng
-	loads *Loads
-	own   bool
+	loadAware
 }
 
 func newLeastActive(opts Options) Strategy {
-	s := &leastActiveStrategy{rng: newRNG(opts.Seed)}
-	s.loads, s.own = loadsOf(opts)
-	return s
+	return &leastActiveStrategy{newLoadAware(opts)}
 }
 
 func (s *leastActiveStrategy) Build(nodes []discovery.Node) Picker {
-	return &activePicker{cands: candidates(nodes, nodeLoads(s.loads, s.own, nodes), nil), rng: s.rng}
+	return &activePicker{cands: candidates(nodes, s.loadsFor(nodes), nil), rng: s.rng}
 }
 
 // activePicker picks the least loaded candidate in a random window.
@@ -120,10 +118,8 @@ func (p *activePicker) Pick(*Request) (*discovery.Node, error) {
 // ignoring case), or among all nodes when no zone is set or no node is in
 // it.
 type localFirstStrategy struct {
-	zone  string
-	rng   *rng
-	loads *Loads
-	own   bool
+	loadAware
+	zone string
 }
 
 func newLocalFirst(opts Options) Strategy {
@@ -131,13 +127,11 @@ func newLocalFirst(opts Options) Strategy {
 	if zone == "" {
 		zone = strings.TrimSpace(os.Getenv(ZoneEnv))
 	}
-	s := &localFirstStrategy{zone: zone, rng: newRNG(opts.Seed)}
-	s.loads, s.own = loadsOf(opts)
-	return s
+	return &localFirstStrategy{loadAware: newLoadAware(opts), zone: zone}
 }
 
 func (s *localFirstStrategy) Build(nodes []discovery.Node) Picker {
-	loads := nodeLoads(s.loads, s.own, nodes)
+	loads := s.loadsFor(nodes)
 	var cands []candidate
 	if s.zone != "" {
 		cands = candidates(nodes, loads, func(n *discovery.Node) bool { return strings.EqualFold(n.Zone, s.zone) })
@@ -193,22 +187,18 @@ var scanOrders = func() [p2cScanAll + 1][][p2cScanAll]uint8 {
 // than all avoid herding concurrent picks onto the one least loaded node of
 // a large fleet, yet keep the busiest nodes almost out of reach.
 type p2cStrategy struct {
-	rng   *rng
-	loads *Loads
-	own   bool
+	loadAware
 }
 
 func newP2C(opts Options) Strategy {
-	s := &p2cStrategy{rng: newRNG(opts.Seed)}
-	s.loads, s.own = loadsOf(opts)
-	return s
+	return &p2cStrategy{newLoadAware(opts)}
 }
 
 func (s *p2cStrategy) Build(nodes []discovery.Node) Picker {
 	// Every node is a candidate, so candidate i is nodes[i] and the weighted
 	// draw's indices serve both.
 	return &p2cPicker{
-		cands: candidates(nodes, nodeLoads(s.loads, s.own, nodes), nil),
+		cands: candidates(nodes, s.loadsFor(nodes), nil),
 		draw:  newWeightedPicker(nodes, s.rng),
 		rng:   s.rng,
 	}

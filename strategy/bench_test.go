@@ -105,7 +105,7 @@ func BenchmarkPickWithReport(b *testing.B) {
 					opts.Loads = NewLoads()
 					s, _ := New(name, opts)
 					p := s.Build(nodes)
-					loads := nodeLoads(opts.Loads, false, nodes)
+					loads := opts.Loads.ForNodes(nodes)
 					statement := func() {
 						node, err := p.Pick(nil)
 						if err != nil {

@@ -80,7 +80,7 @@ func TestConsistentHashFigures(t *testing.T) {
 	for _, bound := range []float64{1.25, 1.05} {
 		loads := NewLoads()
 		q := ConsistentHash(ConsistentHashConfig{LoadBound: bound})(Options{Loads: loads}).Build(nodes)
-		nodeLoad := nodeLoads(loads, false, nodes)
+		nodeLoad := loads.ForNodes(nodes)
 		displaced := 0
 		for i := range reqs {
 			o := nodeIndex(nodes, mustPick(t, q, &reqs[i]))

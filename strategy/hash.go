@@ -92,17 +92,17 @@ func newUserHash(opts Options) Strategy {
 // set, brings the busiest node within LoadBound of the mean for as long as
 // the load lasts. TestConsistentHashFigures measures both.
 type hashStrategy struct {
-	cfg   ConsistentHashConfig
-	rng   *rng
-	loads *Loads
-	own   bool // loads is ours, not the driver's: forget departed nodes
-	last  *hashPicker
+	loadAware // loads is read only with a bound
+	cfg       ConsistentHashConfig
+	last      *hashPicker
 }
 
 func newHashStrategy(cfg ConsistentHashConfig, opts Options) *hashStrategy {
-	s := &hashStrategy{cfg: cfg, rng: newRNG(opts.Seed)}
+	s := &hashStrategy{cfg: cfg}
 	if s.bounded() {
-		s.loads, s.own = loadsOf(opts)
+		s.loadAware = newLoadAware(opts)
+	} else {
+		s.rng = newRNG(opts.Seed) // no load table: unbounded hashing reads none
 	}
 	return s
 }
@@ -123,7 +123,7 @@ func (s *hashStrategy) Build(nodes []discovery.Node) Picker {
 	s.last = p
 	if s.bounded() {
 		p.bound = s.cfg.LoadBound
-		p.loads = nodeLoads(s.loads, s.own, nodes)
+		p.loads = s.loadsFor(nodes)
 	}
 	return p
 }

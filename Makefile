@@ -18,7 +18,7 @@ deps:
 	bash scripts/install-zookeeper.sh
 
 demo: deps
-	$(GO) run ./cmd/zkpresto demo
+	$(GO) run ./cmd/zkpresto-lab demo
 
 test: deps fmt-check vet staticcheck unit fuzz
 
@@ -55,4 +55,4 @@ bench:
 	$(GO) run $(BENCHSTAT) -col /client bench-driver.txt
 	$(GO) test -run '^$$' -bench 'DiscoveryPath|MembershipLatency' -benchtime 300x -count $(BENCHCOUNT) ./discovery/ | tee bench-discovery.txt
 	$(GO) run $(BENCHSTAT) -col /scheme bench-discovery.txt
-	$(GO) run ./cmd/zkpresto simulate --markdown --svg docs/loadsim-p99.svg
+	$(GO) run ./cmd/zkpresto-lab simulate --markdown --svg docs/loadsim-p99.svg

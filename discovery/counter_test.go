@@ -11,7 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/zkserver"
+	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
 )
 
 // openCounterZK opens a handle on server with its own session: handles share

@@ -12,10 +12,10 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/fleet"
-	"github.com/zkpresto/zkpresto/internal/tcpproxy"
-	"github.com/zkpresto/zkpresto/internal/testutil"
-	"github.com/zkpresto/zkpresto/internal/zktls"
+	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/internal/testrig/tcpproxy"
+	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
 const (
@@ -276,7 +276,7 @@ func TestZooKeeperOverTLS(t *testing.T) {
 	}
 	waitSnapshot(t, d, "a change seen over TLS", func(s *discovery.Snapshot) bool { return len(s.Nodes) == 2 })
 
-	other, err := zktls.Generate(t.TempDir(), "other")
+	other, err := testtls.Generate(t.TempDir(), "other")
 	if err != nil {
 		t.Fatal(err)
 	}

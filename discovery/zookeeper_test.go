@@ -12,8 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/fleet"
-	"github.com/zkpresto/zkpresto/internal/testutil"
+	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
 func TestMain(m *testing.M) {

@@ -7,7 +7,7 @@ import (
 	_ "github.com/prestodb/presto-go-client/v2" // the bare client, as the baseline
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/fleet"
+	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
 )
 
 // BenchmarkStatement runs the same SELECT round trip to one local

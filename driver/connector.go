@@ -19,7 +19,7 @@ import (
 	presto "github.com/prestodb/presto-go-client/v2"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/health"
+	"github.com/zkpresto/zkpresto/health"
 	"github.com/zkpresto/zkpresto/strategy"
 )
 

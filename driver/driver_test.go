@@ -16,9 +16,9 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	zkdriver "github.com/zkpresto/zkpresto/driver"
-	"github.com/zkpresto/zkpresto/internal/coordinator"
-	"github.com/zkpresto/zkpresto/internal/fleet"
-	"github.com/zkpresto/zkpresto/internal/testutil"
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/strategy"
 )
 

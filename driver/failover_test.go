@@ -22,9 +22,9 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	zkdriver "github.com/zkpresto/zkpresto/driver"
-	"github.com/zkpresto/zkpresto/internal/coordinator"
-	"github.com/zkpresto/zkpresto/internal/fleet"
-	"github.com/zkpresto/zkpresto/internal/testutil"
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
 // quietPrestoClient captures what presto-go-client writes through zerolog's

@@ -9,9 +9,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkpresto/zkpresto/internal/fleet"
-	"github.com/zkpresto/zkpresto/internal/testutil"
-	"github.com/zkpresto/zkpresto/internal/zktls"
+	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
 const (
@@ -25,7 +25,7 @@ const (
 type secureFleet struct {
 	*fleet.Fleet
 	secureAddr string
-	files      *zktls.Files
+	files      *testtls.Files
 }
 
 func startSecureFleet(t *testing.T) *secureFleet {
@@ -72,7 +72,7 @@ func TestZooKeeperAuthAndTLSEndToEnd(t *testing.T) {
 // Config.String.
 func TestSecretsNeverLeak(t *testing.T) {
 	f := startSecureFleet(t)
-	other, err := zktls.Generate(t.TempDir(), "other")
+	other, err := testtls.Generate(t.TempDir(), "other")
 	if err != nil {
 		t.Fatal(err)
 	}

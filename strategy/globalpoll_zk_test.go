@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/zkserver"
+	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
 	"github.com/zkpresto/zkpresto/strategy"
 )
 

@@ -1,37 +1,29 @@
-// Command zkpresto is the zkpresto command-line tool. Its demo subcommand
-// starts a local ZooKeeper and local coordinators and shows the driver's
-// strategies at work.
+// Command zkpresto is the tool operators deploy beside coordinators and
+// clients: register, nodes, query (and version). It links no test rig: the
+// demo and the other lab commands are in cmd/zkpresto-lab.
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"runtime/debug"
-	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
-	zkdriver "github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/internal/cli"
 )
 
-func main() {
-	if err := newRootCommand().Execute(); err != nil {
-		// Driver errors already say where they come from.
-		fmt.Fprintln(os.Stderr, "zkpresto: "+strings.TrimPrefix(err.Error(), "zkpresto: "))
-		os.Exit(1)
-	}
-}
+func main() { cli.Main(newRootCommand()) }
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "zkpresto",
 		Short: "Presto/Trino discovery through ZooKeeper, with client-side load balancing",
 		Long: `zkpresto finds Presto (and Trino) coordinators registered in ZooKeeper and
-balances statements across them. This tool runs the driver from the command line.`,
+balances statements across them. This is the tool operators deploy: register
+keeps a coordinator listed, nodes shows what clients see, query runs SQL
+through the driver. The demo, dev, simulate and chaos commands are in
+zkpresto-lab.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -43,31 +35,10 @@ balances statements across them. This tool runs the driver from the command line
 
 // subcommands are the constructors of the zkpresto subcommands; each
 // subcommand's file adds its own in an init function.
-var subcommands = []func() *cobra.Command{newDemoCommand, newVersionCommand}
+var subcommands = []func() *cobra.Command{newVersionCommand}
 
 // errNoDSN is the error of the commands that need --dsn without one.
 var errNoDSN = errors.New("--dsn (or $ZKPRESTO_DSN) is required")
-
-// runUntilSignal makes run a command's RunE, with a context that SIGINT and
-// SIGTERM cancel: every command stops the same way when interrupted, after
-// cleaning up what it started.
-func runUntilSignal(run func(ctx context.Context, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-		defer stop()
-		return run(ctx, cmd, args)
-	}
-}
-
-// openConnector opens the driver's connector for dsn, as sql.Open would,
-// for the commands that also ask it what it sees.
-func openConnector(dsn string) (*zkdriver.Connector, error) {
-	cfg, err := zkdriver.ParseDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	return zkdriver.NewConnector(cfg)
-}
 
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{

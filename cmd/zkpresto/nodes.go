@@ -20,6 +20,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	zkdriver "github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/internal/cli"
 )
 
 func init() { subcommands = append(subcommands, newNodesCommand) }
@@ -60,7 +61,7 @@ until interrupted. With --json each print is one JSON array on one line.`,
   zkpresto nodes --watch --probe --metrics http://app:9090/metrics`,
 		Args:    cobra.NoArgs,
 		PreRunE: applyEnvHook,
-		RunE: runUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		RunE: cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			return runNodes(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		}),
 	}
@@ -104,7 +105,7 @@ func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error 
 	if o.interval <= 0 || o.timeout <= 0 {
 		return errors.New("--interval and --timeout must be positive")
 	}
-	connector, err := openConnector(o.dsn)
+	connector, err := cli.OpenConnector(o.dsn)
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/zkpresto/zkpresto/internal/coordinator"
-	"github.com/zkpresto/zkpresto/internal/fleet"
-	"github.com/zkpresto/zkpresto/internal/zkserver"
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
 	"github.com/zkpresto/zkpresto/metrics"
 )
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/internal/cli"
 )
 
 func init() { subcommands = append(subcommands, newQueryCommand) }
@@ -47,7 +48,7 @@ A failed statement exits non-zero with Presto's message and the coordinator.`,
   zkpresto query --format csv 'SELECT 1 AS one' > one.csv
   echo 'SELECT current_user' | zkpresto query --format json --show-coordinator`,
 		PreRunE: applyEnvHook,
-		RunE: runUntilSignal(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		RunE: cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
 		}),
 	}
@@ -77,7 +78,7 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	connector, err := openConnector(o.dsn)
+	connector, err := cli.OpenConnector(o.dsn)
 	if err != nil {
 		return err
 	}

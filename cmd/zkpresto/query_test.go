@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/fleet"
+	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
 )
 
 func TestQueryPrintsEachFormat(t *testing.T) {

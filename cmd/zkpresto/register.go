@@ -21,8 +21,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/zkpresto/zkpresto/internal/registrar"
+	"github.com/zkpresto/zkpresto/internal/cli"
 	"github.com/zkpresto/zkpresto/metrics"
+	"github.com/zkpresto/zkpresto/registrar"
 )
 
 func init() { subcommands = append(subcommands, newRegisterCommand) }
@@ -89,7 +90,7 @@ other users can see in the process list.`,
       --zookeeper-tls-ca /etc/zookeeper/ca.pem --advertise https://10.0.0.5:8443`,
 		Args:    cobra.NoArgs,
 		PreRunE: applyEnvHook,
-		RunE: runUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		RunE: cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			return runRegister(ctx, cmd.ErrOrStderr(), o)
 		}),
 	}

@@ -15,11 +15,11 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/coordinator"
-	"github.com/zkpresto/zkpresto/internal/fleet"
-	"github.com/zkpresto/zkpresto/internal/testutil"
-	"github.com/zkpresto/zkpresto/internal/zkserver"
-	"github.com/zkpresto/zkpresto/internal/zktls"
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
 )
 
 const waitFor = 20 * time.Second
@@ -228,7 +228,7 @@ func TestRegisterWithDigestAuthNeverLogsTheSecret(t *testing.T) {
 
 func TestRegisterOverTLS(t *testing.T) {
 	zkserver.Require(t)
-	port, err := zktls.NewPort(t.TempDir(), "register")
+	port, err := testtls.NewPort(t.TempDir(), "register")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestRegisterRejectsBadSettings(t *testing.T) {
 }
 
 func TestEveryCommandHasHelpWithExamples(t *testing.T) {
-	for _, name := range []string{"register", "nodes", "query", "dev"} {
+	for _, name := range []string{"register", "nodes", "query"} {
 		out, _, err := run([]string{name, "--help"}, "")
 		if err != nil {
 			t.Fatalf("%s --help: %v", name, err)

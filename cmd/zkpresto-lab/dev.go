@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zkpresto/zkpresto/internal/cli"
+	"github.com/zkpresto/zkpresto/internal/lab/devenv"
+)
+
+func init() { subcommands = append(subcommands, newDevCommand) }
+
+func newDevCommand() *cobra.Command {
+	var o devenv.Options
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a local ZooKeeper and coordinator simulators to try register, nodes and query",
+		Long: `dev starts a local ZooKeeper server (Debian's zookeeper package; see
+scripts/install-zookeeper.sh) and local Presto coordinator simulators on free
+loopback ports, prints their addresses as shell export lines, and runs until
+interrupted. Nothing is registered: that is what "zkpresto register" is for.
+
+The simulators speak the Presto client protocol: every statement returns one
+row naming the coordinator that served it, rows(N) returns N rows, and
+fail('message') fails with that message. ZooKeeper's data lives in a temporary
+directory that is removed on exit.`,
+		Example: `  zkpresto-lab dev --env-file /tmp/zkpresto-dev.env &
+  . /tmp/zkpresto-dev.env
+  zkpresto register --advertise "$C1" &`,
+		Args: cobra.NoArgs,
+		RunE: cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			return devenv.Run(ctx, cmd.OutOrStdout(), o)
+		}),
+	}
+	cmd.Flags().IntVar(&o.Coordinators, "coordinators", 2, "how many coordinator simulators to start (c1..cN)")
+	cmd.Flags().StringVar(&o.EnvFile, "env-file", "", "also write the export lines to this file, to source from another shell")
+	return cmd
+}

@@ -1,0 +1,47 @@
+// Package cli holds what the zkpresto and zkpresto-lab commands share: how
+// a command stops on a signal, how errors are printed, and how a command
+// opens the driver's connector.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	zkdriver "github.com/zkpresto/zkpresto/driver"
+)
+
+// Main runs root and exits non-zero with the error on stderr when it fails.
+// The program's name is printed once: driver errors already start with it.
+func Main(root *cobra.Command) {
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, root.Name()+": "+strings.TrimPrefix(err.Error(), "zkpresto: "))
+		os.Exit(1)
+	}
+}
+
+// RunUntilSignal makes run a command's RunE, with a context that SIGINT and
+// SIGTERM cancel: every command stops the same way when interrupted, after
+// cleaning up what it started.
+func RunUntilSignal(run func(ctx context.Context, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return run(ctx, cmd, args)
+	}
+}
+
+// OpenConnector opens the driver's connector for dsn, as sql.Open would,
+// for the commands that also ask it what it sees.
+func OpenConnector(dsn string) (*zkdriver.Connector, error) {
+	cfg, err := zkdriver.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return zkdriver.NewConnector(cfg)
+}

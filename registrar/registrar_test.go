@@ -1,0 +1,442 @@
+package registrar_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/registrar"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const waitFor = 20 * time.Second
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	testutil.Eventually(t, waitFor, 20*time.Millisecond, what, cond)
+}
+
+// harness is a ZooKeeper, a coordinator, an observer session and a running
+// registrar.
+type harness struct {
+	t        *testing.T
+	zk       *zkserver.Server
+	observer *zk.Conn
+	coord    *coordinator.Coordinator
+	reg      *registrar.Registrar
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+func startCoordinator(t *testing.T) *coordinator.Coordinator {
+	t.Helper()
+	c, err := coordinator.Start(coordinator.Options{Name: "c1", Version: "0.289"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func newHarness(t *testing.T, mutate func(*registrar.Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, zk: zkserver.StartT(t)}
+	h.coord = startCoordinator(t)
+	h.observer = fleet.DialT(t, h.zk.Addr())
+	cfg := registrar.Config{
+		Servers:        []string{h.zk.Addr()},
+		Namespace:      "presto",
+		AdvertiseURI:   h.coord.URL(),
+		Weight:         3,
+		Zone:           "eu-1",
+		Interval:       50 * time.Millisecond,
+		SessionTimeout: 2 * time.Second,
+		Logger:         testLogger(t),
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	h.start(cfg)
+	return h
+}
+
+func (h *harness) start(cfg registrar.Config) {
+	h.t.Helper()
+	reg, err := registrar.New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.reg = reg
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- reg.Run(ctx) }()
+	h.t.Cleanup(func() {
+		cancel()
+		<-h.done
+	})
+}
+
+// children returns the registrations under /presto as parsed nodes.
+func (h *harness) children() map[string]discovery.Node {
+	h.t.Helper()
+	byName, err := fleet.Registrations(h.observer, "/presto")
+	if err != nil {
+		h.t.Fatalf("reading the registrar's znodes as the driver does: %v", err)
+	}
+	out := map[string]discovery.Node{}
+	for name, n := range byName {
+		out["/presto/"+name] = n
+	}
+	return out
+}
+
+func (h *harness) waitRegistered() string {
+	h.t.Helper()
+	var path string
+	eventually(h.t, "one registration", func() bool {
+		kids := h.children()
+		if len(kids) != 1 {
+			return false
+		}
+		for p := range kids {
+			path = p
+		}
+		return h.reg.Status().Path == path
+	})
+	return path
+}
+
+func (h *harness) waitDeregistered() {
+	h.t.Helper()
+	eventually(h.t, "no registration", func() bool { return len(h.children()) == 0 && !h.reg.Status().Registered })
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func TestRegistersInTheDriversFormat(t *testing.T) {
+	h := newHarness(t, nil)
+	path := h.waitRegistered()
+	if !strings.HasPrefix(path, "/presto/serverUri="+h.coord.Addr()+";version=0.289;sequence=") {
+		t.Errorf("znode %s is not named like Hive's and Kyuubi's", path)
+	}
+	n := h.children()[path]
+	want := discovery.Node{Addr: h.coord.Addr(), Scheme: "http", Weight: 3, Zone: "eu-1", Version: "0.289", Format: discovery.FormatZkpresto}
+	if n.Addr != want.Addr || n.Scheme != want.Scheme || n.Weight != want.Weight || n.Zone != want.Zone ||
+		n.Version != want.Version || n.Format != want.Format {
+		t.Errorf("registered %+v, want %+v", n, want)
+	}
+	_, stat, err := h.observer.Get(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stat.EphemeralOwner == 0 {
+		t.Error("the registration is not ephemeral")
+	}
+	st := h.reg.Status()
+	if !st.Registered || !st.Healthy || !st.Connected || st.Registrations != 1 || st.LastCheck.IsZero() {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestFollowsCoordinatorHealth(t *testing.T) {
+	h := newHarness(t, nil)
+	first := h.waitRegistered()
+
+	h.coord.SetStarting(true)
+	h.waitDeregistered()
+	if st := h.reg.Status(); st.Healthy || !strings.Contains(st.LastError, "starting") {
+		t.Errorf("while starting: status %+v", st)
+	}
+
+	h.coord.SetStarting(false)
+	second := h.waitRegistered()
+	if second == first {
+		t.Errorf("expected a new sequential znode, got %s again", second)
+	}
+
+	if err := h.coord.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	h.waitDeregistered()
+	st := h.reg.Status()
+	if st.HealthCheckFailures < 2 || !strings.Contains(st.LastError, "/v1/info") {
+		t.Errorf("after stop: status %+v", st)
+	}
+
+	if err := h.coord.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRegistered()
+	if st := h.reg.Status(); st.Registrations != 3 || st.SessionReRegistrations != 0 {
+		t.Errorf("after restart: status %+v", st)
+	}
+}
+
+func TestRegistersAgainAfterExternalDelete(t *testing.T) {
+	h := newHarness(t, func(c *registrar.Config) { c.Interval = time.Hour }) // only the watch can notice
+	first := h.waitRegistered()
+	if err := h.observer.Delete(first, -1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a new registration", func() bool {
+		p := h.reg.Status().Path
+		return p != "" && p != first && len(h.children()) == 1
+	})
+}
+
+func TestRegistersAgainAfterSessionExpiry(t *testing.T) {
+	zks := zkserver.StartT(t)
+	coord := startCoordinator(t)
+	proxy := startProxy(t, zks.Addr())
+	h := &harness{t: t, zk: zks, coord: coord, observer: fleet.DialT(t, zks.Addr())}
+	h.start(registrar.Config{
+		Servers:        []string{proxy.addr()},
+		AdvertiseURI:   coord.Addr(),
+		Interval:       50 * time.Millisecond,
+		SessionTimeout: time.Second, // ZooKeeper's minimum with the harness's tickTime
+		Logger:         testLogger(t),
+	})
+	first := h.waitRegistered()
+
+	// Cut the registrar off until ZooKeeper has expired its session (and
+	// with it the znode), then let it reconnect.
+	proxy.block()
+	eventually(t, "ZooKeeper to expire the registrar's session", func() bool { return len(h.children()) == 0 })
+	proxy.unblock()
+
+	second := h.waitRegistered()
+	if second == first {
+		t.Errorf("expected a new znode, got %s again", second)
+	}
+	if st := h.reg.Status(); st.SessionReRegistrations != 1 || st.Registrations != 2 {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestDrainsOnCancel(t *testing.T) {
+	h := newHarness(t, nil)
+	path := h.waitRegistered()
+	h.cancel()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return after cancel")
+	}
+	h.done <- nil // for the cleanup
+	if _, err := h.observer.Sync("/presto"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := h.observer.Exists(path); err != nil || ok {
+		t.Fatalf("after Run returned, %s exists=%v (err %v)", path, ok, err)
+	}
+	if h.reg.Status().Registered {
+		t.Error("status still says registered")
+	}
+}
+
+func TestDigestAuth(t *testing.T) {
+	zks := zkserver.StartT(t)
+	coord := startCoordinator(t)
+	admin := fleet.DialT(t, zks.Addr())
+	if err := admin.AddAuth("digest", []byte("presto:s3cret")); err != nil {
+		t.Fatal(err)
+	}
+	// Only presto:s3cret may create under /secure; anyone may read.
+	acl := append(zk.DigestACL(zk.PermAll, "presto", "s3cret"), zk.WorldACL(zk.PermRead)...)
+	if _, err := admin.Create("/secure", nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	cfg := registrar.Config{
+		Servers:      []string{zks.Addr()},
+		Namespace:    "secure",
+		AdvertiseURI: coord.URL(),
+		Interval:     50 * time.Millisecond,
+		Logger:       testLogger(t),
+	}
+
+	t.Run("without credentials", func(t *testing.T) {
+		reg, err := registrar.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		err = reg.Run(ctx)
+		if !errors.Is(err, zk.ErrNoAuth) || !strings.Contains(err.Error(), "/secure") {
+			t.Fatalf("Run returned %v, want a not-authenticated error naming the namespace", err)
+		}
+	})
+
+	t.Run("with credentials", func(t *testing.T) {
+		cfg := cfg
+		cfg.Auth = &registrar.Auth{Scheme: "digest", Credentials: []byte("presto:s3cret")}
+		h := &harness{t: t, zk: zks, coord: coord, observer: fleet.DialT(t, zks.Addr())}
+		h.start(cfg)
+		var path string
+		eventually(t, "registration", func() bool { path = h.reg.Status().Path; return path != "" })
+		acl, _, err := h.observer.GetACL(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var worldRead, digestAll bool
+		for _, a := range acl {
+			worldRead = worldRead || (a.Scheme == "world" && a.Perms == zk.PermRead)
+			digestAll = digestAll || (a.Scheme == "digest" && strings.HasPrefix(a.ID, "presto:") && a.Perms == zk.PermAll)
+		}
+		if !worldRead || !digestAll {
+			t.Errorf("ACL %+v, want world:read and digest presto:all", acl)
+		}
+		// Someone without the credentials cannot remove the registration.
+		if err := h.observer.Delete(path, -1); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("anonymous delete: %v, want ErrNoAuth", err)
+		}
+	})
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	good := registrar.Config{Servers: []string{"127.0.0.1:2181"}, AdvertiseURI: "http://127.0.0.1:8080"}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*registrar.Config)
+		want   string
+	}{
+		{"no servers", func(c *registrar.Config) { c.Servers = nil }, "no ZooKeeper servers"},
+		{"bad server", func(c *registrar.Config) { c.Servers = []string{"zk1"} }, `"zk1"`},
+		{"no advertise", func(c *registrar.Config) { c.AdvertiseURI = "" }, "advertised URI"},
+		{"advertise path", func(c *registrar.Config) { c.AdvertiseURI = "http://h:1/x" }, "without path"},
+		{"advertise scheme", func(c *registrar.Config) { c.AdvertiseURI = "ftp://h:1" }, "http or https"},
+		{"advertise port", func(c *registrar.Config) { c.AdvertiseURI = "http://h" }, "host:port"},
+		{"coordinator", func(c *registrar.Config) { c.CoordinatorURL = "h:1" }, "coordinator URL"},
+		{"weight", func(c *registrar.Config) { c.Weight = -1 }, "weight -1"},
+		{"zone", func(c *registrar.Config) { c.Zone = "a;b" }, "zone"},
+		{"version", func(c *registrar.Config) { c.Version = "1/2" }, "version"},
+		{"auth", func(c *registrar.Config) { c.Auth = &registrar.Auth{Scheme: "digest"} }, "auth"},
+		{"namespace", func(c *registrar.Config) { c.Namespace = "a//b" }, "namespace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := good
+			tc.mutate(&cfg)
+			_, err := registrar.New(cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := registrar.New(good); err != nil {
+		t.Fatalf("good config: %v", err)
+	}
+}
+
+// proxy forwards TCP connections to a ZooKeeper server; block cuts every
+// connection and refuses new ones until unblock, which is how the session
+// expiry test keeps the registrar away from ZooKeeper.
+type proxy struct {
+	t      *testing.T
+	ln     net.Listener
+	target string
+
+	mu      sync.Mutex
+	blocked bool
+	conns   map[net.Conn]struct{}
+	wg      sync.WaitGroup
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{t: t, ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.block()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.blocked {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+		p.wg.Add(2)
+		p.mu.Unlock()
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+func (p *proxy) block() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.blocked = true
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+func (p *proxy) unblock() {
+	p.mu.Lock()
+	p.blocked = false
+	p.mu.Unlock()
+}

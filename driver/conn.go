@@ -10,9 +10,9 @@ import (
 	"reflect"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/routing"
 )
 
 // Conn is one database/sql connection. Outside a transaction every statement
@@ -85,127 +85,58 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
-	a.end(nil)
+	a.End(nil)
 	return res, nil
 }
 
-// submit runs one statement: it picks a coordinator, runs do under a context
-// that routes the statement there, and when the transport proves the
-// statement never reached that coordinator, ejects it and tries another,
-// up to the DSN's retries. On success the attempt's load is still open for
-// statements that stream rows; the caller ends it.
+// submit runs one statement through the routing core: it picks a
+// coordinator, runs do under a context that routes the statement there, and
+// when the transport proves the statement never reached that coordinator,
+// the core ejects it and tries another, up to the DSN's retries. On success
+// the attempt's load is still open for statements that stream rows; the
+// caller ends it.
 func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*attempt, error) {
 	if c.closed.Load() || c.broken.Load() {
 		return nil, driver.ErrBadConn
 	}
-	var tried []triedNode
-	for {
-		node, err := c.pick(ctx, tried)
-		if err != nil {
-			return nil, err
-		}
-		c.last.Store(node)
-		a := &attempt{node: node, load: c.connector.loads.For(node.Addr), start: time.Now(), caller: ctx}
-		a.load.Begin()
-		err = do(withAttempt(context.WithoutCancel(ctx), a))
-		failure, sent := a.transportFailure()
-		if err == nil {
-			c.connector.health.Success(node.Addr)
-			return a, nil
-		}
-		a.end(err)
-		if ctx.Err() != nil {
+	var last *attempt
+	_, err := c.connector.router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
+		c.last.Store(ra.Node)
+		a := &attempt{Attempt: ra, caller: ctx}
+		last = a
+		err := do(withAttempt(context.WithoutCancel(ctx), a))
+		failure, sent := a.Failure()
+		switch {
+		case err == nil:
+			return routing.Answered, nil
+		case ctx.Err() != nil:
 			// The caller gave up: stop the query on the coordinator too.
 			c.connector.cancelQuery(a)
-			return nil, err
+			return routing.Abandoned, err
+		case failure == nil:
+			return routing.Answered, err // the coordinator answered: a query error
+		case sent:
+			return routing.MaybeSent, failure
 		}
-		if failure == nil {
-			// The coordinator answered: a query error.
-			c.connector.health.Success(node.Addr)
-			return nil, err
-		}
-		if sent {
-			c.connector.health.Failure(node.Addr, failure)
-			return nil, &StatementError{Node: node.Addr, Err: failure}
-		}
-		c.connector.health.Eject(node.Addr, failure)
-		tried = append(tried, triedNode{addr: node.Addr, err: failure})
-		if c.pinned != nil || len(tried) > c.connector.retries() {
-			return nil, &NoCoordinatorError{Tried: tried}
-		}
-		c.connector.noteFailover(node)
-		c.connector.log.Warn("coordinator failed before accepting the statement; trying another",
-			"node", node.Addr, "err", failure, "attempt", len(tried))
-	}
-}
-
-// pick returns the transaction's coordinator, or the strategy's choice among
-// the usable coordinators that were not tried yet.
-func (c *Conn) pick(ctx context.Context, tried []triedNode) (*discovery.Node, error) {
-	if c.pinned != nil {
-		return c.pinned, nil
-	}
-	node, err := c.connector.pick(ctx, tried)
+		return routing.NotSent, failure
+	})
 	if err != nil {
-		if len(tried) > 0 {
-			return nil, &NoCoordinatorError{Tried: tried, Err: err}
-		}
 		return nil, err
 	}
-	return node, nil
-}
-
-// triedNode is a coordinator a statement failed on before reaching it.
-type triedNode struct {
-	addr string
-	err  error
+	return last, nil
 }
 
 // NoCoordinatorError reports a statement that was sent nowhere: every
 // coordinator tried failed before it could accept the statement.
-type NoCoordinatorError struct {
-	Tried []triedNode
-	Err   error // why no further coordinator was tried, if not the retry limit
-}
-
-func (e *NoCoordinatorError) Error() string {
-	var b strings.Builder
-	b.WriteString("zkpresto: statement not run; ")
-	fmt.Fprintf(&b, "%d coordinator(s) tried, none accepted it:", len(e.Tried))
-	for _, t := range e.Tried {
-		fmt.Fprintf(&b, " %s (%v);", t.addr, t.err)
-	}
-	if e.Err != nil {
-		fmt.Fprintf(&b, " then: %v", e.Err)
-	}
-	return strings.TrimSuffix(b.String(), ";")
-}
-
-// Unwrap returns the last coordinator's failure.
-func (e *NoCoordinatorError) Unwrap() error {
-	if e.Err != nil {
-		return e.Err
-	}
-	if len(e.Tried) == 0 {
-		return nil
-	}
-	return e.Tried[len(e.Tried)-1].err
-}
+type NoCoordinatorError = routing.NoCoordinatorError
 
 // StatementError reports a statement whose coordinator failed after the
 // statement may have reached it. The driver does not send it again, since
 // it may be running; the caller decides.
-type StatementError struct {
-	Node string
-	Err  error
-}
+type StatementError = routing.StatementError
 
-func (e *StatementError) Error() string {
-	return fmt.Sprintf("zkpresto: coordinator %s failed after the statement was sent (it may have run; not sent again): %v", e.Node, e.Err)
-}
-
-// Unwrap returns the transport error.
-func (e *StatementError) Unwrap() error { return e.Err }
+// NodeFailure is one coordinator's failure to accept a statement.
+type NodeFailure = routing.NodeFailure
 
 // Prepare returns a statement that runs through this connection.
 func (c *Conn) Prepare(query string) (driver.Stmt, error) {
@@ -284,7 +215,7 @@ func (t *tx) finish(statement string) error {
 
 // IsValid reports whether the pool may reuse the connection.
 func (c *Conn) IsValid() bool {
-	return !c.closed.Load() && !c.broken.Load() && !c.connector.closed.Load()
+	return !c.closed.Load() && !c.broken.Load() && !c.connector.router.Closed()
 }
 
 // ResetSession is called before a pooled connection is reused.
@@ -367,26 +298,25 @@ func (r *rows) Next(dest []driver.Value) error {
 	case err == nil:
 	case err == io.EOF:
 		r.done = true
-		r.a.end(nil)
+		r.a.End(nil)
 	default:
 		r.done = true
 		if r.a.caller.Err() != nil {
 			r.c.cancelQuery(r.a)
-		} else if failure, _ := r.a.transportFailure(); failure != nil {
-			r.c.health.Failure(r.a.node.Addr, failure)
-			err = &StatementError{Node: r.a.node.Addr, Err: failure}
+		} else if failure, _ := r.a.Failure(); failure != nil {
+			err = r.a.Failed(failure)
 		}
-		r.a.end(err)
+		r.a.End(err)
 	}
 	return err
 }
 
 func (r *rows) Close() error {
-	if !r.done && r.a.running.Load() {
+	if !r.done && r.a.Running() {
 		r.c.cancelQuery(r.a)
 	}
 	r.done = true
-	r.a.end(nil)
+	r.a.End(nil)
 	return r.Rows.Close()
 }
 

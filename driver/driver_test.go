@@ -110,7 +110,11 @@ func TestWeightedFollowsRegisteredWeights(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	seeded, _ := strategy.New("weighted", strategy.Options{Seed: 20261130})
+	seeded := func(o strategy.Options) strategy.Strategy {
+		o.Seed = 20261130
+		s, _ := strategy.New("weighted", o)
+		return s
+	}
 	db, _ := openConnector(t, f.DSN("?user=alice"), zkdriver.WithStrategy(seeded))
 	db.SetMaxIdleConns(0)
 

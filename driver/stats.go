@@ -1,116 +1,13 @@
 package driver
 
-import (
-	"sync/atomic"
-	"time"
-
-	"github.com/zkpresto/zkpresto/discovery"
-)
+import "github.com/zkpresto/zkpresto/routing"
 
 // Stats is a point-in-time view of a connector: what discovery lists, and
-// per coordinator what the driver did with it.
-type Stats struct {
-	// Strategy is the name of the strategy in use.
-	Strategy string
-	// Discovery describes the discovery source.
-	Discovery DiscoveryStats
-	// Nodes has one entry per coordinator discovery lists now, in address
-	// order.
-	Nodes []NodeStats
-}
+// per coordinator what the driver did with it. It is the routing core's.
+type Stats = routing.Stats
 
 // DiscoveryStats describes the discovery source.
-type DiscoveryStats struct {
-	// Source names the ensemble and path (or the static host list).
-	Source string
-	// Open is false until the first connection opened discovery.
-	Open bool
-	// Connected is true while the ZooKeeper session is live (always true
-	// for a static list).
-	Connected bool
-	// StaleSince is when the ZooKeeper connection was lost; zero while connected.
-	StaleSince time.Time
-	// LastChange is when the node set last changed.
-	LastChange time.Time
-	// Generation counts the snapshots discovery published.
-	Generation uint64
-	// Nodes is the number of coordinators listed; Skipped the number of
-	// registrations that could not be parsed.
-	Nodes, Skipped int
-	// Problem explains an empty list, e.g. a missing namespace.
-	Problem string
-}
+type DiscoveryStats = routing.DiscoveryStats
 
 // NodeStats is what the driver knows of one coordinator.
-type NodeStats struct {
-	// Node is the coordinator as discovery lists it.
-	Node discovery.Node
-	// Usable is true when the node is a candidate for new statements (not
-	// ejected nor unhealthy).
-	Usable bool
-	// Picks is the number of statements started on the node.
-	Picks uint64
-	// Failures is the number of statements that ended with an error there.
-	Failures uint64
-	// Failovers is the number of statements moved to another node because
-	// this one failed before accepting them.
-	Failovers uint64
-	// Ejections is how many times the node was ejected; Ejected and
-	// EjectedUntil describe the current ejection, Unhealthy an active
-	// health check's verdict.
-	Ejections    uint64
-	Ejected      bool
-	EjectedUntil time.Time
-	Unhealthy    bool
-	// LastError is the node's latest failure, if any.
-	LastError string
-	// InFlight is the number of statements running there now.
-	InFlight int64
-	// Latency is the moving average of statement latency.
-	Latency time.Duration
-}
-
-// Stats returns the connector's current figures. It does no I/O and does not
-// open discovery.
-func (c *Connector) Stats() Stats {
-	st := Stats{Strategy: c.strategyName}
-	d := c.disc.Load()
-	if d == nil {
-		st.Discovery.Source = c.cfg.Ensemble()
-		if c.cfg.ZooKeeper {
-			st.Discovery.Source += c.cfg.ZooKeeperPath()
-		}
-		return st
-	}
-	snap := d.Snapshot()
-	st.Discovery = DiscoveryStats{Source: snap.Source, Open: true, Connected: true, Generation: snap.Generation, Nodes: len(snap.Nodes)}
-	if d.status != nil {
-		ds := d.status()
-		st.Discovery.Connected, st.Discovery.StaleSince, st.Discovery.LastChange = ds.Connected, ds.StaleSince, ds.LastChange
-		st.Discovery.Skipped, st.Discovery.Problem = ds.Skipped, ds.Problem
-	}
-	usable := map[string]bool{}
-	if ps := c.picked.Load(); ps != nil && ps.snap == snap {
-		for _, n := range ps.nodes {
-			usable[n.Addr] = true
-		}
-	} else {
-		for _, n := range snap.Nodes {
-			usable[n.Addr] = true
-		}
-	}
-	loads := c.loads.Snapshot()
-	for _, n := range snap.Nodes {
-		ns := NodeStats{Node: n, Usable: usable[n.Addr]}
-		if l, ok := loads[n.Addr]; ok {
-			ns.Picks, ns.Failures, ns.InFlight, ns.Latency = l.Started(), l.Failed(), l.InFlight(), l.Latency()
-		}
-		if v, ok := c.failovers.Load(n.Addr); ok {
-			ns.Failovers = v.(*atomic.Uint64).Load()
-		}
-		h := c.health.State(n.Addr)
-		ns.Ejections, ns.Ejected, ns.EjectedUntil, ns.Unhealthy, ns.LastError = h.Ejections, h.Ejected, h.Until, h.Unhealthy, h.LastError
-		st.Nodes = append(st.Nodes, ns)
-	}
-	return st
-}
+type NodeStats = routing.NodeStats

@@ -7,7 +7,7 @@ import (
 )
 
 // zooKeeperConfig is the discovery configuration the DSN describes.
-func (c *Config) zooKeeperConfig(logger *slog.Logger) (discovery.ZooKeeperConfig, error) {
+func (c *Config) zooKeeperConfig(logger *slog.Logger) discovery.ZooKeeperConfig {
 	cfg := discovery.ZooKeeperConfig{
 		Servers:        c.Hosts,
 		Path:           c.ZooKeeperPath(),
@@ -25,5 +25,5 @@ func (c *Config) zooKeeperConfig(logger *slog.Logger) (discovery.ZooKeeperConfig
 			KeyFile:  c.ZooKeeperSSLKeyFile,
 		}
 	}
-	return cfg, nil
+	return cfg
 }

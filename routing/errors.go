@@ -1,0 +1,76 @@
+package routing
+
+import (
+	"fmt"
+	"strings"
+)
+
+// NodeFailure is one coordinator's failure to accept a statement.
+type NodeFailure struct {
+	// Node is the coordinator's address (host:port).
+	Node string
+	// Err is why it failed.
+	Err error
+}
+
+// Error implements error.
+func (f NodeFailure) Error() string { return fmt.Sprintf("%s: %v", f.Node, f.Err) }
+
+// Unwrap returns the cause.
+func (f NodeFailure) Unwrap() error { return f.Err }
+
+// NoCoordinatorError reports a statement that was sent nowhere: every
+// coordinator tried failed before it could accept the statement (or none
+// could be picked).
+type NoCoordinatorError struct {
+	// Tried lists the coordinators tried, in order, with their failures.
+	Tried []NodeFailure
+	// Err is why no further coordinator was tried, when it was not the
+	// retry limit; nil otherwise.
+	Err error
+}
+
+// Error implements error.
+func (e *NoCoordinatorError) Error() string {
+	var b strings.Builder
+	b.WriteString("zkpresto: statement not run; ")
+	fmt.Fprintf(&b, "%d coordinator(s) tried, none accepted it:", len(e.Tried))
+	for _, t := range e.Tried {
+		fmt.Fprintf(&b, " %s (%v);", t.Node, t.Err)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, " then: %v", e.Err)
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// Unwrap returns every cause: each coordinator's failure in order, then Err
+// when set, so that errors.Is and errors.As see all of them.
+func (e *NoCoordinatorError) Unwrap() []error {
+	out := make([]error, 0, len(e.Tried)+1)
+	for _, t := range e.Tried {
+		out = append(out, t.Err)
+	}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
+}
+
+// StatementError reports a statement whose coordinator failed after the
+// statement may have reached it. It is not sent again, since it may be
+// running; the caller decides.
+type StatementError struct {
+	// Node is the coordinator's address (host:port).
+	Node string
+	// Err is the failure.
+	Err error
+}
+
+// Error implements error.
+func (e *StatementError) Error() string {
+	return fmt.Sprintf("zkpresto: coordinator %s failed after the statement was sent (it may have run; not sent again): %v", e.Node, e.Err)
+}
+
+// Unwrap returns the failure.
+func (e *StatementError) Unwrap() error { return e.Err }

@@ -1,0 +1,490 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/health"
+	"github.com/zkpresto/zkpresto/strategy"
+)
+
+// DefaultRetries is how many other coordinators a statement may fail over
+// to when Config.Retries is 0.
+const DefaultRetries = 3
+
+// Config says where a Router finds its coordinators and how it picks them.
+// Exactly one of ZooKeeper and Discoverer is set.
+type Config struct {
+	// ZooKeeper, when set, is the ZooKeeper namespace to watch: the
+	// Router joins (or opens) the process's shared session for it on first
+	// use.
+	ZooKeeper *discovery.ZooKeeperConfig
+	// Discoverer, when set, is the discovery source instead: a static list
+	// (discovery.NewStatic) or one of the caller's. The Router closes it.
+	Discoverer discovery.Discoverer
+
+	// Strategy creates the strategy; nil means the registered strategy
+	// named StrategyName (random when unknown, with a warning).
+	Strategy strategy.Factory
+	// StrategyName names a registered strategy; used when Strategy is nil.
+	StrategyName string
+	// StrategyOptions are passed to the strategy; the Router fills Logger,
+	// Loads and (with ZooKeeper) Counter itself.
+	StrategyOptions strategy.Options
+
+	// Weights overrides node weights by address; nil for none.
+	Weights map[string]int
+	// Retries is how many other coordinators a statement may fail over to;
+	// 0 means DefaultRetries, a negative value none.
+	Retries int
+
+	// Health says when a failing coordinator is ejected; the zero value is
+	// the default policy.
+	Health health.Policy
+	// HealthCheckInterval, when positive, turns on active health checks of
+	// every listed coordinator's GET /v1/info at this interval.
+	HealthCheckInterval time.Duration
+	// CheckClient sends the active health checks; nil means a plain client.
+	CheckClient *http.Client
+
+	// Logger receives the Router's logs; nil means none.
+	Logger *slog.Logger
+}
+
+// Router picks coordinators for statements and keeps what it learns of
+// them. Create it with New; it is safe for concurrent use.
+type Router struct {
+	cfg          Config
+	log          *slog.Logger
+	strategy     strategy.Strategy
+	strategyName string
+	loads        *strategy.Loads
+	health       *health.Tracker
+	retries      int
+
+	discMu  sync.Mutex
+	disc    atomic.Pointer[opened]
+	checker *health.Checker // guarded by discMu
+
+	buildMu sync.Mutex
+	picked  atomic.Pointer[pickerState]
+
+	failovers sync.Map // addr → *atomic.Uint64
+
+	bgMu   sync.Mutex     // orders Go against Close
+	bg     sync.WaitGroup // background work Close waits for
+	closed atomic.Bool
+}
+
+// opened is the open discovery source with its status report.
+type opened struct {
+	discovery.Discoverer
+	status func() discovery.Status
+	zk     *discovery.ZooKeeper // nil unless ZooKeeper discovery
+}
+
+// pickerState is a picker built for one snapshot and one health state.
+type pickerState struct {
+	snap   *discovery.Snapshot
+	health uint64
+	nodes  []discovery.Node // the candidates the picker was built from
+	picker strategy.Picker
+}
+
+// New returns a Router for cfg. It does no network I/O: discovery opens on
+// first use.
+func New(cfg Config) (*Router, error) {
+	if (cfg.ZooKeeper == nil) == (cfg.Discoverer == nil) {
+		return nil, errors.New("zkpresto: routing: exactly one of ZooKeeper and Discoverer must be set")
+	}
+	r := &Router{cfg: cfg, log: cfg.Logger, loads: strategy.NewLoads()}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case cfg.Retries < 0:
+		r.retries = 0
+	case cfg.Retries == 0:
+		r.retries = DefaultRetries
+	default:
+		r.retries = cfg.Retries
+	}
+	r.health = health.NewTracker(cfg.Health, health.WithLogger(r.log))
+	opts := cfg.StrategyOptions
+	opts.Logger, opts.Loads = r.log, r.loads
+	if cfg.ZooKeeper != nil {
+		opts.Counter = &sharedCounter{r: r}
+	}
+	if cfg.Strategy != nil {
+		r.strategy = cfg.Strategy(opts)
+		if r.strategy == nil {
+			return nil, errors.New("zkpresto: routing: the strategy factory returned nil")
+		}
+		r.strategyName = fmt.Sprintf("%T", r.strategy)
+	} else {
+		r.strategy, r.strategyName = strategy.New(cfg.StrategyName, opts)
+	}
+	return r, nil
+}
+
+// StrategyName is the name of the strategy in use.
+func (r *Router) StrategyName() string { return r.strategyName }
+
+// Loads is the per-coordinator load table the Router reports into.
+func (r *Router) Loads() *strategy.Loads { return r.loads }
+
+// Health is the Router's health tracker.
+func (r *Router) Health() *health.Tracker { return r.health }
+
+// Open opens discovery if it is not open yet (for ZooKeeper: joins or opens
+// the shared session, bounded by its connect timeout) and returns an error
+// when it lists no coordinator. A failure to open is returned and the next
+// call tries again.
+func (r *Router) Open(ctx context.Context) error {
+	d, err := r.discoverer(ctx)
+	if err != nil {
+		return err
+	}
+	if snap := d.Snapshot(); len(snap.Nodes) == 0 {
+		return r.noNodesError(d, snap)
+	}
+	return nil
+}
+
+// Snapshot returns the coordinators discovery lists now, opening discovery
+// first if needed. The snapshot is shared and must not be modified.
+func (r *Router) Snapshot(ctx context.Context) (*discovery.Snapshot, error) {
+	d, err := r.discoverer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return d.Snapshot(), nil
+}
+
+// Pick returns the strategy's choice for req among the usable coordinators
+// that are not in tried. When every usable coordinator was tried, it tries
+// the listed ones that are not (an ejected coordinator may have recovered);
+// when none is left it fails.
+func (r *Router) Pick(ctx context.Context, req *strategy.Request, tried []NodeFailure) (*discovery.Node, error) {
+	d, err := r.discoverer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap := d.Snapshot()
+	if len(snap.Nodes) == 0 {
+		return nil, r.noNodesError(d, snap)
+	}
+	ps := r.pickerFor(snap)
+	// A few picks skip tried nodes without knowing the strategy; then any
+	// untried candidate will do.
+	for range 2*len(tried) + 1 {
+		node, err := ps.picker.Pick(req)
+		if err != nil {
+			return nil, fmt.Errorf("zkpresto: strategy %s over %s: %w", r.strategyName, snap.Source, err)
+		}
+		if !wasTried(tried, node.Addr) {
+			return node, nil
+		}
+	}
+	for i := range ps.nodes {
+		if !wasTried(tried, ps.nodes[i].Addr) {
+			return &ps.nodes[i], nil
+		}
+	}
+	// Every usable coordinator failed this statement. An ejected one may
+	// have recovered since (the ejection cap can also leave only failing
+	// nodes usable): better to try it than to fail with retries left.
+	for i := range snap.Nodes {
+		if !wasTried(tried, snap.Nodes[i].Addr) {
+			return &snap.Nodes[i], nil
+		}
+	}
+	return nil, fmt.Errorf("zkpresto: no untried coordinator left in %s", snap.Source)
+}
+
+func wasTried(tried []NodeFailure, addr string) bool {
+	for _, t := range tried {
+		if t.Node == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// Outcome is how one attempt of a statement on one coordinator ended, as
+// the caller of Run saw it on the wire.
+type Outcome int
+
+const (
+	// Answered: the coordinator answered, with a result or a query error.
+	// It is healthy.
+	Answered Outcome = iota
+	// NotSent: the attempt failed before the statement could have reached
+	// the coordinator (connection refused, a 503 before acceptance). The
+	// coordinator is ejected and the statement goes to another one.
+	NotSent
+	// MaybeSent: the attempt failed after the statement may have reached
+	// the coordinator. It counts toward ejection and is never sent again.
+	MaybeSent
+	// Abandoned: the caller gave up. It proves nothing about the
+	// coordinator.
+	Abandoned
+)
+
+// Attempt is one try of one statement on one coordinator.
+type Attempt struct {
+	// Node is the coordinator. It is shared and must not be modified.
+	Node *discovery.Node
+
+	router *Router
+	load   *strategy.Load
+	start  time.Time
+	ended  atomic.Bool
+}
+
+// End reports the statement's end, with its error if any, to the
+// coordinator's load figures. Only the first call counts.
+func (a *Attempt) End(err error) {
+	if a.ended.CompareAndSwap(false, true) {
+		a.load.End(time.Since(a.start), err)
+	}
+}
+
+// Failed reports that the coordinator failed with err after it had
+// accepted the statement (for example while its results were read), ends
+// the attempt and returns the StatementError to give the caller.
+func (a *Attempt) Failed(err error) *StatementError {
+	a.router.health.Failure(a.Node.Addr, err)
+	se := &StatementError{Node: a.Node.Addr, Err: err}
+	a.End(se)
+	return se
+}
+
+// Run runs one statement: it picks a coordinator (pinned, when not nil, is
+// the only one: a transaction's), calls try with an attempt on it, and acts
+// on the outcome try reports. try's error is the answer's error for
+// Answered (nil on success), the failure for NotSent and MaybeSent, and the
+// caller's for Abandoned.
+//
+// NotSent ejects the coordinator and tries another one, up to the retries;
+// when none accepts the statement Run returns a *NoCoordinatorError and no
+// attempt. MaybeSent returns a *StatementError. Otherwise Run returns try's
+// error. The attempt returned with a nil error is still open (the
+// statement may stream results): the caller calls End. Every other attempt
+// is ended.
+func (r *Router) Run(ctx context.Context, req *strategy.Request, pinned *discovery.Node, try func(*Attempt) (Outcome, error)) (*Attempt, error) {
+	var tried []NodeFailure
+	for {
+		node := pinned
+		if node == nil {
+			var err error
+			node, err = r.Pick(ctx, req, tried)
+			if err != nil {
+				if len(tried) > 0 {
+					return nil, &NoCoordinatorError{Tried: tried, Err: err}
+				}
+				return nil, err
+			}
+		}
+		a := &Attempt{Node: node, router: r, load: r.loads.For(node.Addr), start: time.Now()}
+		a.load.Begin()
+		outcome, err := try(a)
+		switch outcome {
+		case Answered:
+			r.health.Success(node.Addr)
+			if err != nil {
+				a.End(err)
+			}
+			return a, err
+		case Abandoned:
+			a.End(err)
+			return a, err
+		case MaybeSent:
+			return a, a.Failed(err)
+		}
+		a.End(err)
+		r.health.Eject(node.Addr, err)
+		tried = append(tried, NodeFailure{Node: node.Addr, Err: err})
+		if pinned != nil || len(tried) > r.retries {
+			return nil, &NoCoordinatorError{Tried: tried}
+		}
+		r.noteFailover(node.Addr)
+		r.log.Warn("coordinator failed before accepting the statement; trying another",
+			"node", node.Addr, "err", err, "attempt", len(tried))
+	}
+}
+
+func (r *Router) noteFailover(addr string) {
+	v, _ := r.failovers.LoadOrStore(addr, new(atomic.Uint64))
+	v.(*atomic.Uint64).Add(1)
+}
+
+// Go runs fn in the background unless the Router is closed, and reports
+// whether it did; Close waits for it. fn's context ends with Close's wait
+// for it only when fn bounds itself: give it its own timeout.
+func (r *Router) Go(fn func()) bool {
+	r.bgMu.Lock()
+	defer r.bgMu.Unlock()
+	if r.closed.Load() {
+		return false
+	}
+	r.bg.Go(fn)
+	return true
+}
+
+// Closed reports whether Close was called.
+func (r *Router) Closed() bool { return r.closed.Load() }
+
+// Close stops the health checker, releases discovery and waits for the
+// background work started with Go. Statements still running are not
+// affected. Only the first call does anything.
+func (r *Router) Close() error {
+	r.bgMu.Lock()
+	already := r.closed.Swap(true)
+	r.bgMu.Unlock()
+	if already {
+		return nil
+	}
+	r.discMu.Lock()
+	d, checker := r.disc.Load(), r.checker
+	r.discMu.Unlock()
+	if checker != nil {
+		checker.Close()
+	}
+	var err error
+	if d != nil {
+		err = d.Close()
+	} else if r.cfg.Discoverer != nil {
+		err = r.cfg.Discoverer.Close()
+	}
+	r.bg.Wait()
+	return err
+}
+
+func (r *Router) noNodesError(d *opened, snap *discovery.Snapshot) error {
+	if r.cfg.ZooKeeper == nil {
+		return fmt.Errorf("zkpresto: no coordinators in %s", snap.Source)
+	}
+	why := "no coordinators registered"
+	if d.status != nil {
+		if st := d.status(); st.Problem != "" {
+			why = st.Problem
+		}
+	}
+	return fmt.Errorf("zkpresto: ZooKeeper ensemble %s: %s", r.cfg.ZooKeeper.Ensemble(), why)
+}
+
+// discoverer opens discovery once; a failure is returned to the caller and
+// the next call tries again.
+func (r *Router) discoverer(ctx context.Context) (*opened, error) {
+	if d := r.disc.Load(); d != nil {
+		return d, nil
+	}
+	r.discMu.Lock()
+	defer r.discMu.Unlock()
+	if r.closed.Load() {
+		return nil, errors.New("zkpresto: connector is closed")
+	}
+	if d := r.disc.Load(); d != nil {
+		return d, nil
+	}
+	d, err := r.openDiscovery(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.cfg.HealthCheckInterval > 0 {
+		r.checker = health.StartChecker(r.cfg.HealthCheckInterval, r.cfg.CheckClient, func() []discovery.Node {
+			return d.Snapshot().Nodes
+		}, r.health, r.log)
+	}
+	r.disc.Store(d)
+	return d, nil
+}
+
+// statusReporter is a discoverer that reports its status.
+type statusReporter interface{ Status() discovery.Status }
+
+func (r *Router) openDiscovery(ctx context.Context) (*opened, error) {
+	if r.cfg.Discoverer != nil {
+		d := &opened{Discoverer: r.cfg.Discoverer}
+		if s, ok := r.cfg.Discoverer.(statusReporter); ok {
+			d.status = s.Status
+		}
+		return d, nil
+	}
+	zkCfg := *r.cfg.ZooKeeper
+	if zkCfg.Logger == nil {
+		zkCfg.Logger = r.log
+	}
+	zk, err := discovery.OpenZooKeeper(ctx, zkCfg)
+	if err != nil {
+		return nil, err
+	}
+	return &opened{Discoverer: zk, status: zk.Status, zk: zk}, nil
+}
+
+// pickerFor returns the picker for snap and the current health, building it
+// when either changed. The common case is two atomic loads.
+func (r *Router) pickerFor(snap *discovery.Snapshot) *pickerState {
+	hv := r.health.Version()
+	if ps := r.picked.Load(); ps != nil && ps.snap == snap && ps.health == hv {
+		return ps
+	}
+	r.buildMu.Lock()
+	defer r.buildMu.Unlock()
+	hv = r.health.Version()
+	ps := r.picked.Load()
+	if ps != nil && ps.snap == snap && ps.health == hv {
+		return ps
+	}
+	if ps == nil || ps.snap != snap {
+		r.loads.Retain(snap.Nodes)
+		r.health.Forget(snap.Nodes)
+	}
+	nodes := r.health.Usable(r.applyWeights(snap.Nodes))
+	next := &pickerState{snap: snap, health: hv, nodes: nodes, picker: r.strategy.Build(nodes)}
+	r.picked.Store(next)
+	r.log.Debug("coordinators for picking", "source", snap.Source, "generation", snap.Generation,
+		"listed", len(snap.Nodes), "usable", len(nodes), "strategy", r.strategyName)
+	return next
+}
+
+// applyWeights returns nodes with the weight overrides applied.
+func (r *Router) applyWeights(nodes []discovery.Node) []discovery.Node {
+	if len(r.cfg.Weights) == 0 {
+		return nodes
+	}
+	out := slices.Clone(nodes)
+	for i := range out {
+		if w, ok := r.cfg.Weights[out[i].Addr]; ok {
+			out[i].Weight = w
+		}
+	}
+	return out
+}
+
+// sharedCounter gives global_poll the counter znode /<namespace>-counter in
+// the Router's ZooKeeper session, the znode Kyuubi's polling strategy uses,
+// so that both kinds of client share one rotation.
+type sharedCounter struct {
+	r       *Router
+	once    sync.Once
+	counter *discovery.ZKCounter
+}
+
+func (s *sharedCounter) Next() (uint64, error) {
+	d := s.r.disc.Load()
+	if d == nil || d.zk == nil {
+		return 0, errors.New("zkpresto: discovery is not open")
+	}
+	s.once.Do(func() { s.counter = d.zk.Counter(s.r.cfg.ZooKeeper.Path + "-counter") })
+	return s.counter.Next()
+}

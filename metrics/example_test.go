@@ -10,18 +10,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/metrics"
+	"github.com/zkpresto/zkpresto/routing"
 )
 
 // Serve a connector's figures on /metrics. Here a fixed function stands in
 // for the connector.
 func ExampleNewDriverCollector() {
-	stats := metrics.StatsFunc(func() metrics.DriverStats {
-		return metrics.DriverStats{
-			Discovery: metrics.DiscoveryStats{Connected: true},
-			Nodes: []metrics.NodeStats{
-				{Addr: "10.0.0.1:8080", Usable: true, Picks: 42, InFlight: 3},
-				{Addr: "10.0.0.2:8080", Usable: true, Picks: 40, Failures: 1},
+	stats := metrics.StatsFunc(func() routing.Stats {
+		return routing.Stats{
+			Discovery: routing.DiscoveryStats{Connected: true},
+			Nodes: []routing.NodeStats{
+				{Node: discovery.Node{Addr: "10.0.0.1:8080"}, Usable: true, Picks: 42, InFlight: 3},
+				{Node: discovery.Node{Addr: "10.0.0.2:8080"}, Usable: true, Picks: 40, Failures: 1},
 			},
 		}
 	})

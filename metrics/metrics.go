@@ -24,31 +24,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-// RegistrarStatus is what the registrar collector exports.
-type RegistrarStatus struct {
-	// Registered is true while the coordinator's znode exists.
-	Registered bool
-	// Healthy is true while the coordinator passes its health check.
-	Healthy bool
-	// Connected is true while the registrar has a ZooKeeper session.
-	Connected bool
-	// Registrations counts znodes created.
-	Registrations uint64
-	// HealthCheckFailures counts failed health checks.
-	HealthCheckFailures uint64
-	// SessionReRegistrations counts registrations made again after the
-	// ZooKeeper session that held the previous one expired.
-	SessionReRegistrations uint64
-	// LastCheck is when the last health check finished; zero before the first.
-	LastCheck time.Time
-}
+	"github.com/zkpresto/zkpresto/registrar"
+	"github.com/zkpresto/zkpresto/routing"
+)
 
 // RegistrarCollector exports a registrar's status. Create it with
 // NewRegistrarCollector.
 type RegistrarCollector struct {
-	status func() RegistrarStatus
+	status func() registrar.Status
 
 	registered, healthy, connected                     *prometheus.Desc
 	registrations, healthFailures, sessionReRegistered *prometheus.Desc
@@ -57,7 +41,7 @@ type RegistrarCollector struct {
 
 // NewRegistrarCollector returns a collector that calls status at every
 // scrape.
-func NewRegistrarCollector(status func() RegistrarStatus) *RegistrarCollector {
+func NewRegistrarCollector(status func() registrar.Status) *RegistrarCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("zkpresto_registrar_"+name, help, nil, nil)
 	}
@@ -93,57 +77,18 @@ func (c *RegistrarCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.lastCheck, prometheus.GaugeValue, unixSeconds(s.LastCheck))
 }
 
-// DriverStats is what the driver collector exports: one connector's view.
-type DriverStats struct {
-	// Discovery describes the discovery source.
-	Discovery DiscoveryStats
-	// Nodes has one entry per coordinator discovery lists now.
-	Nodes []NodeStats
-}
-
-// DiscoveryStats describes a connector's discovery source.
-type DiscoveryStats struct {
-	// Connected is true while the ZooKeeper session is live (always for a
-	// static host list).
-	Connected bool
-	// StaleSince is when the connection was lost; zero while connected.
-	StaleSince time.Time
-	// Skipped is the number of registrations that could not be parsed.
-	Skipped int
-}
-
-// NodeStats is what a connector knows of one coordinator.
-type NodeStats struct {
-	// Addr is the coordinator's host:port, the node label.
-	Addr string
-	// Usable is true while the node is a candidate for new statements.
-	Usable bool
-	// Picks is the number of statements started on the node.
-	Picks uint64
-	// Failures is the number of statements that failed there.
-	Failures uint64
-	// Failovers is the number of statements moved elsewhere because the
-	// node failed before accepting them.
-	Failovers uint64
-	// Ejections is how many times the node was ejected.
-	Ejections uint64
-	// InFlight is the number of statements running there now.
-	InFlight int64
-	// Latency is the moving average of statement latency; 0 if unknown.
-	Latency time.Duration
-}
-
-// StatsSource supplies a connector's figures at each scrape. It must be
-// cheap (no I/O) and safe for concurrent use.
+// StatsSource supplies a router's figures at each scrape: a
+// *driver.Connector and a *routing.Router are both one. Stats must be cheap
+// (no I/O) and safe for concurrent use.
 type StatsSource interface {
-	DriverStats() DriverStats
+	Stats() routing.Stats
 }
 
 // StatsFunc adapts a function to StatsSource.
-type StatsFunc func() DriverStats
+type StatsFunc func() routing.Stats
 
-// DriverStats calls f.
-func (f StatsFunc) DriverStats() DriverStats { return f() }
+// Stats calls f.
+func (f StatsFunc) Stats() routing.Stats { return f() }
 
 // DriverCollector exports a connector's figures. Create it with
 // NewDriverCollector.
@@ -188,7 +133,7 @@ func (c *DriverCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *DriverCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.src.DriverStats()
+	s := c.src.Stats()
 	stale := 0.0
 	if !s.Discovery.Connected && !s.Discovery.StaleSince.IsZero() {
 		stale = max(c.now().Sub(s.Discovery.StaleSince).Seconds(), 0)
@@ -201,17 +146,18 @@ func (c *DriverCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, n := range s.Nodes {
 		// Two entries for one address would make the scrape fail;
 		// discovery never lists an address twice, but do not trust it.
-		if n.Addr == "" || seen[n.Addr] {
+		addr := n.Node.Addr
+		if addr == "" || seen[addr] {
 			continue
 		}
-		seen[n.Addr] = true
-		ch <- prometheus.MustNewConstMetric(c.usable, prometheus.GaugeValue, boolValue(n.Usable), n.Addr)
-		ch <- prometheus.MustNewConstMetric(c.picks, prometheus.CounterValue, float64(n.Picks), n.Addr)
-		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(n.Failures), n.Addr)
-		ch <- prometheus.MustNewConstMetric(c.failovers, prometheus.CounterValue, float64(n.Failovers), n.Addr)
-		ch <- prometheus.MustNewConstMetric(c.ejections, prometheus.CounterValue, float64(n.Ejections), n.Addr)
-		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(n.InFlight), n.Addr)
-		ch <- prometheus.MustNewConstMetric(c.latency, prometheus.GaugeValue, n.Latency.Seconds(), n.Addr)
+		seen[addr] = true
+		ch <- prometheus.MustNewConstMetric(c.usable, prometheus.GaugeValue, boolValue(n.Usable), addr)
+		ch <- prometheus.MustNewConstMetric(c.picks, prometheus.CounterValue, float64(n.Picks), addr)
+		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(n.Failures), addr)
+		ch <- prometheus.MustNewConstMetric(c.failovers, prometheus.CounterValue, float64(n.Failovers), addr)
+		ch <- prometheus.MustNewConstMetric(c.ejections, prometheus.CounterValue, float64(n.Ejections), addr)
+		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(n.InFlight), addr)
+		ch <- prometheus.MustNewConstMetric(c.latency, prometheus.GaugeValue, n.Latency.Seconds(), addr)
 	}
 }
 

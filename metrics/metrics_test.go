@@ -10,6 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/registrar"
+	"github.com/zkpresto/zkpresto/routing"
 )
 
 // scrape serves the collectors as Prometheus does and returns the text.
@@ -52,15 +56,15 @@ func wantLines(t *testing.T, text string, lines ...string) {
 }
 
 func TestRegistrarCollector(t *testing.T) {
-	status := RegistrarStatus{}
-	c := NewRegistrarCollector(func() RegistrarStatus { return status })
+	status := registrar.Status{}
+	c := NewRegistrarCollector(func() registrar.Status { return status })
 	wantLines(t, scrape(t, c),
 		"zkpresto_registrar_registered 0",
 		"zkpresto_registrar_last_check_timestamp_seconds 0",
 		"# TYPE zkpresto_registrar_registrations_total counter",
 	)
 
-	status = RegistrarStatus{
+	status = registrar.Status{
 		Registered: true, Healthy: true, Connected: true,
 		Registrations: 3, HealthCheckFailures: 5, SessionReRegistrations: 1,
 		LastCheck: time.Unix(1700000000, 500_000_000),
@@ -78,15 +82,15 @@ func TestRegistrarCollector(t *testing.T) {
 
 func TestDriverCollector(t *testing.T) {
 	now := time.Unix(1700000000, 0)
-	stats := DriverStats{
-		Discovery: DiscoveryStats{Connected: false, StaleSince: now.Add(-90 * time.Second), Skipped: 2},
-		Nodes: []NodeStats{
-			{Addr: "10.0.0.1:8080", Usable: true, Picks: 7, Failures: 1, InFlight: 2, Latency: 250 * time.Millisecond},
-			{Addr: "10.0.0.2:8080", Ejections: 1, Failovers: 4},
-			{Addr: "10.0.0.2:8080", Picks: 99}, // a duplicate must not break the scrape
+	stats := routing.Stats{
+		Discovery: routing.DiscoveryStats{Connected: false, StaleSince: now.Add(-90 * time.Second), Skipped: 2},
+		Nodes: []routing.NodeStats{
+			{Node: discovery.Node{Addr: "10.0.0.1:8080"}, Usable: true, Picks: 7, Failures: 1, InFlight: 2, Latency: 250 * time.Millisecond},
+			{Node: discovery.Node{Addr: "10.0.0.2:8080"}, Ejections: 1, Failovers: 4},
+			{Node: discovery.Node{Addr: "10.0.0.2:8080"}, Picks: 99}, // a duplicate must not break the scrape
 		},
 	}
-	c := NewDriverCollector(StatsFunc(func() DriverStats { return stats }))
+	c := NewDriverCollector(StatsFunc(func() routing.Stats { return stats }))
 	c.now = func() time.Time { return now }
 	text := scrape(t, c)
 	wantLines(t, text,
@@ -104,7 +108,7 @@ func TestDriverCollector(t *testing.T) {
 		`zkpresto_driver_failovers_total{node="10.0.0.2:8080"} 4`,
 	)
 
-	stats.Discovery = DiscoveryStats{Connected: true}
+	stats.Discovery = routing.DiscoveryStats{Connected: true}
 	stats.Nodes = nil
 	wantLines(t, scrape(t, c), "zkpresto_discovery_connected 1", "zkpresto_discovery_stale_seconds 0", "zkpresto_discovery_nodes 0")
 }

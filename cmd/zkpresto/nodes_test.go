@@ -12,10 +12,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
 	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
 	"github.com/zkpresto/zkpresto/metrics"
+	"github.com/zkpresto/zkpresto/routing"
 )
 
 func nodesDSN(ensemble, namespace string) string {
@@ -146,8 +148,8 @@ func TestNodesJoinsUsageFromMetrics(t *testing.T) {
 	}
 	// An application exporting zkpresto's driver metrics, busy on cs[0] only.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewDriverCollector(metrics.StatsFunc(func() metrics.DriverStats {
-		return metrics.DriverStats{Nodes: []metrics.NodeStats{{Addr: cs[0].Addr(), Picks: 17, Failures: 2, InFlight: 4}}}
+	reg.MustRegister(metrics.NewDriverCollector(metrics.StatsFunc(func() routing.Stats {
+		return routing.Stats{Nodes: []routing.NodeStats{{Node: discovery.Node{Addr: cs[0].Addr()}, Picks: 17, Failures: 2, InFlight: 4}}}
 	})))
 	app := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer app.Close()

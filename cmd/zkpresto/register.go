@@ -286,22 +286,6 @@ func runRegister(ctx context.Context, logOut io.Writer, o registerOptions) error
 	return reg.Run(ctx)
 }
 
-// registrarStatus adapts the registrar's status to the metrics package.
-func registrarStatus(reg *registrar.Registrar) func() metrics.RegistrarStatus {
-	return func() metrics.RegistrarStatus {
-		s := reg.Status()
-		return metrics.RegistrarStatus{
-			Registered:             s.Registered,
-			Healthy:                s.Healthy,
-			Connected:              s.Connected,
-			Registrations:          s.Registrations,
-			HealthCheckFailures:    s.HealthCheckFailures,
-			SessionReRegistrations: s.SessionReRegistrations,
-			LastCheck:              s.LastCheck,
-		}
-	}
-}
-
 // serveRegistrarMetrics serves /metrics and /healthz on addr until the
 // returned function is called. /healthz answers 200 while the registrar
 // runs: the sidecar is alive even while its coordinator is not.
@@ -312,7 +296,7 @@ func serveRegistrarMetrics(addr string, reg *registrar.Registrar, logger *slog.L
 	}
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(
-		metrics.NewRegistrarCollector(registrarStatus(reg)),
+		metrics.NewRegistrarCollector(reg.Status),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -3,7 +3,8 @@
 // A Discoverer keeps an immutable Snapshot of the current nodes. Reading the
 // snapshot never does I/O, so a strategy can pick on every connection without
 // touching the network; a change of membership publishes a new Snapshot and
-// tells the subscribers. Two implementations ship: ZooKeeper (one shared,
+// tells the subscribers. Status says, also without I/O, whether the source
+// is reachable and why a snapshot may be empty. Two implementations ship: ZooKeeper (one shared,
 // watched session per ensemble, namespace and credentials in a process) and
 // Static (a fixed host list).
 package discovery
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Format says which znode layout a node was read from.
@@ -139,8 +141,43 @@ type Discoverer interface {
 	// order, from one goroutine at a time. fn must not block for long. The
 	// returned function stops the calls.
 	Subscribe(fn func(*Snapshot)) (cancel func())
+	// Status reports whether the discoverer can see its source and why its
+	// snapshot may be empty or out of date, without I/O.
+	Status() Status
 	// Close releases the discoverer's resources.
 	Close() error
+}
+
+// Status describes a discoverer's view of its source, for errors, logs and
+// operators. Discoverer.Status returns it, so a caller can report on any
+// discoverer without knowing which kind it holds; fields that mean nothing
+// for a source (a session for a static list) stay zero.
+type Status struct {
+	// Connected is true while the discoverer can see its source: a live
+	// ZooKeeper session; always true for a static list.
+	Connected bool
+	// StaleSince is when the connection was lost; zero while connected.
+	StaleSince time.Time
+	// LastChange is when the node set last changed; for a static list,
+	// when it was created.
+	LastChange time.Time
+	// Nodes is the number of nodes in the current snapshot.
+	Nodes int
+	// Skipped is the number of children that could not be parsed.
+	Skipped int
+	// Problem explains an empty snapshot, e.g. a missing namespace, or why
+	// the snapshot may be out of date, e.g. the namespace cannot be read
+	// without credentials; empty otherwise.
+	Problem string
+	// Server is the ensemble member the session is connected to; empty
+	// while disconnected and for a static list.
+	Server string
+	// SessionID is the current session's id (ZooKeeper's logs and
+	// four-letter commands show it in hex); 0 while there is none.
+	SessionID int64
+	// SessionsExpired counts the sessions that expired and were replaced by
+	// a new one.
+	SessionsExpired int
 }
 
 // publisher holds the current snapshot and the subscribers; the ZooKeeper
@@ -192,14 +229,22 @@ func (p *publisher) publish(s *Snapshot) {
 // Static is a Discoverer over a fixed list of nodes.
 type Static struct {
 	publisher
+	created time.Time
 }
 
 // NewStatic returns a discoverer that always serves nodes. source names the
 // list in errors, e.g. the DSN's host list.
 func NewStatic(source string, nodes []Node) *Static {
-	s := &Static{}
+	s := &Static{created: time.Now()}
 	s.current.Store(NewSnapshot(source, 1, nodes))
 	return s
+}
+
+// Status reports a list that is always available: connected, with its node
+// count, changed last when it was created, and no problem. An empty list is
+// what the caller gave, not something to explain.
+func (s *Static) Status() Status {
+	return Status{Connected: true, LastChange: s.created, Nodes: len(s.Snapshot().Nodes)}
 }
 
 // Close does nothing; a static list holds no resources.

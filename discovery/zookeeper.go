@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"slices"
 	"strings"
@@ -20,14 +19,19 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkpresto/zkpresto/internal/zkconn"
 )
 
 // ZooKeeperConfig names an ensemble and the namespace whose children are the
 // coordinators.
 type ZooKeeperConfig struct {
-	// Servers are the ensemble's "host:port" addresses.
+	// Servers are the ensemble's "host:port" addresses; a host without a
+	// port gets 2181, and IPv6 addresses go in brackets ("[::1]:2181").
 	Servers []string
-	// Path is the namespace znode, e.g. "/presto".
+	// Path is the namespace znode, e.g. "/presto"; surrounding slashes do
+	// not matter, and a path ZooKeeper would reject is an error of
+	// OpenZooKeeper.
 	Path string
 	// SessionTimeout is the ZooKeeper session timeout; 0 means 15s.
 	SessionTimeout time.Duration
@@ -124,34 +128,6 @@ func (c *ZooKeeperConfig) key() string {
 	return k
 }
 
-// Status describes a discoverer's view of its source, for errors, logs and
-// operators.
-type Status struct {
-	// Connected is true while the discoverer holds a live session.
-	Connected bool
-	// StaleSince is when the connection was lost; zero while connected.
-	StaleSince time.Time
-	// LastChange is when the node set last changed.
-	LastChange time.Time
-	// Nodes is the number of nodes in the current snapshot.
-	Nodes int
-	// Skipped is the number of children that could not be parsed.
-	Skipped int
-	// Problem explains an empty snapshot, e.g. a missing namespace, or why
-	// the snapshot may be out of date, e.g. the namespace cannot be read
-	// without credentials; empty otherwise.
-	Problem string
-	// Server is the ensemble member the session is connected to; empty
-	// while disconnected.
-	Server string
-	// SessionID is the current session's id (ZooKeeper's logs and
-	// four-letter commands show it in hex); 0 while there is none.
-	SessionID int64
-	// SessionsExpired counts the sessions that expired and were replaced by
-	// a new one.
-	SessionsExpired int
-}
-
 // ZooKeeper is a Discoverer that watches the children of one namespace. All
 // handles opened for the same ensemble and path share one session and one
 // cache; the session closes when the last handle is closed.
@@ -176,13 +152,20 @@ var (
 // Status says why. A namespace the session may not read is an error that
 // names the ensemble and path.
 func OpenZooKeeper(ctx context.Context, cfg ZooKeeperConfig) (*ZooKeeper, error) {
-	if len(cfg.Servers) == 0 {
-		return nil, errors.New("zkpresto: discovery: no ZooKeeper servers given")
+	// A new slice, so that a caller reusing its own cannot change a session.
+	servers, err := zkconn.Servers(cfg.Servers)
+	if err != nil {
+		return nil, fmt.Errorf("zkpresto: discovery: %w", err)
 	}
+	cfg.Servers = servers
 	if cfg.AuthScheme == "" && len(cfg.Auth) > 0 {
 		return nil, fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: credentials given without an auth scheme", cfg.Ensemble())
 	}
-	cfg.Path = "/" + strings.Trim(cfg.Path, "/")
+	path, err := zkconn.Path(cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: path %q: %w", cfg.Ensemble(), cfg.Path, err)
+	}
+	cfg.Path = path
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = 15 * time.Second
 	}
@@ -193,7 +176,6 @@ func OpenZooKeeper(ctx context.Context, cfg ZooKeeperConfig) (*ZooKeeper, error)
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	// Copies, so that a caller reusing its slices cannot change a session.
-	cfg.Servers = slices.Clone(cfg.Servers)
 	cfg.Auth = bytes.Clone(cfg.Auth)
 	if cfg.TLS != nil {
 		t := *cfg.TLS
@@ -293,7 +275,6 @@ type zkWatch struct {
 
 	pub       publisher
 	conn      *zk.Conn
-	tls       *tls.Config   // nil for plain TCP; set before the session starts
 	sessionCh chan struct{} // a session state changed (buffered, 1)
 	dataCh    chan string   // a child's data watch fired (child name)
 	quit      chan struct{}
@@ -343,37 +324,27 @@ func (w *zkWatch) errorf(format string, args ...any) error {
 	return fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: "+format, append([]any{w.cfg.Ensemble()}, args...)...)
 }
 
-// zkLogger routes go-zookeeper's own messages to slog at debug level. None
-// of go-zookeeper's messages carries credentials; secret is masked anyway,
-// should a future version print them.
-type zkLogger struct {
-	log    *slog.Logger
-	secret []byte
-}
-
-func (l zkLogger) Printf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if len(l.secret) > 0 {
-		msg = strings.ReplaceAll(msg, string(l.secret), "xxxxx")
-	}
-	l.log.Debug(msg)
-}
-
 func (w *zkWatch) start(parent context.Context) (err error) {
 	ctx, cancel := context.WithTimeout(parent, w.cfg.ConnectTimeout)
 	defer cancel()
 
+	zcfg := zkconn.Config{
+		Servers:        w.cfg.Servers,
+		SessionTimeout: w.cfg.SessionTimeout,
+		ConnectTimeout: w.cfg.ConnectTimeout,
+		AuthScheme:     w.cfg.AuthScheme,
+		Auth:           w.cfg.Auth,
+		Logger:         w.log,
+		// Remembered for the error of a connect that times out, which
+		// would otherwise only say that no session came.
+		OnDialError: func(err error) { w.lastDial.Store(&dialFailure{msg: err.Error()}) },
+	}
 	if w.cfg.TLS != nil {
-		if w.tls, err = w.cfg.TLS.config(); err != nil {
+		if zcfg.TLS, err = w.cfg.TLS.config(); err != nil {
 			return w.errorf("TLS: %w", err)
 		}
 	}
-	conn, _, err := zk.Connect(w.cfg.Servers, w.cfg.SessionTimeout,
-		zk.WithLogger(zkLogger{log: w.log, secret: w.cfg.Auth}),
-		zk.WithLogInfo(false),
-		zk.WithDialer(w.dial),
-		zk.WithEventCallback(w.onEvent),
-	)
+	conn, err := zkconn.Connect(zcfg, w.onEvent)
 	if err != nil {
 		return w.errorf("%w", err)
 	}
@@ -401,10 +372,8 @@ func (w *zkWatch) start(parent context.Context) (err error) {
 		}
 	}
 
-	if w.cfg.AuthScheme != "" {
-		if err := w.bounded(ctx, func() error { return conn.AddAuth(w.cfg.AuthScheme, w.cfg.Auth) }); err != nil {
-			return w.errorf("adding %s credentials: %w", w.cfg.AuthScheme, err)
-		}
+	if err := zkconn.AddAuth(ctx, conn, zcfg); err != nil {
+		return w.errorf("adding %s credentials: %w", w.cfg.AuthScheme, err)
 	}
 
 	// The first listing happens here so that a new connector sees nodes at once.
@@ -442,33 +411,6 @@ func (w *zkWatch) bounded(ctx context.Context, fn func() error) error {
 		<-done
 		return fmt.Errorf("no answer within %s: %w", w.cfg.ConnectTimeout, ctx.Err())
 	}
-}
-
-// dial connects to one server, over TLS when configured, and remembers the
-// failure for the connect error.
-func (w *zkWatch) dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	d := &net.Dialer{Timeout: min(timeout, w.cfg.ConnectTimeout)}
-	var conn net.Conn
-	var err error
-	if w.tls == nil {
-		conn, err = d.Dial(network, address)
-	} else {
-		cfg := w.tls
-		if cfg.ServerName == "" {
-			host, _, _ := net.SplitHostPort(address)
-			cfg = cfg.Clone()
-			cfg.ServerName = host
-		}
-		conn, err = tls.DialWithDialer(d, network, address, cfg)
-		if err != nil {
-			err = fmt.Errorf("TLS to %s: %w", address, err)
-		}
-	}
-	if err != nil {
-		w.lastDial.Store(&dialFailure{msg: err.Error()})
-		return nil, err
-	}
-	return conn, nil
 }
 
 // onEvent runs on go-zookeeper's goroutines; it must not block.

@@ -30,6 +30,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/zkconn"
 )
 
 // Defaults for the zero values of Config.
@@ -60,10 +61,13 @@ type Auth struct {
 
 // Config configures a Registrar.
 type Config struct {
-	// Servers are the ZooKeeper ensemble's "host:port" addresses.
+	// Servers are the ZooKeeper ensemble's "host:port" addresses, read as
+	// the driver's discovery reads them: a host without a port gets 2181,
+	// and IPv6 addresses go in brackets ("[::1]:2181").
 	Servers []string
 	// Namespace is the znode under which coordinators register, without
-	// slashes around it ("a/b" for nested paths); default "presto".
+	// slashes around it ("a/b" for nested paths); default "presto". New
+	// rejects one ZooKeeper would refuse to create.
 	Namespace string
 	// AdvertiseURI is the address clients use for this coordinator:
 	// http://host:port, https://host:port or host:port (http).
@@ -163,21 +167,19 @@ type Registrar struct {
 
 // New validates cfg and returns a Registrar. It does no I/O.
 func New(cfg Config) (*Registrar, error) {
-	if len(cfg.Servers) == 0 {
-		return nil, errors.New("registrar: no ZooKeeper servers given")
+	servers, err := zkconn.Servers(cfg.Servers)
+	if err != nil {
+		return nil, fmt.Errorf("registrar: %w", err)
 	}
-	for _, s := range cfg.Servers {
-		if _, _, err := net.SplitHostPort(s); err != nil {
-			return nil, fmt.Errorf("registrar: ZooKeeper server %q: want host:port", s)
-		}
-	}
-	cfg.Namespace = strings.Trim(cfg.Namespace, "/")
-	if cfg.Namespace == "" {
+	cfg.Servers = servers
+	if strings.Trim(cfg.Namespace, "/") == "" {
 		cfg.Namespace = DefaultNamespace
 	}
-	if strings.Contains(cfg.Namespace, "//") {
-		return nil, fmt.Errorf("registrar: namespace %q has an empty path segment", cfg.Namespace)
+	path, err := zkconn.Path(cfg.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("registrar: namespace %q: %w", cfg.Namespace, err)
 	}
+	cfg.Namespace = path[1:]
 	scheme, addr, err := parseAdvertise(cfg.AdvertiseURI)
 	if err != nil {
 		return nil, fmt.Errorf("registrar: advertised URI: %w", err)
@@ -215,7 +217,7 @@ func New(cfg Config) (*Registrar, error) {
 	}
 	r := &Registrar{
 		cfg:     cfg,
-		path:    "/" + cfg.Namespace,
+		path:    path,
 		node:    discovery.Node{Addr: addr, Scheme: scheme, Weight: cfg.Weight, Zone: cfg.Zone, Version: cfg.Version},
 		infoURL: base.String() + "/v1/info",
 		http:    cfg.HTTPClient,
@@ -339,12 +341,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 	r.running = true
 	r.mu.Unlock()
 
-	dialer := zk.WithDialer(net.DialTimeout)
-	if r.cfg.TLS != nil {
-		dialer = zk.WithDialer(tlsDialer(r.cfg.TLS))
-	}
-	conn, _, err := zk.Connect(r.cfg.Servers, r.cfg.SessionTimeout,
-		zk.WithLogInfo(false), zk.WithLogger(zkLogger{r.log}), zk.WithEventCallback(r.onEvent), dialer)
+	conn, err := zkconn.Connect(r.zkConfig(), r.onEvent)
 	if err != nil {
 		return fmt.Errorf("registrar: ZooKeeper %s: %w", strings.Join(r.cfg.Servers, ","), err)
 	}
@@ -642,11 +639,31 @@ func (r *Registrar) forget() {
 	r.update(func(s *Status) { s.Registered, s.Path = false, "" })
 }
 
+// zkConfig is the session's configuration. The registrar sets no connect
+// timeout: it waits for ZooKeeper as long as it runs, and go-zookeeper
+// bounds each dial itself.
+func (r *Registrar) zkConfig() zkconn.Config {
+	c := zkconn.Config{
+		Servers:        r.cfg.Servers,
+		SessionTimeout: r.cfg.SessionTimeout,
+		TLS:            r.cfg.TLS,
+		Logger:         r.log,
+	}
+	if r.cfg.Auth != nil {
+		c.AuthScheme, c.Auth = r.cfg.Auth.Scheme, r.cfg.Auth.Credentials
+	}
+	return c
+}
+
+// ensureAuth adds the credentials once per Run; go-zookeeper sends them
+// again after every reconnection, a new session included.
 func (r *Registrar) ensureAuth(conn *zk.Conn) error {
 	if r.cfg.Auth == nil || r.authAdded {
 		return nil
 	}
-	if err := conn.AddAuth(r.cfg.Auth.Scheme, r.cfg.Auth.Credentials); err != nil {
+	// No deadline: as before, the request ends with its answer or when the
+	// connection is lost, and the registrar has nothing better to do.
+	if err := zkconn.AddAuth(context.Background(), conn, r.zkConfig()); err != nil {
 		return err
 	}
 	r.authAdded = true
@@ -689,26 +706,4 @@ func (r *Registrar) drain(conn *zk.Conn) {
 	}
 	r.forget()
 	r.log.Info("registrar stopped")
-}
-
-// tlsDialer dials ZooKeeper servers over TLS.
-func tlsDialer(base *tls.Config) zk.Dialer {
-	return func(network, address string, timeout time.Duration) (net.Conn, error) {
-		cfg := base.Clone()
-		if cfg.ServerName == "" {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return nil, err
-			}
-			cfg.ServerName = host
-		}
-		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, cfg)
-	}
-}
-
-// zkLogger sends go-zookeeper's own messages to the debug log.
-type zkLogger struct{ log *slog.Logger }
-
-func (l zkLogger) Printf(format string, args ...any) {
-	l.log.Debug("zookeeper: " + fmt.Sprintf(format, args...))
 }

@@ -332,7 +332,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		want   string
 	}{
 		{"no servers", func(c *registrar.Config) { c.Servers = nil }, "no ZooKeeper servers"},
-		{"bad server", func(c *registrar.Config) { c.Servers = []string{"zk1"} }, `"zk1"`},
+		{"bad server", func(c *registrar.Config) { c.Servers = []string{"zk1:x"} }, `ZooKeeper server "zk1:x"`},
+		{"bare IPv6 server", func(c *registrar.Config) { c.Servers = []string{"::1"} }, "brackets"},
 		{"no advertise", func(c *registrar.Config) { c.AdvertiseURI = "" }, "advertised URI"},
 		{"advertise path", func(c *registrar.Config) { c.AdvertiseURI = "http://h:1/x" }, "without path"},
 		{"advertise scheme", func(c *registrar.Config) { c.AdvertiseURI = "ftp://h:1" }, "http or https"},
@@ -342,7 +343,9 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"zone", func(c *registrar.Config) { c.Zone = "a;b" }, "zone"},
 		{"version", func(c *registrar.Config) { c.Version = "1/2" }, "version"},
 		{"auth", func(c *registrar.Config) { c.Auth = &registrar.Auth{Scheme: "digest"} }, "auth"},
-		{"namespace", func(c *registrar.Config) { c.Namespace = "a//b" }, "namespace"},
+		{"namespace", func(c *registrar.Config) { c.Namespace = "a//b" }, `namespace "a//b": empty path segment`},
+		{"relative namespace", func(c *registrar.Config) { c.Namespace = "a/./b" }, "relative path segment"},
+		{"namespace character", func(c *registrar.Config) { c.Namespace = "a\x01" }, "not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := good
@@ -355,6 +358,52 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 	if _, err := registrar.New(good); err != nil {
 		t.Fatalf("good config: %v", err)
+	}
+	// Servers are read as the driver reads them: the port defaults to 2181.
+	for _, servers := range [][]string{{"zk1"}, {"[::1]"}, {"[::1]:2182", "zk2:2181"}} {
+		cfg := good
+		cfg.Servers = servers
+		if _, err := registrar.New(cfg); err != nil {
+			t.Errorf("servers %q: %v", servers, err)
+		}
+	}
+}
+
+// TestLogsMaskTheCredentials runs a registrar against a closed port with
+// debug logging. go-zookeeper logs each failed connect as "... connection
+// refused"; with that as the digest password, an unmasked go-zookeeper line
+// would show it.
+func TestLogsMaskTheCredentials(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	const password = "connection refused"
+	logs := &testutil.Buffer{}
+	reg, err := registrar.New(registrar.Config{
+		Servers:      []string{dead},
+		AdvertiseURI: startCoordinator(t).URL(), // healthy, so only ZooKeeper fails
+		Interval:     50 * time.Millisecond,
+		Auth:         &registrar.Auth{Scheme: "digest", Credentials: []byte("presto:" + password)},
+		Logger:       logs.Logger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- reg.Run(ctx) }()
+	eventually(t, "go-zookeeper's failed connect in the log", func() bool {
+		return strings.Contains(logs.String(), "zookeeper: failed to connect to "+dead)
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if out := logs.String(); strings.Contains(out, password) {
+		t.Fatalf("the logs hold the password:\n%s", out)
 	}
 }
 

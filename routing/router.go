@@ -84,11 +84,10 @@ type Router struct {
 	closed atomic.Bool
 }
 
-// opened is the open discovery source with its status report.
+// opened is the open discovery source.
 type opened struct {
 	discovery.Discoverer
-	status func() discovery.Status
-	zk     *discovery.ZooKeeper // nil unless ZooKeeper discovery
+	zk *discovery.ZooKeeper // nil unless ZooKeeper discovery, for global_poll's counter
 }
 
 // pickerState is a picker built for one snapshot and one health state.
@@ -374,10 +373,8 @@ func (r *Router) noNodesError(d *opened, snap *discovery.Snapshot) error {
 		return fmt.Errorf("zkpresto: no coordinators in %s", snap.Source)
 	}
 	why := "no coordinators registered"
-	if d.status != nil {
-		if st := d.status(); st.Problem != "" {
-			why = st.Problem
-		}
+	if st := d.Status(); st.Problem != "" {
+		why = st.Problem
 	}
 	return fmt.Errorf("zkpresto: ZooKeeper ensemble %s: %s", r.cfg.ZooKeeper.Ensemble(), why)
 }
@@ -409,16 +406,9 @@ func (r *Router) discoverer(ctx context.Context) (*opened, error) {
 	return d, nil
 }
 
-// statusReporter is a discoverer that reports its status.
-type statusReporter interface{ Status() discovery.Status }
-
 func (r *Router) openDiscovery(ctx context.Context) (*opened, error) {
 	if r.cfg.Discoverer != nil {
-		d := &opened{Discoverer: r.cfg.Discoverer}
-		if s, ok := r.cfg.Discoverer.(statusReporter); ok {
-			d.status = s.Status
-		}
-		return d, nil
+		return &opened{Discoverer: r.cfg.Discoverer}, nil
 	}
 	zkCfg := *r.cfg.ZooKeeper
 	if zkCfg.Logger == nil {
@@ -428,7 +418,7 @@ func (r *Router) openDiscovery(ctx context.Context) (*opened, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &opened{Discoverer: zk, status: zk.Status, zk: zk}, nil
+	return &opened{Discoverer: zk, zk: zk}, nil
 }
 
 // pickerFor returns the picker for snap and the current health, building it

@@ -85,11 +85,9 @@ func (r *Router) Stats() Stats {
 	}
 	snap := d.Snapshot()
 	st.Discovery = DiscoveryStats{Source: snap.Source, Open: true, Connected: true, Generation: snap.Generation, Nodes: len(snap.Nodes)}
-	if d.status != nil {
-		ds := d.status()
-		st.Discovery.Connected, st.Discovery.StaleSince, st.Discovery.LastChange = ds.Connected, ds.StaleSince, ds.LastChange
-		st.Discovery.Skipped, st.Discovery.Problem = ds.Skipped, ds.Problem
-	}
+	ds := d.Status()
+	st.Discovery.Connected, st.Discovery.StaleSince, st.Discovery.LastChange = ds.Connected, ds.StaleSince, ds.LastChange
+	st.Discovery.Skipped, st.Discovery.Problem = ds.Skipped, ds.Problem
 	usable := map[string]bool{}
 	if ps := r.picked.Load(); ps != nil && ps.snap == snap {
 		for _, n := range ps.nodes {

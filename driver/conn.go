@@ -102,9 +102,9 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 	var last *attempt
 	_, err := c.connector.router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
 		c.last.Store(ra.Node)
-		a := &attempt{Attempt: ra, caller: ctx}
+		a := newAttempt(ra, ctx)
 		last = a
-		err := do(withAttempt(context.WithoutCancel(ctx), a))
+		err := do(a.context())
 		failure, sent := a.Failure()
 		switch {
 		case err == nil:

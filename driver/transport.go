@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/routing"
@@ -29,17 +30,38 @@ var errFailover = fmt.Errorf("zkpresto: coordinator failed; handled by the drive
 type attempt struct {
 	*routing.Attempt
 	protocol.Exchange
-	// caller is the caller's context. The Presto client gets one that is
-	// never cancelled, so that it neither retries nor logs on cancellation;
-	// the transport aborts requests when caller is done instead, and the
-	// driver cancels the query on the coordinator itself.
+	// caller is the caller's context. The Presto client gets ctx instead,
+	// which is never cancelled, so that it neither retries nor logs on
+	// cancellation; the transport aborts requests when caller is done, and
+	// the driver cancels the query on the coordinator itself.
 	caller context.Context
+	ctx    attemptContext
 }
+
+func newAttempt(ra *routing.Attempt, caller context.Context) *attempt {
+	a := &attempt{Attempt: ra, caller: caller}
+	a.ctx.a = a
+	return a
+}
+
+// context returns the context the Presto client runs the attempt under.
+func (a *attempt) context() context.Context { return &a.ctx }
+
+// attemptContext has the caller's values and the attempt, and is never
+// done: context.WithValue(context.WithoutCancel(caller), ...) in one piece
+// that lives inside the attempt, since it is built for every statement.
+type attemptContext struct{ a *attempt }
 
 type attemptKey struct{}
 
-func withAttempt(ctx context.Context, a *attempt) context.Context {
-	return context.WithValue(ctx, attemptKey{}, a)
+func (c *attemptContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *attemptContext) Done() <-chan struct{}       { return nil }
+func (c *attemptContext) Err() error                  { return nil }
+func (c *attemptContext) Value(key any) any {
+	if key == (attemptKey{}) {
+		return c.a
+	}
+	return c.a.caller.Value(key)
 }
 
 func attemptFrom(ctx context.Context) *attempt {
@@ -83,34 +105,36 @@ func (t *routingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	// The body outlives this call: release the context when it is closed.
-	resp.Body = protocol.WatchBody(resp.Body, &a.Exchange, release)
+	protocol.WatchResponse(resp, &a.Exchange, release)
 	return resp, nil
 }
 
 func (t *routingTransport) route(req *http.Request, a *attempt) (*http.Response, error) {
-	// A RoundTripper must not modify the request it was given: work on a
-	// shallow copy.
-	r := req.WithContext(req.Context())
-	if req.URL.Hostname() == placeholderHost {
-		u := *req.URL
-		u.Host = a.Node.Addr
-		if t.forceTLS || a.Node.Scheme == "https" {
-			u.Scheme = "https"
-		} else {
-			u.Scheme = "http"
+	submission := protocol.IsSubmission(req)
+	if req.URL.Hostname() == placeholderHost || submission {
+		// A RoundTripper must not modify the request it was given: work on
+		// a shallow copy, made once for the host and the trace.
+		ctx := req.Context()
+		if submission {
+			ctx = a.Trace(ctx)
 		}
-		r.URL, r.Host = &u, a.Node.Addr
+		r := req.WithContext(ctx)
+		if req.URL.Hostname() == placeholderHost {
+			u := *req.URL
+			u.Host = a.Node.Addr
+			if t.forceTLS || a.Node.Scheme == "https" {
+				u.Scheme = "https"
+			} else {
+				u.Scheme = "http"
+			}
+			r.URL, r.Host = &u, a.Node.Addr
+		}
+		req = r
 	}
-	if req.Header.Get("Accept-Encoding") != "" {
-		// The Presto client asks for gzip itself, which turns off Go's
-		// transparent decompression; without the header Go asks for gzip and
-		// decompresses, so the body watch sees the JSON and the client gets
-		// it as before.
-		r.Header = req.Header.Clone()
-		r.Header.Del("Accept-Encoding")
+	// The Presto client asks for gzip and decodes it itself; the header
+	// stays, so that Go neither adds its own nor decodes.
+	if submission {
+		return protocol.Submit(t.next, req, &a.Exchange)
 	}
-	if protocol.IsSubmission(r) {
-		return protocol.Submit(t.next, r, &a.Exchange)
-	}
-	return protocol.FollowUp(t.next, r, &a.Exchange)
+	return protocol.FollowUp(t.next, req, &a.Exchange)
 }

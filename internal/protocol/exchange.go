@@ -78,6 +78,19 @@ func IsSubmission(req *http.Request) bool {
 		(req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/v1/statement/"))
 }
 
+// Trace returns ctx with e's client trace, which notes when a submission
+// was fully written: the context for a submission's request.
+func (e *Exchange) Trace(ctx context.Context) context.Context {
+	if e.trace.WroteRequest == nil {
+		e.trace.WroteRequest = func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				e.written.Store(true)
+			}
+		}
+	}
+	return httptrace.WithClientTrace(ctx, &e.trace)
+}
+
 // ErrRefused is recorded for a coordinator that answered a submission with
 // 503: by the protocol it did not accept the statement (starting or
 // overloaded), which every official client retries.
@@ -89,15 +102,13 @@ var ErrRefused = errors.New("HTTP 503 Service Unavailable")
 // sent again. A failure is recorded in e (unless the request's own context
 // ended: that is the caller giving up, not the coordinator failing) and
 // returned; a 503 is recorded as ErrRefused, not sent.
+//
+// req must carry e's trace (see Trace) in its context, or Submit adds it,
+// at the cost of a copy of req.
 func Submit(rt http.RoundTripper, req *http.Request, e *Exchange) (*http.Response, error) {
-	if e.trace.WroteRequest == nil {
-		e.trace.WroteRequest = func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				e.written.Store(true)
-			}
-		}
+	if httptrace.ContextClientTrace(req.Context()) != &e.trace {
+		req = req.WithContext(e.Trace(req.Context()))
 	}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &e.trace))
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		if req.Context().Err() == nil {
@@ -178,9 +189,15 @@ type Body struct {
 	closed  bool
 }
 
-// WatchBody returns body wrapped in a Body for e.
-func WatchBody(body io.ReadCloser, e *Exchange, release func()) *Body {
-	return &Body{ReadCloser: body, e: e, release: release}
+// WatchResponse replaces resp's body with a Body for e. A compressed body
+// cannot be scanned without decoding it twice: its query counts as running,
+// which at worst costs a cancel of a query that had ended.
+func WatchResponse(resp *http.Response, e *Exchange, release func()) {
+	b := &Body{ReadCloser: resp.Body, e: e, release: release}
+	if resp.Header.Get("Content-Encoding") != "" {
+		b.found, b.scanned = true, nextURIScan
+	}
+	resp.Body = b
 }
 
 // Read implements io.Reader.

@@ -2,16 +2,14 @@ package health
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/protocol"
 )
 
 // Checker limits and defaults.
@@ -23,8 +21,6 @@ const (
 	MaxCheckTimeout = 5 * time.Second
 	// maxConcurrentChecks bounds the requests of one round in flight at once.
 	maxConcurrentChecks = 8
-	// maxInfoBytes bounds how much of a /v1/info answer is read.
-	maxInfoBytes = 64 << 10
 )
 
 // Checker checks every node's GET /v1/info in the background and reports
@@ -46,9 +42,12 @@ type Checker struct {
 // StartChecker starts checking the nodes that nodes returns every interval
 // (DefaultCheckInterval when interval is not positive), each request with a
 // timeout of min(interval, MaxCheckTimeout), through client (a plain
-// http.Client when nil). A node that fails to answer, answers other than
-// 200, or reports "starting": true is marked unhealthy in t; one that
-// answers 200 and is not starting is marked healthy. The first round runs
+// http.Client when nil). A node that answers 200 with a JSON object saying
+// "starting": false is marked healthy in t. One that fails to answer,
+// answers another status or a redirect (redirects are not followed, whatever
+// the client's CheckRedirect says), sends something that is not Presto's
+// /v1/info, or reports "starting": true is marked unhealthy. The registrar
+// and the CLI judge a coordinator by the same rules. The first round runs
 // one interval after the start; call CheckNow to run one at once. t is
 // required; client, nodes and logger may be nil.
 //
@@ -143,52 +142,17 @@ func (c *Checker) CheckNow(ctx context.Context) {
 
 // checkOne checks one node and reports the result, unless ctx ended first.
 func (c *Checker) checkOne(ctx context.Context, node *discovery.Node) {
-	err := c.probe(ctx, node)
+	probeCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	info := protocol.ProbeInfo(probeCtx, c.client, node.URL())
+	cancel()
 	if ctx.Err() != nil {
 		return // cancelled by the caller or Close: the node proved nothing
 	}
-	if err != nil {
-		c.log.Debug("coordinator check failed", "addr", node.Addr, "error", err)
+	if info.Verdict != protocol.Up {
+		err := fmt.Errorf("health check: %w", info.Err)
+		c.log.Debug("coordinator check failed", "addr", node.Addr, "verdict", info.Verdict, "error", err)
 		c.tracker.SetUnhealthy(node.Addr, err)
 		return
 	}
 	c.tracker.SetHealthy(node.Addr)
-}
-
-// errStarting is the reason given for a node that reports it is starting.
-var errStarting = errors.New("node reports it is starting")
-
-// probe returns nil when node answers GET /v1/info with 200 and is not
-// starting.
-func (c *Checker) probe(ctx context.Context, node *discovery.Node) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	url := node.URL() + "/v1/info"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return fmt.Errorf("health check %s: %w", url, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("health check: %w", err) // *url.Error names the URL
-	}
-	defer func() {
-		// Drain a little so the connection can be reused.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxInfoBytes))
-		_ = resp.Body.Close()
-	}()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health check GET %s: status %s", url, resp.Status)
-	}
-	var info struct {
-		Starting bool `json:"starting"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxInfoBytes)).Decode(&info); err != nil {
-		return fmt.Errorf("health check GET %s: bad answer: %w", url, err)
-	}
-	if info.Starting {
-		return fmt.Errorf("health check GET %s: %w", url, errStarting)
-	}
-	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
+	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
@@ -135,8 +136,67 @@ func TestCheckerBadAnswers(t *testing.T) {
 				t.Errorf("%s: state %+v", name, st)
 			}
 		default:
-			if !st.Unhealthy || !strings.Contains(st.LastError, "bad answer") {
+			if !st.Unhealthy || !strings.Contains(st.LastError, "not a Presto /v1/info answer") {
 				t.Errorf("%s: state %+v", name, st)
+			}
+		}
+	}
+}
+
+// infoAnswers are /v1/info answers on which the callers of
+// protocol.ProbeInfo used to disagree, and the plain ones.
+var infoAnswers = map[string]http.HandlerFunc{
+	"up": func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"nodeVersion":{"version":"0.289"},"starting":false}`)
+	},
+	"starting": func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"nodeVersion":{"version":"0.289"},"starting":true}`)
+	},
+	"503":                     func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "busy", http.StatusServiceUnavailable) },
+	"redirect":                func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/elsewhere", http.StatusFound) },
+	"html":                    func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<html><body>proxy</body></html>") },
+	"null":                    func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "null") },
+	"no starting, no version": func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"coordinator":true}`) },
+	"no starting, a version":  func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"nodeVersion":{"version":"0.150"}}`) },
+}
+
+// The checker marks healthy exactly the nodes whose verdict is up.
+func TestCheckerAgreesWithProbeInfo(t *testing.T) {
+	client := newClient(t)
+	var nodes []discovery.Node
+	names := map[string]string{}
+	for name, answer := range infoAnswers {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/v1/info" {
+				// Where the redirect points: up, if the check went there.
+				fmt.Fprint(w, `{"nodeVersion":{"version":"0.289"},"starting":false}`)
+				return
+			}
+			answer(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		addr := strings.TrimPrefix(srv.URL, "http://")
+		nodes = append(nodes, discovery.Node{Addr: addr, Scheme: "http"})
+		names[addr] = name
+	}
+	tr := health.NewTracker(health.Policy{})
+	c := health.StartChecker(time.Hour, client, func() []discovery.Node { return nodes }, tr, nil)
+	defer c.Close()
+	c.CheckNow(context.Background())
+	for _, n := range nodes {
+		info := protocol.ProbeInfo(context.Background(), client, n.URL())
+		st := tr.State(n.Addr)
+		if st.Unhealthy != (info.Verdict != protocol.Up) {
+			t.Errorf("%s: verdict %v but unhealthy=%v (%s)", names[n.Addr], info.Verdict, st.Unhealthy, st.LastError)
+		}
+		if info.Err != nil && !strings.Contains(st.LastError, info.Err.Error()) {
+			t.Errorf("%s: reason %q, want it to say %q", names[n.Addr], st.LastError, info.Err)
+		}
+	}
+	for _, name := range []string{"starting", "redirect", "null", "no starting, no version"} {
+		for _, n := range nodes {
+			if names[n.Addr] == name && !tr.State(n.Addr).Unhealthy {
+				t.Errorf("%s: healthy", name)
 			}
 		}
 	}

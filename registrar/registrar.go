@@ -15,10 +15,8 @@ package registrar
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,6 +28,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/internal/zkconn"
 )
 
@@ -46,8 +45,6 @@ const (
 	// drainTimeout bounds the delete on shutdown; closing the session
 	// removes the ephemeral znode anyway, only later for watchers.
 	drainTimeout = 5 * time.Second
-	// maxInfoBody bounds how much of a /v1/info answer is read.
-	maxInfoBody = 1 << 20
 )
 
 // Auth is ZooKeeper authentication information, as for zk.Conn.AddAuth.
@@ -402,30 +399,30 @@ func (r *Registrar) nudge() {
 	}
 }
 
-// coordinatorInfo is the part of Presto's /v1/info answer the check reads.
-type coordinatorInfo struct {
-	NodeVersion struct {
-		Version string `json:"version"`
-	} `json:"nodeVersion"`
-	Starting bool `json:"starting"`
-}
-
-// check polls /v1/info once and updates the health state.
+// check polls /v1/info once and updates the health state. Readiness is
+// protocol.ProbeInfo's verdict, the one the driver's health checker and the
+// CLI reach for the same answer.
 func (r *Registrar) check(ctx context.Context) {
-	ready, err := r.probe(ctx)
+	probeCtx, cancel := context.WithTimeout(ctx, r.cfg.Interval)
+	info := protocol.ProbeInfo(probeCtx, r.http, r.cfg.CoordinatorURL)
+	cancel()
 	if ctx.Err() != nil {
 		return // shutting down; the answer does not matter
 	}
+	if info.Verdict != protocol.Down {
+		r.coordinatorVer = info.Version // desired checks it before use
+	}
+	err := info.Err
 	healthyBefore := r.Status().Healthy
 	healthy := healthyBefore
-	switch {
-	case err == nil && ready:
+	switch info.Verdict {
+	case protocol.Up:
 		r.failures = 0
 		healthy = true
-	case err == nil: // starting
+	case protocol.Starting:
+		// Not noise: the coordinator itself says it is not ready.
 		r.failures = r.cfg.FailureThreshold
 		healthy = false
-		err = errors.New("coordinator is starting")
 	default:
 		r.failures++
 		if r.failures >= r.cfg.FailureThreshold {
@@ -452,38 +449,6 @@ func (r *Registrar) check(ctx context.Context) {
 		r.log.Warn("health check failed; still registered", "coordinator", r.infoURL, "reason", err,
 			"consecutive", r.failures, "threshold", r.cfg.FailureThreshold)
 	}
-}
-
-// probe asks the coordinator whether it is ready.
-func (r *Registrar) probe(ctx context.Context) (ready bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.Interval)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.infoURL, nil)
-	if err != nil {
-		return false, err
-	}
-	resp, err := r.http.Do(req)
-	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err // the URL is in our own message
-		}
-		return false, fmt.Errorf("GET %s: %w", r.infoURL, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxInfoBody))
-	if err != nil {
-		return false, fmt.Errorf("GET %s: reading the answer: %w", r.infoURL, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return false, fmt.Errorf("GET %s: %s", r.infoURL, resp.Status)
-	}
-	var info coordinatorInfo
-	if err := json.Unmarshal(body, &info); err != nil {
-		return false, fmt.Errorf("GET %s: not a Presto /v1/info answer: %w", r.infoURL, err)
-	}
-	r.coordinatorVer = info.NodeVersion.Version
-	return !info.Starting, nil
 }
 
 // reconcile makes ZooKeeper match the health state: registered while

@@ -3,9 +3,12 @@ package registrar_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
@@ -488,4 +492,89 @@ func (p *proxy) unblock() {
 	p.mu.Lock()
 	p.blocked = false
 	p.mu.Unlock()
+}
+
+// The registrar registers exactly the coordinators whose /v1/info verdict is
+// up, and records why the others are not.
+func TestRegistersOnlyWhatProbeInfoCallsUp(t *testing.T) {
+	zks := zkserver.StartT(t)
+	observer := fleet.DialT(t, zks.Addr())
+	for _, tc := range []struct {
+		name   string
+		answer http.HandlerFunc
+	}{
+		{"up", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"nodeVersion":{"version":"0.289"},"starting":false}`)
+		}},
+		{"starting", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"nodeVersion":{"version":"0.289"},"starting":true}`)
+		}},
+		{"503", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "busy", http.StatusServiceUnavailable) }},
+		{"redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/elsewhere", http.StatusFound) }},
+		{"html", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<html><body>proxy</body></html>") }},
+		// The registrar used to call this one up: it read a missing
+		// "starting" as false.
+		{"no starting, no version", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"coordinator":true}`) }},
+		{"no starting, a version", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"nodeVersion":{"version":"0.150"}}`)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/v1/info" {
+					// Where the redirect points: up, if the check went there.
+					fmt.Fprint(w, `{"nodeVersion":{"version":"0.289"},"starting":false}`)
+					return
+				}
+				tc.answer(w, r)
+			}))
+			defer srv.Close()
+			transport := http.DefaultTransport.(*http.Transport).Clone()
+			defer transport.CloseIdleConnections()
+			client := &http.Client{Transport: transport} // one that would follow redirects
+			want := protocol.ProbeInfo(context.Background(), client, srv.URL)
+
+			namespace := "agree" + strings.NewReplacer(" ", "", ",", "").Replace(tc.name)
+			h := &harness{t: t, zk: zks, observer: observer}
+			h.start(registrar.Config{
+				Servers:      []string{zks.Addr()},
+				Namespace:    namespace,
+				AdvertiseURI: srv.URL,
+				Interval:     50 * time.Millisecond,
+				HTTPClient:   client,
+				Logger:       testLogger(t),
+			})
+			if want.Verdict == protocol.Up {
+				eventually(t, "a registration", func() bool { return h.reg.Status().Registered })
+				if st := h.reg.Status(); !st.Healthy || st.LastError != "" {
+					t.Errorf("verdict up, status %+v", st)
+				}
+				if !strings.Contains(h.reg.Status().Path, ";version="+want.Version+";") {
+					t.Errorf("registered %s, want version %s from /v1/info", h.reg.Status().Path, want.Version)
+				}
+			} else {
+				// Two failed checks reach the default failure threshold.
+				eventually(t, "two failed checks", func() bool { return h.reg.Status().HealthCheckFailures >= 2 })
+				st := h.reg.Status()
+				if st.Registered || st.Healthy {
+					t.Errorf("verdict %v, status %+v", want.Verdict, st)
+				}
+				if st.LastError != want.Err.Error() {
+					t.Errorf("reason %q, want %q", st.LastError, want.Err)
+				}
+				kids, _, err := observer.Children("/" + namespace)
+				if err != nil && !errors.Is(err, zk.ErrNoNode) {
+					t.Fatal(err)
+				}
+				if len(kids) != 0 {
+					t.Errorf("verdict %v, registered %v", want.Verdict, kids)
+				}
+			}
+			h.cancel()
+			if err := <-h.done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+			h.done <- nil // for the cleanup
+		})
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/internal/cli"
+	"github.com/zkpresto/zkpresto/internal/protocol"
 )
 
 func init() { subcommands = append(subcommands, newNodesCommand) }
@@ -46,8 +47,9 @@ from (zkpresto, hive, curator, hostport; static for a DSN without discovery),
 weight, zone, version and ID (the znode or Curator instance).
 
 --probe asks each coordinator's GET /v1/info and fills HEALTH: up, starting
-(the coordinator says it is not ready) or down (no answer, an error, or not a
-Presto answer). Without --probe HEALTH is "-".
+(the coordinator says it is not ready) or down (no answer, an error status, a
+redirect, or not a Presto answer), the verdict the driver's health checks and
+register reach for the same answer. Without --probe HEALTH is "-".
 
 --metrics reads an application's Prometheus endpoint (one that exports
 zkpresto's driver collector) and adds that process's PICKS, FAILURES and
@@ -220,31 +222,13 @@ func driverView(c *zkdriver.Connector) driverState {
 	return view
 }
 
-// probeHealth asks a coordinator whether it is ready: up, starting or down.
+// probeHealth asks a coordinator whether it is ready: up, starting or down,
+// by the rules the driver's health checker and the registrar use, so the
+// column never disagrees with what they do with the same coordinator.
 func probeHealth(ctx context.Context, n *discovery.Node, timeout time.Duration) string {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL()+"/v1/info", nil)
-	if err != nil {
-		return "down"
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "down"
-	}
-	defer resp.Body.Close()
-	var info struct {
-		Starting    *bool `json:"starting"`
-		NodeVersion any   `json:"nodeVersion"`
-	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&info) != nil ||
-		info.Starting == nil {
-		return "down"
-	}
-	if *info.Starting {
-		return "starting"
-	}
-	return "up"
+	return protocol.ProbeInfo(ctx, http.DefaultClient, n.URL()).Verdict.String()
 }
 
 // scrapeUsage reads zkpresto's driver metrics from a Prometheus endpoint.

@@ -1,18 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
 	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
@@ -200,5 +205,48 @@ func TestNodesRejectsBadSettings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// HEALTH is ProbeInfo's verdict, including for the answers on which the
+// probe used to differ from the health checker and the registrar.
+func TestProbeHealthIsTheSharedVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer http.HandlerFunc
+		want   string
+	}{
+		{"up", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"nodeVersion":{"version":"0.289"},"starting":false}`)
+		}, "up"},
+		{"starting", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"nodeVersion":{"version":"0.289"},"starting":true}`)
+		}, "starting"},
+		{"503", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "busy", http.StatusServiceUnavailable) }, "down"},
+		// http.DefaultClient used to follow this to an answer that is up.
+		{"redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/elsewhere", http.StatusFound) }, "down"},
+		{"html", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<html><body>proxy</body></html>") }, "down"},
+		{"no starting, no version", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"coordinator":true}`) }, "down"},
+		// Used to be down: a missing "starting" was never up here.
+		{"no starting, a version", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"nodeVersion":{"version":"0.150"}}`)
+		}, "up"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/v1/info" {
+					fmt.Fprint(w, `{"nodeVersion":{"version":"0.289"},"starting":false}`)
+					return
+				}
+				tc.answer(w, r)
+			}))
+			defer srv.Close()
+			node := discovery.Node{Addr: strings.TrimPrefix(srv.URL, "http://"), Scheme: "http"}
+			got := probeHealth(context.Background(), &node, 5*time.Second)
+			verdict := protocol.ProbeInfo(context.Background(), nil, srv.URL).Verdict.String()
+			if got != tc.want || got != verdict {
+				t.Errorf("HEALTH %q, ProbeInfo %q, want %q", got, verdict, tc.want)
+			}
+		})
 	}
 }

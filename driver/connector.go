@@ -15,6 +15,7 @@ import (
 	presto "github.com/prestodb/presto-go-client/v2"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/health"
 	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
@@ -27,6 +28,7 @@ type connectorOptions struct {
 	logger     *slog.Logger
 	strategy   strategy.Factory
 	httpClient *http.Client
+	policy     health.Policy
 }
 
 // WithLogger sends the driver's logs to logger. Without it the driver logs
@@ -40,6 +42,13 @@ func WithLogger(logger *slog.Logger) Option {
 // has a strategy of its own.
 func WithStrategy(f strategy.Factory) Option {
 	return func(o *connectorOptions) { o.strategy = f }
+}
+
+// WithHealthPolicy sets when a failing coordinator is ejected and for how
+// long, instead of health.Policy's defaults (3 failures in a row, 2 s
+// growing to 1 min, at most half the coordinators at once).
+func WithHealthPolicy(p health.Policy) Option {
+	return func(o *connectorOptions) { o.policy = p }
 }
 
 // WithHTTPClient sends coordinator traffic through client's transport
@@ -94,7 +103,7 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	}
 	next := transportOf(base)
 	c.checkClient = &http.Client{Transport: next}
-	router, err := routing.New(c.routingConfig(o.strategy))
+	router, err := routing.New(c.routingConfig(o.strategy, o.policy))
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +124,7 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 }
 
 // routingConfig is the routing core's configuration the DSN describes.
-func (c *Connector) routingConfig(factory strategy.Factory) routing.Config {
+func (c *Connector) routingConfig(factory strategy.Factory, policy health.Policy) routing.Config {
 	hashKey, _ := strategy.ParseHashKey(c.cfg.HashKey) // validated by ParseDSN; empty is by user
 	rc := routing.Config{
 		Strategy:     factory,
@@ -127,6 +136,7 @@ func (c *Connector) routingConfig(factory strategy.Factory) routing.Config {
 		},
 		Weights:             c.cfg.Weights,
 		Retries:             c.cfg.Retries,
+		Health:              policy,
 		HealthCheckInterval: c.cfg.HealthCheckInterval,
 		CheckClient:         c.checkClient,
 		Logger:              c.log,

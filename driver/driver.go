@@ -1,7 +1,9 @@
 // Package driver is the zkpresto database/sql driver: it finds Presto (or
 // Trino) coordinators through ZooKeeper or a fixed host list, picks one per
-// connection with a load-balancing strategy, and delegates the work to the
-// Presto Go client.
+// statement with a load-balancing strategy (a transaction stays on the
+// coordinator that started it), and delegates the work to the Presto Go
+// client. The finding and picking is package routing's; this package adds
+// database/sql and the Presto client.
 //
 // Importing the package registers the driver name "zkpresto":
 //
@@ -13,7 +15,7 @@
 // sql.Open does no network I/O; the first connection opens the ZooKeeper
 // session, which every *sql.DB of the process naming the same ensemble and
 // namespace then shares. Use NewConnector with sql.OpenDB to pass a logger,
-// a strategy instance or an HTTP client.
+// a strategy factory, an ejection policy or an HTTP client.
 package driver
 
 import (

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	zkdriver "github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/health"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
@@ -167,6 +169,47 @@ func TestEveryCoordinatorDownListsEachNodeTried(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("the statement ran into the test's deadline instead of failing fast")
+	}
+	// Each coordinator tried, once, with its own cause, reachable through
+	// the exported types and errors.Is.
+	seen := map[string]bool{}
+	for _, tried := range noCoord.Tried {
+		if seen[tried.Node] || tried.Err == nil {
+			t.Errorf("tried %v twice or without a cause", tried)
+		}
+		seen[tried.Node] = true
+	}
+	if len(seen) != len(f.Coordinators) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("tried %v; errors.Is(ECONNREFUSED) = %t", noCoord.Tried, errors.Is(err, syscall.ECONNREFUSED))
+	}
+}
+
+// WithHealthPolicy's ejection length is the one the connector applies.
+func TestWithHealthPolicySetsTheEjection(t *testing.T) {
+	quietPrestoClient(t)
+	live, err := coordinator.Start(coordinator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Close() })
+	dead, err := coordinator.Start(coordinator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.Close()
+	_, connector := openConnector(t, "presto://"+dead.Addr()+","+live.Addr()+"/hive;zooKeeperStrategy=poll?user=alice",
+		zkdriver.WithHealthPolicy(health.Policy{BaseEjection: time.Hour, MaxEjection: time.Hour}))
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	for range 2 {
+		if _, err := db.Exec("SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range connector.Stats().Nodes {
+		if n.Node.Addr == dead.Addr() && (!n.Ejected || time.Until(n.EjectedUntil) < 50*time.Minute) {
+			t.Errorf("dead coordinator: ejected %t until %v, want about an hour", n.Ejected, n.EjectedUntil)
+		}
 	}
 }
 

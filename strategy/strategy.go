@@ -2,7 +2,7 @@
 //
 // As in grpc-go's balancer, building is split from picking: a Strategy builds
 // an immutable Picker whenever the node set changes, and Picker.Pick, the hot
-// path, runs concurrently on every connection without locks or allocation.
+// path, runs concurrently for every statement without locks or allocation.
 // Strategies are found by name (case-insensitive, with aliases such as
 // Presto Router's ROUND_ROBIN); users add their own with Register or, for the
 // simple Kyuubi-style shape, RegisterFunc.
@@ -18,7 +18,7 @@ import (
 // ErrNoNodes is returned by Pick when the picker was built from no nodes.
 var ErrNoNodes = errors.New("strategy: no nodes to pick from")
 
-// Request describes the statement or connection a node is picked for.
+// Request describes the statement a node is picked for.
 type Request struct {
 	// User is the Presto user the work runs as.
 	User string

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zkpresto/zkpresto/discovery"
 )
 
 // Defaults applied by NewConfig and ParseDSN.
@@ -49,8 +51,9 @@ const (
 type Config struct {
 	// Trino is true for trino:// DSNs.
 	Trino bool
-	// Hosts are host:port addresses with the default port applied: the
-	// ZooKeeper ensemble when ZooKeeper is set, the coordinators otherwise.
+	// Hosts are host:port addresses with the default port applied, written
+	// as discovery.CanonicalAddr writes them: the ZooKeeper ensemble when
+	// ZooKeeper is set, the coordinators otherwise.
 	Hosts []string
 	// Catalog and Schema are the default catalog and schema; Schema needs Catalog.
 	Catalog, Schema string
@@ -67,7 +70,8 @@ type Config struct {
 	SessionTimeout time.Duration
 	// ConnectTimeout bounds the first ZooKeeper connection (10s by default).
 	ConnectTimeout time.Duration
-	// Weights overrides node weights by address ("host:port"); nil when the
+	// Weights overrides node weights by address ("host:port", written as
+	// discovery.CanonicalAddr writes it, as nodes are named); nil when the
 	// DSN gives none.
 	Weights map[string]int
 	// ZooKeeperAuthScheme and ZooKeeperAuth are the ZooKeeper credentials
@@ -461,7 +465,9 @@ func dsnParseHostList(list string, defaultPort int) ([]string, error) {
 }
 
 // dsnParseHostPort validates "host[:port]" or "[ipv6][:port]" and returns it
-// as host:port, with defaultPort when none is given (0: a port is required).
+// as host:port in the form discovery.CanonicalAddr writes, the form in which
+// discovery names nodes, with defaultPort when none is given (0: a port is
+// required).
 func dsnParseHostPort(hp string, defaultPort int) (string, error) {
 	var host, port string
 	hasPort := false
@@ -509,7 +515,11 @@ func dsnParseHostPort(hp string, defaultPort int) (string, error) {
 		}
 		portNumber = int(n)
 	}
-	return net.JoinHostPort(host, strconv.Itoa(portNumber)), nil
+	addr := net.JoinHostPort(host, strconv.Itoa(portNumber))
+	if canonical, err := discovery.CanonicalAddr(addr); err == nil {
+		addr = canonical
+	}
+	return addr, nil
 }
 
 // dsnCheckNamespace checks a ZooKeeper path without leading or trailing

@@ -136,7 +136,7 @@ var dsnKeys = []*dsnKey{
 	},
 	{
 		name: dsnKeyWeights, kind: dsnOwn, opaque: true, section: dsnSectionMain, def: "—",
-		doc: "per-node weight override: `weights=10.0.0.1:8080=5,10.0.0.2:8080=1` (wins over the weight a node registered)",
+		doc: "per-node weight override: `weights=10.0.0.1:8080=5,10.0.0.2:8080=1` (wins over the weight a node registered); an address matches however the node spelled it (see [Node formats](#node-formats))",
 		parse: func(c *Config, v string) error {
 			w, err := dsnParseWeights(v)
 			c.Weights = w

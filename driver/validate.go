@@ -111,13 +111,17 @@ func (c *Config) validateHosts() error {
 	return nil
 }
 
-// validateWeights checks that every weight names a well-formed host:port
-// and is in range.
+// validateWeights checks that every weight names a well-formed host:port in
+// canonical form and is in range.
 func (c *Config) validateWeights() error {
 	for _, key := range slices.Sorted(maps.Keys(c.Weights)) {
 		addr, err := dsnParseHostPort(key, 0)
 		if err != nil {
 			return badOpaque(dsnKeyWeights, err)
+		}
+		if addr != key {
+			// Nodes are named canonically, so this weight would never apply.
+			return badOpaque(dsnKeyWeights, fmt.Errorf("address %q is not in canonical form: want %q", key, addr))
 		}
 		if w := c.Weights[key]; w < 1 || w > dsnMaxWeight {
 			return badOpaque(dsnKeyWeights, dsnBadWeight(strconv.Itoa(w), addr))

@@ -10,7 +10,12 @@
 package discovery
 
 import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,7 +55,8 @@ func (f Format) String() string {
 // Node is one coordinator. Nodes inside a Snapshot are shared between
 // goroutines and must be treated as read-only, Metadata included.
 type Node struct {
-	// Addr is "host:port" (IPv6 hosts in brackets), the node's identity.
+	// Addr is "host:port" (IPv6 hosts in brackets), the node's identity,
+	// written as CanonicalAddr writes it.
 	Addr string
 	// Scheme is "http" or "https".
 	Scheme string
@@ -88,7 +94,8 @@ func (n *Node) Host() string {
 }
 
 // Snapshot is an immutable view of the live nodes at one moment. Nodes are
-// sorted by Addr and unique by Addr, so strategies see a stable order.
+// sorted by Addr and unique by Addr, so strategies see a stable order; see
+// NewSnapshot for which registration of an address wins.
 type Snapshot struct {
 	// Nodes are the live coordinators, sorted by Addr.
 	Nodes []Node
@@ -99,12 +106,23 @@ type Snapshot struct {
 	Generation uint64
 }
 
-// NewSnapshot builds a snapshot from nodes: it fills defaults (scheme http,
-// weight 1, ID = Addr), sorts by Addr and keeps the first node of each Addr.
-// The nodes slice is copied; the caller may reuse it.
+// NewSnapshot builds a snapshot from nodes: it writes each Addr that
+// CanonicalAddr accepts in its canonical form, fills defaults (scheme http,
+// weight 1, ID = Addr) and sorts by Addr.
+//
+// When several nodes have the same Addr (one coordinator registered twice,
+// perhaps in two spellings such as "[::1]:8080" and
+// "[0:0:0:0:0:0:0:1]:8080"), the one whose ID sorts first wins; for
+// ZooKeeper nodes the ID is the child name, or the Curator instance id. Ties
+// go to the lower Format, then scheme, weight, zone, version and metadata,
+// so the winner never depends on the order of nodes, which for ZooKeeper
+// children is not stable. The nodes slice is copied; the caller may reuse it.
 func NewSnapshot(source string, generation uint64, nodes []Node) *Snapshot {
 	out := make([]Node, 0, len(nodes))
 	for _, n := range nodes {
+		if addr, err := canonicalAddr(n.Addr); err == nil {
+			n.Addr = addr
+		}
 		if n.Scheme == "" {
 			n.Scheme = "http"
 		}
@@ -116,10 +134,84 @@ func NewSnapshot(source string, generation uint64, nodes []Node) *Snapshot {
 		}
 		out = append(out, n)
 	}
-	// Stable so that, for duplicates, the node listed first wins.
-	slices.SortStableFunc(out, func(a, b Node) int { return strings.Compare(a.Addr, b.Addr) })
+	slices.SortFunc(out, compareNodes)
 	out = slices.CompactFunc(out, func(a, b Node) bool { return a.Addr == b.Addr })
 	return &Snapshot{Nodes: slices.Clip(out), Source: source, Generation: generation}
+}
+
+// compareNodes orders nodes by Addr and, within one Addr, puts the
+// registration that wins first.
+func compareNodes(a, b Node) int {
+	return cmp.Or(
+		strings.Compare(a.Addr, b.Addr),
+		strings.Compare(a.ID, b.ID),
+		cmp.Compare(a.Format, b.Format),
+		strings.Compare(a.Scheme, b.Scheme),
+		cmp.Compare(a.Weight, b.Weight),
+		strings.Compare(a.Zone, b.Zone),
+		strings.Compare(a.Version, b.Version),
+		compareMetadata(a.Metadata, b.Metadata),
+	)
+}
+
+// compareMetadata orders metadata maps by their sorted key/value pairs.
+func compareMetadata(a, b map[string]string) int {
+	if len(a) == 0 && len(b) == 0 {
+		return 0
+	}
+	ka, kb := slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b))
+	for i := 0; i < len(ka) && i < len(kb); i++ {
+		if c := cmp.Or(strings.Compare(ka[i], kb[i]), strings.Compare(a[ka[i]], b[kb[i]])); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(ka), len(kb))
+}
+
+// CanonicalAddr returns hostport ("host:port", or "[v6]:port") in the one
+// spelling by which nodes are known: an IP address in its canonical text
+// form (netip's: IPv6 compressed and in lower case, an IPv4-mapped IPv6
+// address as IPv4; a zone is kept as written), a host name in lower case,
+// and the port in decimal without leading zeros. So "[0:0:0:0:0:0:0:1]:8080",
+// as Java (and so Apache Curator) writes the address, and "[::1]:8080" are
+// the same node. ParseZnode and NewSnapshot write every Addr this way; the
+// driver does the same with the DSN's hosts and weights= keys.
+func CanonicalAddr(hostport string) (string, error) {
+	addr, err := canonicalAddr(hostport)
+	if err != nil {
+		return "", fmt.Errorf("discovery: address %s: %w", znodeQuote(hostport), err)
+	}
+	return addr, nil
+}
+
+// canonicalAddr is CanonicalAddr with errors that do not quote the address.
+func canonicalAddr(hostport string) (string, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		var addrErr *net.AddrError
+		if errors.As(err, &addrErr) {
+			// net's messages say "missing port in address" and the like.
+			return "", errors.New(addrErr.Err)
+		}
+		return "", err
+	}
+	if err := checkZnodeHost(host); err != nil {
+		return "", err
+	}
+	p, err := parseZnodePort(port)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(canonicalHost(host), strconv.Itoa(p)), nil
+}
+
+// canonicalHost writes an IP address in netip's canonical form and a host
+// name in lower case.
+func canonicalHost(host string) string {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.Unmap().String()
+	}
+	return strings.ToLower(host)
 }
 
 // Addrs returns the addresses of the snapshot's nodes, in order.

@@ -98,9 +98,10 @@ const znodeMaxQuoted = 100
 //
 // A weight must be a positive integer no larger than 1000000; a port must be
 // in 1..65535; a name or data above 64 KiB is refused. The result always has
-// a scheme (http or https), a weight of at least 1 and an Addr in
-// net.JoinHostPort form. ID is the child name, or the Curator
-// instance id when there is one. Every error names the child and says what
+// a scheme (http or https), a weight of at least 1 and an Addr as
+// CanonicalAddr writes it, whatever layout and spelling it came from (a
+// Curator address 0:0:0:0:0:0:0:1 becomes [::1], a host name is lower-cased).
+// ID is the child name, or the Curator instance id when there is one. Every error names the child and says what
 // was wrong; the node should then be skipped, not the whole namespace.
 func ParseZnode(name string, data []byte) (Node, error) {
 	if name == "" {
@@ -271,7 +272,7 @@ func parseZnodeCurator(name string, data []byte) (Node, error) {
 	if port < 1 || port > 65535 {
 		return Node{}, znodeErrorf(name, "Curator port %d: out of range 1..65535", port)
 	}
-	n.Addr = net.JoinHostPort(inst.Address, strconv.FormatInt(port, 10))
+	n.Addr = net.JoinHostPort(canonicalHost(inst.Address), strconv.FormatInt(port, 10))
 
 	if err := applyZnodeCuratorPayload(&n, inst.Payload); err != nil {
 		return Node{}, znodeErrorf(name, "Curator payload: %w", err)
@@ -409,8 +410,8 @@ func znodeMetadata(nameKV, dataKV []znodePair) map[string]string {
 }
 
 // parseZnodeAddr reads "host:port", "[v6]:port" or "scheme://host:port[/]"
-// and returns the lower-case scheme ("" when absent) and the canonical
-// host:port.
+// and returns the lower-case scheme ("" when absent) and the host:port as
+// CanonicalAddr writes it.
 func parseZnodeAddr(s string) (scheme, hostPort string, err error) {
 	s = strings.TrimSpace(s)
 	if before, after, ok := strings.Cut(s, "://"); ok {
@@ -420,24 +421,11 @@ func parseZnodeAddr(s string) (scheme, hostPort string, err error) {
 		}
 		s = strings.TrimSuffix(after, "/")
 	}
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		// net's messages say "missing port in address" and the like; the
-		// caller quotes the address itself.
-		var addrErr *net.AddrError
-		if errors.As(err, &addrErr) {
-			return "", "", errors.New(addrErr.Err)
-		}
-		return "", "", err
-	}
-	if err := checkZnodeHost(host); err != nil {
-		return "", "", err
-	}
-	p, err := parseZnodePort(port)
+	hostPort, err = canonicalAddr(s)
 	if err != nil {
 		return "", "", err
 	}
-	return scheme, net.JoinHostPort(host, strconv.Itoa(p)), nil
+	return scheme, hostPort, nil
 }
 
 // checkZnodeHost rejects hosts that cannot be part of a URL's authority.

@@ -192,10 +192,10 @@ func TestParseZnode(t *testing.T) {
 			},
 		},
 		{
-			name: "ours, upper-case scheme, trailing slash, spaces around keys", child: "serverUri=x:1;sequence=2",
+			name: "ours, upper-case scheme and host, trailing slash, spaces around keys", child: "serverUri=x:1;sequence=2",
 			data: " uri = HTTP://Coord-1.Example.com:8080/ ; weight= 7 ;zone=a;; note= kept as written;",
 			want: discovery.Node{
-				Addr: "Coord-1.Example.com:8080", Scheme: "http", Weight: 7, Zone: "a",
+				Addr: "coord-1.example.com:8080", Scheme: "http", Weight: 7, Zone: "a",
 				ID: "serverUri=x:1;sequence=2", Format: discovery.FormatZkpresto, Metadata: map[string]string{"note": " kept as written"},
 			},
 		},

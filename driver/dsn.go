@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zkpresto/zkpresto/discovery"
 )
 
 // Defaults applied by NewConfig and ParseDSN.
@@ -30,76 +32,8 @@ const (
 	dsnRedacted = "xxxxx"
 )
 
-// Names of the DSN keys that zkpresto reads itself. They match
-// case-insensitively; FormatDSN writes these spellings.
-const (
-	dsnKeyMode           = "serviceDiscoveryMode"
-	dsnKeyNamespace      = "zooKeeperNamespace"
-	dsnKeyStrategy       = "zooKeeperStrategy"
-	dsnKeyStrategyAlias  = "serverSelectStrategy" // Kyuubi's name
-	dsnKeySessionTimeout = "zooKeeperSessionTimeout"
-	dsnKeyConnectTimeout = "zooKeeperConnectTimeout"
-	dsnKeyWeights        = "weights"
-	// ZooKeeper security: credentials as scheme:auth, and TLS from PEM files.
-	dsnKeyZKAuth         = "zooKeeperAuth"
-	dsnKeyZKSSL          = "zooKeeperSSLEnabled"
-	dsnKeyZKSSLAlias     = "zooKeeperSSLEnable" // Kyuubi's and Hive's spelling
-	dsnKeyZKSSLCAFile    = "zooKeeperSSLCAFile"
-	dsnKeyZKSSLCertFile  = "zooKeeperSSLCertFile"
-	dsnKeyZKSSLKeyFile   = "zooKeeperSSLKeyFile"
-	dsnKeyRetries        = "retries"             // Kyuubi's and Hive's name
-	dsnKeyHealthInterval = "healthCheckInterval" // active checks; off when absent
-	dsnKeyZone           = "zone"                // the client's zone, for local_first
-	dsnKeyHashKey        = "hashKey"             // consistent_hash: user or source
-	dsnKeyLoadBound      = "hashLoadBound"       // consistent_hash: bound on load, ≥ 1
-)
-
-// dsnOwnKeys maps the lower-cased spelling of each of our keys to its
-// canonical name; the alias shares the canonical name of the key it stands for,
-// so giving both counts as giving one key twice.
-var dsnOwnKeys = map[string]string{
-	strings.ToLower(dsnKeyMode):           dsnKeyMode,
-	strings.ToLower(dsnKeyNamespace):      dsnKeyNamespace,
-	strings.ToLower(dsnKeyStrategy):       dsnKeyStrategy,
-	strings.ToLower(dsnKeyStrategyAlias):  dsnKeyStrategy,
-	strings.ToLower(dsnKeySessionTimeout): dsnKeySessionTimeout,
-	strings.ToLower(dsnKeyConnectTimeout): dsnKeyConnectTimeout,
-	strings.ToLower(dsnKeyWeights):        dsnKeyWeights,
-	strings.ToLower(dsnKeyZKAuth):         dsnKeyZKAuth,
-	strings.ToLower(dsnKeyZKSSL):          dsnKeyZKSSL,
-	strings.ToLower(dsnKeyZKSSLAlias):     dsnKeyZKSSL,
-	strings.ToLower(dsnKeyZKSSLCAFile):    dsnKeyZKSSLCAFile,
-	strings.ToLower(dsnKeyZKSSLCertFile):  dsnKeyZKSSLCertFile,
-	strings.ToLower(dsnKeyZKSSLKeyFile):   dsnKeyZKSSLKeyFile,
-	strings.ToLower(dsnKeyRetries):        dsnKeyRetries,
-	strings.ToLower(dsnKeyHealthInterval): dsnKeyHealthInterval,
-	strings.ToLower(dsnKeyZone):           dsnKeyZone,
-	strings.ToLower(dsnKeyHashKey):        dsnKeyHashKey,
-	strings.ToLower(dsnKeyLoadBound):      dsnKeyLoadBound,
-}
-
-// Keys handed to the Presto client. They match exactly, as the Presto client
-// matches them; any other key is a session property.
-const (
-	dsnKeyUser          = "user"
-	dsnKeyPassword      = "password"
-	dsnKeySource        = "source"
-	dsnKeyClientTags    = "client_tags"
-	dsnKeyClientInfo    = "client_info"
-	dsnKeyTimeZone      = "timezone"
-	dsnKeySSLCert       = "ssl_cert"
-	dsnKeySSLKey        = "ssl_key"
-	dsnKeySSLCA         = "ssl_ca"
-	dsnKeySSLSkipVerify = "ssl_skip_verify"
-)
-
-var dsnClientKeys = map[string]bool{
-	dsnKeyUser: true, dsnKeyPassword: true, dsnKeySource: true,
-	dsnKeyClientTags: true, dsnKeyClientInfo: true, dsnKeyTimeZone: true,
-	dsnKeySSLCert: true, dsnKeySSLKey: true, dsnKeySSLCA: true, dsnKeySSLSkipVerify: true,
-}
-
-// Config is a parsed DSN. The zero value is not useful; use ParseDSN or NewConfig.
+// Config is a parsed DSN. The zero value is not useful; use ParseDSN or
+// NewConfig. In a Config built by hand, zero values count as defaults.
 //
 // A DSN has the form
 //
@@ -117,8 +51,9 @@ var dsnClientKeys = map[string]bool{
 type Config struct {
 	// Trino is true for trino:// DSNs.
 	Trino bool
-	// Hosts are host:port addresses with the default port applied: the
-	// ZooKeeper ensemble when ZooKeeper is set, the coordinators otherwise.
+	// Hosts are host:port addresses with the default port applied, written
+	// as discovery.CanonicalAddr writes them: the ZooKeeper ensemble when
+	// ZooKeeper is set, the coordinators otherwise.
 	Hosts []string
 	// Catalog and Schema are the default catalog and schema; Schema needs Catalog.
 	Catalog, Schema string
@@ -126,7 +61,7 @@ type Config struct {
 	// ZooKeeper is true with serviceDiscoveryMode=zooKeeper.
 	ZooKeeper bool
 	// Namespace is the znode whose children are the coordinators, without
-	// leading or trailing slashes; "presto" by default.
+	// leading or trailing slashes; "presto" by default (or when empty).
 	Namespace string
 	// Strategy names the load-balancing strategy as given; "random" by
 	// default. It is resolved, not validated, when the connector is built.
@@ -135,7 +70,8 @@ type Config struct {
 	SessionTimeout time.Duration
 	// ConnectTimeout bounds the first ZooKeeper connection (10s by default).
 	ConnectTimeout time.Duration
-	// Weights overrides node weights by address ("host:port"); nil when the
+	// Weights overrides node weights by address ("host:port", written as
+	// discovery.CanonicalAddr writes it, as nodes are named); nil when the
 	// DSN gives none.
 	Weights map[string]int
 	// ZooKeeperAuthScheme and ZooKeeperAuth are the ZooKeeper credentials
@@ -149,8 +85,8 @@ type Config struct {
 	// client certificate and key ZooKeeper asks for by default.
 	ZooKeeperSSLCAFile, ZooKeeperSSLCertFile, ZooKeeperSSLKeyFile string
 	// Retries is how many other coordinators a statement may fail over to
-	// when one fails before accepting it. 0 means the default, 3; a negative
-	// value (retries=0 in a DSN) disables failover.
+	// when one fails before accepting it, at most 100. 0 means the default,
+	// 3; a negative value (retries=0 in a DSN) disables failover.
 	Retries int
 	// HealthCheckInterval, when positive, turns on active health checks:
 	// GET /v1/info on every coordinator at this interval.
@@ -161,8 +97,8 @@ type Config struct {
 	// HashKey is what consistent_hash routes by without a routing key on the
 	// context: "user" (the default when empty) or "source".
 	HashKey string
-	// HashLoadBound, when at least 1, bounds consistent_hash: no node gets
-	// more than this factor of the mean in-flight load.
+	// HashLoadBound, when not 0, bounds consistent_hash: no node gets more
+	// than this factor (from 1 to 100) of the mean in-flight load.
 	HashLoadBound float64
 
 	// User is the Presto user.
@@ -209,8 +145,14 @@ func (c *Config) Clone() *Config {
 	return &clone
 }
 
-// ZooKeeperPath returns the absolute path of the namespace znode.
-func (c *Config) ZooKeeperPath() string { return "/" + c.Namespace }
+// ZooKeeperPath returns the absolute path of the namespace znode; an empty
+// Namespace means the default, /presto.
+func (c *Config) ZooKeeperPath() string {
+	if c.Namespace == "" {
+		return "/" + dsnDefaultNamespace
+	}
+	return "/" + c.Namespace
+}
 
 // Ensemble returns Hosts joined with commas, for messages.
 func (c *Config) Ensemble() string { return strings.Join(c.Hosts, ",") }
@@ -325,8 +267,9 @@ func dsnParse(dsn string) (*Config, error) {
 		}
 	}
 
-	if err := dsnCheckZooKeeperSSL(cfg, applier.seen); err != nil {
-		return nil, err
+	// Files turn TLS on unless the DSN says it is off, which validate rejects.
+	if _, explicit := applier.seen[dsnKeyZKSSL]; !explicit && cfg.zooKeeperSSLFiles() {
+		cfg.ZooKeeperSSL = true
 	}
 
 	defaultPort := dsnDefaultPrestoPort
@@ -338,6 +281,9 @@ func dsnParse(dsn string) (*Config, error) {
 		return nil, err
 	}
 	cfg.Hosts = hosts
+	if err := cfg.validate(); err != nil {
+		return nil, applier.spell(err)
+	}
 	return cfg, nil
 }
 
@@ -370,9 +316,6 @@ func dsnParsePath(cfg *Config, path string) error {
 		schema, err := dsnUnescape(segments[1])
 		if err != nil {
 			return fmt.Errorf("bad percent-encoding in schema %q", segments[1])
-		}
-		if schema != "" && catalog == "" {
-			return fmt.Errorf("schema %q given without a catalog", schema)
 		}
 		cfg.Schema = schema
 	}
@@ -407,135 +350,63 @@ func dsnParseParam(segment string) (dsnParam, error) {
 // with different values.
 type dsnApplier struct {
 	cfg *Config
-	// seen maps a canonical key to the first parameter that set it.
+	// seen maps a key's name (or "session:" and a session property's name)
+	// to the first parameter that set it.
 	seen map[string]dsnParam
 }
 
 func (a *dsnApplier) apply(p dsnParam) error {
-	canonical, own := dsnOwnKeys[strings.ToLower(p.key)]
-	switch {
-	case own:
-	case dsnClientKeys[p.key]:
-		canonical = p.key
-	default:
-		// Prefixed so a session property can never share a slot with our keys.
-		canonical = "session:" + p.key
+	k := dsnLookupKey(p.key)
+	// Prefixed so a session property can never share a slot with our keys.
+	slot := "session:" + p.key
+	if k != nil {
+		slot = k.name
 	}
-	if first, dup := a.seen[canonical]; dup {
+	if first, dup := a.seen[slot]; dup {
 		if first.value == p.value {
 			return nil
 		}
 		return dsnConflict(first, p)
 	}
-	a.seen[canonical] = p
+	a.seen[slot] = p
 
-	cfg := a.cfg
-	v := p.value
-	if own {
-		if v == "" {
-			return fmt.Errorf("empty value for %s", p.key)
+	if k == nil {
+		if a.cfg.SessionProperties == nil {
+			a.cfg.SessionProperties = make(map[string]string)
 		}
-		switch canonical {
-		case dsnKeyMode:
-			switch {
-			case strings.EqualFold(v, "zookeeper"):
-				cfg.ZooKeeper = true
-			case strings.EqualFold(v, "none"):
-				cfg.ZooKeeper = false
-			default:
-				return fmt.Errorf("bad %s %q: want zooKeeper or none", p.key, v)
-			}
-		case dsnKeyNamespace:
-			ns, err := dsnParseNamespace(v)
-			if err != nil {
-				return fmt.Errorf("bad %s %q: %w", p.key, v, err)
-			}
-			cfg.Namespace = ns
-		case dsnKeyStrategy:
-			cfg.Strategy = v
-		case dsnKeySessionTimeout:
-			return p.setDuration(&cfg.SessionTimeout)
-		case dsnKeyConnectTimeout:
-			return p.setDuration(&cfg.ConnectTimeout)
-		case dsnKeyZKAuth:
-			scheme, auth, err := dsnParseZooKeeperAuth(v)
-			if err != nil {
-				// The value is not quoted: it holds a password.
-				return fmt.Errorf("bad %s: %w", p.key, err)
-			}
-			cfg.ZooKeeperAuthScheme, cfg.ZooKeeperAuth = scheme, auth
-		case dsnKeyZKSSL:
-			return p.setBool(&cfg.ZooKeeperSSL, dsnBoolAnyCase)
-		case dsnKeyZKSSLCAFile:
-			cfg.ZooKeeperSSLCAFile = v
-		case dsnKeyZKSSLCertFile:
-			cfg.ZooKeeperSSLCertFile = v
-		case dsnKeyZKSSLKeyFile:
-			cfg.ZooKeeperSSLKeyFile = v
-		case dsnKeyWeights:
-			w, err := dsnParseWeights(v)
-			if err != nil {
-				return fmt.Errorf("bad %s: %w", p.key, err)
-			}
-			cfg.Weights = w
-		case dsnKeyRetries:
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > dsnMaxRetries {
-				return fmt.Errorf("bad %s %q: want a whole number from 0 to %d", p.key, v, dsnMaxRetries)
-			}
-			cfg.Retries = n
-			if n == 0 {
-				cfg.Retries = -1
-			}
-		case dsnKeyHealthInterval:
-			return p.setDuration(&cfg.HealthCheckInterval)
-		case dsnKeyZone:
-			cfg.Zone = v
-		case dsnKeyHashKey:
-			switch strings.ToLower(v) {
-			case "user", "source":
-				cfg.HashKey = strings.ToLower(v)
-			default:
-				return fmt.Errorf("bad %s %q: want user or source", p.key, v)
-			}
-		case dsnKeyLoadBound:
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f < 1 || f > 100 {
-				return fmt.Errorf("bad %s %q: want a number from 1 to 100, such as 1.25", p.key, v)
-			}
-			cfg.HashLoadBound = f
-		}
+		a.cfg.SessionProperties[p.key] = p.value
 		return nil
 	}
-	switch canonical {
-	case dsnKeyUser:
-		cfg.User = v
-	case dsnKeyPassword:
-		cfg.Password = v
-	case dsnKeySource:
-		cfg.Source = v
-	case dsnKeyClientTags:
-		cfg.ClientTags = dsnParseTags(v)
-	case dsnKeyClientInfo:
-		cfg.ClientInfo = v
-	case dsnKeyTimeZone:
-		cfg.TimeZone = v
-	case dsnKeySSLCert:
-		cfg.SSLCert = v
-	case dsnKeySSLKey:
-		cfg.SSLKey = v
-	case dsnKeySSLCA:
-		cfg.SSLCA = v
-	case dsnKeySSLSkipVerify:
-		// As presto-go-client reads this key.
-		return p.setBool(&cfg.SSLSkipVerify, dsnBoolExactCase)
-	default:
-		if cfg.SessionProperties == nil {
-			cfg.SessionProperties = make(map[string]string)
+	if k.kind == dsnOwn && p.value == "" {
+		return fmt.Errorf("empty value for %s", p.key)
+	}
+	if err := k.parse(a.cfg, p.value); err != nil {
+		if k.opaque {
+			return fmt.Errorf("bad %s: %w", p.key, err)
 		}
-		cfg.SessionProperties[p.key] = v
+		return fmt.Errorf("bad %s %q: %w", p.key, p.value, err)
 	}
 	return nil
+}
+
+// spell rewrites an error of (*Config).validate in the DSN's terms: the key
+// as the DSN spelled it and, when the error quotes the value, the value as
+// the DSN gave it.
+func (a *dsnApplier) spell(err error) error {
+	var bad *configError
+	if !errors.As(err, &bad) {
+		return err
+	}
+	p, ok := a.seen[bad.key]
+	if !ok {
+		return err
+	}
+	spelled := *bad
+	spelled.key = p.key
+	if spelled.quoted {
+		spelled.value = p.value
+	}
+	return &spelled
 }
 
 // dsnConflict describes a key given twice with different values, quoting the
@@ -551,40 +422,13 @@ func dsnConflict(first, second dsnParam) error {
 	return fmt.Errorf("%s %q and %q", what, first.value, second.value)
 }
 
-// dsnIsSecretKey reports whether the value of key must not be shown: the
-// password, and any session property that looks like one.
+// dsnIsSecretKey reports whether the value of key must not be shown: a
+// secret key of the table, and any session property that looks like one.
 func dsnIsSecretKey(key string) bool {
-	return strings.Contains(strings.ToLower(key), "password") || strings.EqualFold(key, dsnKeyZKAuth)
-}
-
-// dsnParseZooKeeperAuth splits "scheme:auth". Errors never quote the value.
-func dsnParseZooKeeperAuth(v string) (scheme, auth string, err error) {
-	scheme, auth, ok := strings.Cut(v, ":")
-	if !ok || scheme == "" || auth == "" {
-		return "", "", errors.New("want scheme:credentials, as in digest:user:password")
+	if k := dsnLookupKey(key); k != nil && k.secret {
+		return true
 	}
-	if scheme == "digest" {
-		if user, _, ok := strings.Cut(auth, ":"); !ok || user == "" {
-			return "", "", errors.New("digest credentials must be user:password")
-		}
-	}
-	return scheme, auth, nil
-}
-
-// dsnCheckZooKeeperSSL turns TLS on when a ZooKeeper TLS file is given, and
-// rejects combinations that cannot work.
-func dsnCheckZooKeeperSSL(cfg *Config, seen map[string]dsnParam) error {
-	files := cfg.ZooKeeperSSLCAFile != "" || cfg.ZooKeeperSSLCertFile != "" || cfg.ZooKeeperSSLKeyFile != ""
-	if files {
-		if p, explicit := seen[dsnKeyZKSSL]; explicit && !cfg.ZooKeeperSSL {
-			return fmt.Errorf("%s is %q but ZooKeeper TLS files are given", p.key, p.value)
-		}
-		cfg.ZooKeeperSSL = true
-	}
-	if (cfg.ZooKeeperSSLCertFile == "") != (cfg.ZooKeeperSSLKeyFile == "") {
-		return fmt.Errorf("%s and %s must be given together", dsnKeyZKSSLCertFile, dsnKeyZKSSLKeyFile)
-	}
-	return nil
+	return strings.Contains(strings.ToLower(key), "password")
 }
 
 // dsnRedactZooKeeperAuth hides the secret part of ZooKeeper credentials:
@@ -621,7 +465,9 @@ func dsnParseHostList(list string, defaultPort int) ([]string, error) {
 }
 
 // dsnParseHostPort validates "host[:port]" or "[ipv6][:port]" and returns it
-// as host:port, with defaultPort when none is given.
+// as host:port in the form discovery.CanonicalAddr writes, the form in which
+// discovery names nodes, with defaultPort when none is given (0: a port is
+// required).
 func dsnParseHostPort(hp string, defaultPort int) (string, error) {
 	var host, port string
 	hasPort := false
@@ -659,6 +505,9 @@ func dsnParseHostPort(hp string, defaultPort int) (string, error) {
 		}
 	}
 	portNumber := defaultPort
+	if !hasPort && defaultPort == 0 {
+		return "", fmt.Errorf("missing port in host %q", hp)
+	}
 	if hasPort {
 		n, err := strconv.ParseUint(port, 10, 16)
 		if err != nil || n == 0 {
@@ -666,36 +515,37 @@ func dsnParseHostPort(hp string, defaultPort int) (string, error) {
 		}
 		portNumber = int(n)
 	}
-	return net.JoinHostPort(host, strconv.Itoa(portNumber)), nil
+	addr := net.JoinHostPort(host, strconv.Itoa(portNumber))
+	if canonical, err := discovery.CanonicalAddr(addr); err == nil {
+		addr = canonical
+	}
+	return addr, nil
 }
 
-// dsnParseNamespace trims slashes from a ZooKeeper path and checks it the
-// way ZooKeeper checks paths, so a bad one fails here rather than on connect.
-func dsnParseNamespace(v string) (string, error) {
-	ns := strings.Trim(v, "/")
-	if ns == "" {
-		return "", errors.New("empty path")
-	}
+// dsnCheckNamespace checks a ZooKeeper path without leading or trailing
+// slashes the way ZooKeeper checks paths, so a bad one fails here rather
+// than on connect.
+func dsnCheckNamespace(ns string) error {
 	if !utf8.ValidString(ns) {
-		return "", errors.New("not valid UTF-8")
+		return errors.New("not valid UTF-8")
 	}
 	for i, segment := range strings.Split(ns, "/") {
 		switch segment {
 		case "":
-			return "", errors.New("empty path segment")
+			return errors.New("empty path segment")
 		case ".", "..":
-			return "", fmt.Errorf("relative path segment %q", segment)
+			return fmt.Errorf("relative path segment %q", segment)
 		}
 		if i == 0 && segment == "zookeeper" {
-			return "", errors.New(`"/zookeeper" is reserved by ZooKeeper`)
+			return errors.New(`"/zookeeper" is reserved by ZooKeeper`)
 		}
 		for _, r := range segment {
 			if dsnZooKeeperForbids(r) {
-				return "", fmt.Errorf("character %U not allowed in a ZooKeeper path", r)
+				return fmt.Errorf("character %U not allowed in a ZooKeeper path", r)
 			}
 		}
 	}
-	return ns, nil
+	return nil
 }
 
 // dsnZooKeeperForbids reports whether ZooKeeper rejects r in a path. Java
@@ -707,38 +557,32 @@ func dsnZooKeeperForbids(r rune) bool {
 		r >= 0xfff0
 }
 
-// dsnParseTimeout parses a positive Go duration.
-func dsnParseTimeout(v string) (time.Duration, error) {
+// dsnSetDuration sets *dst to v, a positive Go duration.
+func dsnSetDuration(dst *time.Duration, v string) error {
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return 0, fmt.Errorf("want a duration such as \"10s\": %w", err)
+		return fmt.Errorf("want a duration such as \"10s\": %w", err)
 	}
 	if d <= 0 {
-		return 0, errors.New("must be positive")
-	}
-	return d, nil
-}
-
-// setDuration sets *dst to the parameter's value, a positive duration.
-func (p dsnParam) setDuration(dst *time.Duration) error {
-	d, err := dsnParseTimeout(p.value)
-	if err != nil {
-		return fmt.Errorf("bad %s %q: %w", p.key, p.value, err)
+		// In a Config zero means the default; in a DSN it is a bad value.
+		return errDSNNotPositive
 	}
 	*dst = d
 	return nil
 }
 
-// How setBool matches the words true and false.
+// errDSNNotPositive is the error for a duration that is zero or negative.
+var errDSNNotPositive = errors.New("must be positive")
+
+// How dsnSetBool matches the words true and false.
 const (
 	dsnBoolAnyCase   = true
 	dsnBoolExactCase = false
 )
 
-// setBool sets *dst to the parameter's value: true, false, 1 or 0, the
-// words in any case when anyCase is set.
-func (p dsnParam) setBool(dst *bool, anyCase bool) error {
-	v := p.value
+// dsnSetBool sets *dst to v: true, false, 1 or 0, the words in any case when
+// anyCase is set.
+func dsnSetBool(dst *bool, v string, anyCase bool) error {
 	if anyCase {
 		v = strings.ToLower(v)
 	}
@@ -748,12 +592,14 @@ func (p dsnParam) setBool(dst *bool, anyCase bool) error {
 	case "false", "0":
 		*dst = false
 	default:
-		return fmt.Errorf("bad %s %q: want true, false, 1 or 0", p.key, p.value)
+		return errors.New("want true, false, 1 or 0")
 	}
 	return nil
 }
 
-// dsnParseWeights parses "host[:port]=weight,...".
+// dsnParseWeights parses "host[:port]=weight,...". It returns what it has
+// read so far with an error, so that the caller may keep it or not.
+// (*Config).validate checks the range of the weights.
 func dsnParseWeights(v string) (map[string]int, error) {
 	weights := make(map[string]int)
 	for _, entry := range strings.Split(v, ",") {
@@ -769,8 +615,8 @@ func dsnParseWeights(v string) (map[string]int, error) {
 			return nil, err
 		}
 		weight, err := strconv.Atoi(entry[i+1:])
-		if err != nil || weight < 1 || weight > dsnMaxWeight {
-			return nil, fmt.Errorf("bad weight %q for %q: want an integer from 1 to %d", entry[i+1:], addr, dsnMaxWeight)
+		if err != nil {
+			return nil, dsnBadWeight(entry[i+1:], addr)
 		}
 		if _, dup := weights[addr]; dup {
 			return nil, fmt.Errorf("%q listed twice", addr)
@@ -778,6 +624,11 @@ func dsnParseWeights(v string) (map[string]int, error) {
 		weights[addr] = weight
 	}
 	return weights, nil
+}
+
+// dsnBadWeight is the error for a weight that is not a whole number in range.
+func dsnBadWeight(weight, addr string) error {
+	return fmt.Errorf("bad weight %q for %q: want an integer from 1 to %d", weight, addr, dsnMaxWeight)
 }
 
 // dsnParseTags splits a comma list, dropping blanks; nil when empty.
@@ -889,86 +740,21 @@ func (c *Config) dsnFormat(redact bool) string {
 	}
 
 	// Zero values count as defaults too, so a hand-built Config formats well.
-	var own []dsnParam
-	if c.ZooKeeper {
-		own = append(own, dsnParam{key: dsnKeyMode, value: "zooKeeper"})
-	}
-	if c.Namespace != "" && c.Namespace != dsnDefaultNamespace {
-		own = append(own, dsnParam{key: dsnKeyNamespace, value: c.Namespace})
-	}
-	if c.Strategy != "" && c.Strategy != dsnDefaultStrategy {
-		own = append(own, dsnParam{key: dsnKeyStrategy, value: c.Strategy})
-	}
-	if c.SessionTimeout != 0 && c.SessionTimeout != dsnDefaultSessionTimeout {
-		own = append(own, dsnParam{key: dsnKeySessionTimeout, value: c.SessionTimeout.String()})
-	}
-	if c.ConnectTimeout != 0 && c.ConnectTimeout != dsnDefaultConnectTimeout {
-		own = append(own, dsnParam{key: dsnKeyConnectTimeout, value: c.ConnectTimeout.String()})
-	}
-	if len(c.Weights) > 0 {
-		entries := make([]string, 0, len(c.Weights))
-		for _, addr := range slices.Sorted(maps.Keys(c.Weights)) {
-			entries = append(entries, addr+"="+strconv.Itoa(c.Weights[addr]))
+	var own, client []dsnParam
+	for _, k := range dsnKeys {
+		value, ok := k.format(c)
+		if !ok {
+			continue
 		}
-		own = append(own, dsnParam{key: dsnKeyWeights, value: strings.Join(entries, ",")})
-	}
-	if c.Retries != 0 && c.Retries != dsnDefaultRetries {
-		own = append(own, dsnParam{key: dsnKeyRetries, value: strconv.Itoa(max(c.Retries, 0))})
-	}
-	if c.HealthCheckInterval > 0 {
-		own = append(own, dsnParam{key: dsnKeyHealthInterval, value: c.HealthCheckInterval.String()})
-	}
-	if c.Zone != "" {
-		own = append(own, dsnParam{key: dsnKeyZone, value: c.Zone})
-	}
-	if c.HashKey != "" && c.HashKey != "user" {
-		own = append(own, dsnParam{key: dsnKeyHashKey, value: c.HashKey})
-	}
-	if c.HashLoadBound >= 1 {
-		own = append(own, dsnParam{key: dsnKeyLoadBound, value: strconv.FormatFloat(c.HashLoadBound, 'g', -1, 64)})
-	}
-	if c.ZooKeeperAuthScheme != "" {
-		auth := c.ZooKeeperAuth
-		if redact {
-			auth = dsnRedactZooKeeperAuth(c.ZooKeeperAuthScheme, auth)
+		if redact && k.redact != nil {
+			value = k.redact(value)
 		}
-		own = append(own, dsnParam{key: dsnKeyZKAuth, value: c.ZooKeeperAuthScheme + ":" + auth})
-	}
-	if c.ZooKeeperSSL {
-		own = append(own, dsnParam{key: dsnKeyZKSSL, value: "true"})
-	}
-	for _, f := range []struct{ key, value string }{
-		{dsnKeyZKSSLCAFile, c.ZooKeeperSSLCAFile},
-		{dsnKeyZKSSLCertFile, c.ZooKeeperSSLCertFile},
-		{dsnKeyZKSSLKeyFile, c.ZooKeeperSSLKeyFile},
-	} {
-		if f.value != "" {
-			own = append(own, dsnParam{key: f.key, value: f.value})
+		p := dsnParam{key: k.name, value: value}
+		if k.kind == dsnOwn {
+			own = append(own, p)
+		} else {
+			client = append(client, p)
 		}
-	}
-	dsnWriteParams(&b, ";", ";", own)
-
-	var client []dsnParam
-	addClient := func(key, value string) {
-		if value != "" {
-			client = append(client, dsnParam{key: key, value: value})
-		}
-	}
-	addClient(dsnKeyUser, c.User)
-	password := c.Password
-	if redact && password != "" {
-		password = dsnRedacted
-	}
-	addClient(dsnKeyPassword, password)
-	addClient(dsnKeySource, c.Source)
-	addClient(dsnKeyClientTags, strings.Join(c.ClientTags, ","))
-	addClient(dsnKeyClientInfo, c.ClientInfo)
-	addClient(dsnKeyTimeZone, c.TimeZone)
-	addClient(dsnKeySSLCert, c.SSLCert)
-	addClient(dsnKeySSLKey, c.SSLKey)
-	addClient(dsnKeySSLCA, c.SSLCA)
-	if c.SSLSkipVerify {
-		addClient(dsnKeySSLSkipVerify, "true")
 	}
 	for key, value := range c.SessionProperties {
 		if redact && dsnIsSecretKey(key) {
@@ -976,6 +762,7 @@ func (c *Config) dsnFormat(redact bool) string {
 		}
 		client = append(client, dsnParam{key: key, value: value})
 	}
+	dsnWriteParams(&b, ";", ";", own)
 	dsnWriteParams(&b, "?", "&", client)
 	return b.String()
 }

@@ -262,6 +262,14 @@ var dsnValidCases = []struct {
 		}),
 	},
 	{
+		name: "addresses written canonically, as discovery names nodes",
+		dsn:  "presto://[0:0:0:0:0:0:0:1]:8080,Coord-2.Example.COM,[2001:DB8::A];weights=[0:0:0:0:0:0:0:1]:8080=3,COORD-2.example.com=2,[::ffff:10.0.0.1]=4",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"[::1]:8080", "coord-2.example.com:8080", "[2001:db8::a]:8080"}
+			c.Weights = map[string]int{"[::1]:8080": 3, "coord-2.example.com:8080": 2, "10.0.0.1:8080": 4}
+		}),
+	},
+	{
 		name: "port with leading zeros normalised",
 		dsn:  "presto://c1:0080",
 		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:80"} }),

@@ -1,0 +1,349 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// dsnKind says how a DSN key is matched and where FormatDSN writes it.
+type dsnKind uint8
+
+const (
+	// dsnOwn is a key zkpresto reads itself: matched case-insensitively,
+	// never empty, written in the ";" part.
+	dsnOwn dsnKind = iota
+	// dsnClient is a key the Presto client defines: matched exactly, as the
+	// Presto client matches it, written in the "?" part.
+	dsnClient
+)
+
+// README sections that list DSN keys; TestREADMEDSNKeys writes each one's
+// table from dsnKeys.
+const (
+	dsnSectionMain     = "main"
+	dsnSectionSecurity = "security"
+)
+
+// dsnKey describes one DSN key: everything ParseDSN, FormatDSN, the conflict
+// checks and the README's key tables know about it. Adding a key is adding
+// one entry to dsnKeys.
+type dsnKey struct {
+	// name is the spelling FormatDSN writes and errors about a hand-built
+	// Config use.
+	name string
+	// aliases are other spellings of the same key; giving the key and an
+	// alias counts as giving the key twice.
+	aliases []string
+	kind    dsnKind
+	// secret values are never quoted in errors, and String redacts them with
+	// redact.
+	secret bool
+	// opaque values are not quoted in parse errors either, because the
+	// error quotes the bad part (a list) or the value is secret.
+	opaque bool
+	// parse sets the key's field from a percent-decoded value (never empty
+	// for dsnOwn keys). Its error says what is wrong with the value; the
+	// caller names the key. Checks that do not depend on the DSN's spelling
+	// belong in (*Config).validate instead.
+	parse func(c *Config, v string) error
+	// format returns the value FormatDSN writes, and false when the field
+	// holds its default and the key is left out.
+	format func(c *Config) (string, bool)
+	// redact replaces the secret part of a formatted value, for String.
+	redact func(v string) string
+	// def and doc are the README's default and meaning columns (Markdown);
+	// section names the README table the key is listed in. Consecutive keys
+	// of a section with the same def and doc share a row.
+	def, doc, section string
+}
+
+// Names of the keys that other code refers to. The table below is the only
+// place that lists them all.
+const (
+	dsnKeyUser      = "user"
+	dsnKeyPassword  = "password"
+	dsnKeyZKAuth    = "zooKeeperAuth"
+	dsnKeyZKSSL     = "zooKeeperSSLEnabled"
+	dsnKeyZKSSLCert = "zooKeeperSSLCertFile"
+	dsnKeyZKSSLKey  = "zooKeeperSSLKeyFile"
+	dsnKeyNamespace = "zooKeeperNamespace"
+	dsnKeySession   = "zooKeeperSessionTimeout"
+	dsnKeyConnect   = "zooKeeperConnectTimeout"
+	dsnKeyWeights   = "weights"
+	dsnKeyRetries   = "retries"
+	dsnKeyHashKey   = "hashKey"
+	dsnKeyLoadBound = "hashLoadBound"
+)
+
+// dsnKeys is the table of DSN keys, in the README's order.
+var dsnKeys = []*dsnKey{
+	{
+		name: "serviceDiscoveryMode", kind: dsnOwn, section: dsnSectionMain, def: "`none`",
+		doc: "`zooKeeper` (any case): HOSTS is the ZooKeeper ensemble (default port 2181). `none` or absent: HOSTS are the coordinators themselves (default port 8080) and the strategy picks among them.",
+		parse: func(c *Config, v string) error {
+			switch {
+			case strings.EqualFold(v, "zookeeper"):
+				c.ZooKeeper = true
+			case strings.EqualFold(v, "none"):
+				c.ZooKeeper = false
+			default:
+				return errors.New("want zooKeeper or none")
+			}
+			return nil
+		},
+		format: func(c *Config) (string, bool) { return "zooKeeper", c.ZooKeeper },
+	},
+	{
+		name: dsnKeyNamespace, kind: dsnOwn, section: dsnSectionMain, def: "`presto`",
+		doc: "the znode whose children are the coordinators; leading and trailing slashes are ignored, nested paths (`a/b/c`) allowed",
+		parse: func(c *Config, v string) error {
+			ns := strings.Trim(v, "/")
+			if ns == "" {
+				return errors.New("empty path")
+			}
+			c.Namespace = ns // validate checks the rest
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return c.Namespace, c.Namespace != "" && c.Namespace != dsnDefaultNamespace
+		},
+	},
+	{
+		name: "zooKeeperStrategy", aliases: []string{"serverSelectStrategy"}, kind: dsnOwn,
+		section: dsnSectionMain, def: "`random`",
+		doc:   "the strategy (table below); the alias is Kyuubi's name for the key",
+		parse: func(c *Config, v string) error { c.Strategy = v; return nil },
+		format: func(c *Config) (string, bool) {
+			return c.Strategy, c.Strategy != "" && c.Strategy != dsnDefaultStrategy
+		},
+	},
+	{
+		name: dsnKeySession, kind: dsnOwn, section: dsnSectionMain, def: "`15s`",
+		doc:    "ZooKeeper session timeout (a Go duration)",
+		parse:  func(c *Config, v string) error { return dsnSetDuration(&c.SessionTimeout, v) },
+		format: func(c *Config) (string, bool) { return dsnFormatDuration(c.SessionTimeout, dsnDefaultSessionTimeout) },
+	},
+	{
+		name: dsnKeyConnect, kind: dsnOwn, section: dsnSectionMain, def: "`10s`",
+		doc:    "how long the first connection waits for a ZooKeeper session",
+		parse:  func(c *Config, v string) error { return dsnSetDuration(&c.ConnectTimeout, v) },
+		format: func(c *Config) (string, bool) { return dsnFormatDuration(c.ConnectTimeout, dsnDefaultConnectTimeout) },
+	},
+	{
+		name: dsnKeyWeights, kind: dsnOwn, opaque: true, section: dsnSectionMain, def: "—",
+		doc: "per-node weight override: `weights=10.0.0.1:8080=5,10.0.0.2:8080=1` (wins over the weight a node registered); an address matches however the node spelled it (see [Node formats](#node-formats))",
+		parse: func(c *Config, v string) error {
+			w, err := dsnParseWeights(v)
+			c.Weights = w
+			return err
+		},
+		format: func(c *Config) (string, bool) {
+			entries := make([]string, 0, len(c.Weights))
+			for _, addr := range slices.Sorted(maps.Keys(c.Weights)) {
+				entries = append(entries, addr+"="+strconv.Itoa(c.Weights[addr]))
+			}
+			return strings.Join(entries, ","), len(entries) > 0
+		},
+	},
+	{
+		name: dsnKeyRetries, kind: dsnOwn, section: dsnSectionMain, def: "`3`",
+		doc: "how many other coordinators a statement may fail over to when one fails before accepting it (`0`: no failover); Kyuubi's and Hive's key",
+		parse: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return errDSNRetries
+			}
+			c.Retries = n // validate checks the upper bound
+			if n == 0 {
+				c.Retries = -1
+			}
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return strconv.Itoa(max(c.Retries, 0)), c.Retries != 0 && c.Retries != dsnDefaultRetries
+		},
+	},
+	{
+		name: "healthCheckInterval", kind: dsnOwn, section: dsnSectionMain, def: "off",
+		doc:   "active health checks: `GET /v1/info` on every coordinator at this interval (e.g. `5s`); a coordinator that is down or `starting` gets no new statements until it recovers",
+		parse: func(c *Config, v string) error { return dsnSetDuration(&c.HealthCheckInterval, v) },
+		format: func(c *Config) (string, bool) {
+			return c.HealthCheckInterval.String(), c.HealthCheckInterval > 0
+		},
+	},
+	{
+		name: "zone", kind: dsnOwn, section: dsnSectionMain, def: "`$ZKPRESTO_ZONE`",
+		doc:    "the client's zone, for `local_first`",
+		parse:  func(c *Config, v string) error { c.Zone = v; return nil },
+		format: func(c *Config) (string, bool) { return c.Zone, c.Zone != "" },
+	},
+	{
+		name: dsnKeyHashKey, kind: dsnOwn, section: dsnSectionMain, def: "`user`",
+		doc:   "what `consistent_hash` routes by without a routing key on the context: `user` or `source`",
+		parse: func(c *Config, v string) error { c.HashKey = strings.ToLower(v); return nil },
+		format: func(c *Config) (string, bool) {
+			return c.HashKey, c.HashKey != "" && c.HashKey != "user"
+		},
+	},
+	{
+		name: dsnKeyLoadBound, kind: dsnOwn, section: dsnSectionMain, def: "off",
+		doc: "`consistent_hash` with bounded loads: no coordinator gets more than this factor (≥ 1, e.g. `1.25`) of the mean in-flight load",
+		parse: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f == 0 {
+				// In a Config 0 means off; in a DSN it is a bad value.
+				return errDSNLoadBound
+			}
+			c.HashLoadBound = f
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return strconv.FormatFloat(c.HashLoadBound, 'g', -1, 64), c.HashLoadBound >= 1
+		},
+	},
+
+	// ZooKeeper security: credentials as scheme:auth, and TLS from PEM files.
+	{
+		name: dsnKeyZKAuth, kind: dsnOwn, secret: true, opaque: true, section: dsnSectionSecurity, def: "—",
+		doc: "credentials as `scheme:auth`, sent as with zkCli's `addauth` before the namespace is read, e.g. `digest:alice:s3cret`",
+		parse: func(c *Config, v string) error {
+			scheme, auth, ok := strings.Cut(v, ":")
+			if !ok {
+				return errDSNZooKeeperAuth
+			}
+			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = scheme, auth
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return c.ZooKeeperAuthScheme + ":" + c.ZooKeeperAuth, c.ZooKeeperAuthScheme != ""
+		},
+		redact: func(v string) string {
+			scheme, auth, _ := strings.Cut(v, ":")
+			return scheme + ":" + dsnRedactZooKeeperAuth(scheme, auth)
+		},
+	},
+	{
+		name: dsnKeyZKSSL, aliases: []string{"zooKeeperSSLEnable"}, kind: dsnOwn,
+		section: dsnSectionSecurity, def: "`false`",
+		doc:    "connect to ZooKeeper's TLS client port (`secureClientPort`); the alias is Kyuubi's and Hive's spelling",
+		parse:  func(c *Config, v string) error { return dsnSetBool(&c.ZooKeeperSSL, v, dsnBoolAnyCase) },
+		format: func(c *Config) (string, bool) { return "true", c.ZooKeeperSSL },
+	},
+	{
+		name: "zooKeeperSSLCAFile", kind: dsnOwn, section: dsnSectionSecurity, def: "system roots",
+		doc:    "PEM file of CA certificates to trust; giving any `zooKeeperSSL*File` key turns TLS on",
+		parse:  func(c *Config, v string) error { c.ZooKeeperSSLCAFile = v; return nil },
+		format: func(c *Config) (string, bool) { return c.ZooKeeperSSLCAFile, c.ZooKeeperSSLCAFile != "" },
+	},
+	{
+		name: dsnKeyZKSSLCert, kind: dsnOwn, section: dsnSectionSecurity, def: "—",
+		doc:    dsnDocZKSSLPair,
+		parse:  func(c *Config, v string) error { c.ZooKeeperSSLCertFile = v; return nil },
+		format: func(c *Config) (string, bool) { return c.ZooKeeperSSLCertFile, c.ZooKeeperSSLCertFile != "" },
+	},
+	{
+		name: dsnKeyZKSSLKey, kind: dsnOwn, section: dsnSectionSecurity, def: "—",
+		doc:    dsnDocZKSSLPair,
+		parse:  func(c *Config, v string) error { c.ZooKeeperSSLKeyFile = v; return nil },
+		format: func(c *Config) (string, bool) { return c.ZooKeeperSSLKeyFile, c.ZooKeeperSSLKeyFile != "" },
+	},
+
+	// Keys handed to the Presto client. Any other key is a session property.
+	dsnClientString(dsnKeyUser, dsnDocUser, func(c *Config) *string { return &c.User }),
+	{
+		name: dsnKeyPassword, kind: dsnClient, secret: true, opaque: true, section: dsnSectionMain, def: "—",
+		doc:    dsnDocUser,
+		parse:  func(c *Config, v string) error { c.Password = v; return nil },
+		format: func(c *Config) (string, bool) { return c.Password, c.Password != "" },
+		redact: func(string) string { return dsnRedacted },
+	},
+	dsnClientString("source", dsnDocClient, func(c *Config) *string { return &c.Source }),
+	{
+		name: "client_tags", kind: dsnClient, section: dsnSectionMain, def: "—", doc: dsnDocClient,
+		parse:  func(c *Config, v string) error { c.ClientTags = dsnParseTags(v); return nil },
+		format: func(c *Config) (string, bool) { return strings.Join(c.ClientTags, ","), len(c.ClientTags) > 0 },
+	},
+	dsnClientString("client_info", dsnDocClient, func(c *Config) *string { return &c.ClientInfo }),
+	dsnClientString("timezone", dsnDocClient, func(c *Config) *string { return &c.TimeZone }),
+	dsnClientString("ssl_cert", dsnDocSSL, func(c *Config) *string { return &c.SSLCert }),
+	dsnClientString("ssl_key", dsnDocSSL, func(c *Config) *string { return &c.SSLKey }),
+	dsnClientString("ssl_ca", dsnDocSSL, func(c *Config) *string { return &c.SSLCA }),
+	{
+		name: "ssl_skip_verify", kind: dsnClient, section: dsnSectionMain, def: "—", doc: dsnDocSSL,
+		// As presto-go-client reads this key.
+		parse:  func(c *Config, v string) error { return dsnSetBool(&c.SSLSkipVerify, v, dsnBoolExactCase) },
+		format: func(c *Config) (string, bool) { return "true", c.SSLSkipVerify },
+	},
+}
+
+// README meanings that several keys share.
+const (
+	dsnDocZKSSLPair = "PEM client certificate and its key (together); ZooKeeper asks for one by default (`ssl.clientAuth=need`)"
+	dsnDocUser      = "Presto user and password (also as `user:password@` before HOSTS)"
+	dsnDocClient    = "passed to the Presto client as it defines them"
+	dsnDocSSL       = "TLS to the coordinators (any of them means https)"
+)
+
+// Parse errors shared by a key's parse function and (*Config).validate.
+var (
+	errDSNRetries       = fmt.Errorf("want a whole number from 0 to %d", dsnMaxRetries)
+	errDSNLoadBound     = errors.New("want a number from 1 to 100, such as 1.25")
+	errDSNZooKeeperAuth = errors.New("want scheme:credentials, as in digest:user:password")
+)
+
+// dsnClientString describes a Presto client key held verbatim in a string field.
+func dsnClientString(name, doc string, field func(*Config) *string) *dsnKey {
+	return &dsnKey{
+		name: name, kind: dsnClient, section: dsnSectionMain, def: "—", doc: doc,
+		parse:  func(c *Config, v string) error { *field(c) = v; return nil },
+		format: func(c *Config) (string, bool) { v := *field(c); return v, v != "" },
+	}
+}
+
+// dsnFormatDuration formats d, and reports false for zero or the default.
+func dsnFormatDuration(d, def time.Duration) (string, bool) {
+	return d.String(), d != 0 && d != def
+}
+
+// dsnOwnKeys maps the lower-cased spelling of each of our keys and aliases
+// to its descriptor; dsnClientKeys maps each Presto client key to its own.
+var dsnOwnKeys, dsnClientKeys = dsnIndexKeys(dsnKeys)
+
+// dsnIndexKeys builds the lookup tables, panicking when two keys share a
+// spelling so that a bad edit of the table fails every test.
+func dsnIndexKeys(keys []*dsnKey) (own, client map[string]*dsnKey) {
+	own, client = make(map[string]*dsnKey), make(map[string]*dsnKey)
+	for _, k := range keys {
+		for _, spelling := range append([]string{k.name}, k.aliases...) {
+			lower := strings.ToLower(spelling)
+			if own[lower] != nil || client[spelling] != nil {
+				panic("zkpresto: DSN key " + spelling + " is listed twice")
+			}
+			if k.kind == dsnOwn {
+				own[lower] = k
+			} else {
+				client[spelling] = k
+			}
+		}
+	}
+	for spelling := range client {
+		if own[strings.ToLower(spelling)] != nil {
+			panic("zkpresto: DSN key " + spelling + " is both ours and the Presto client's")
+		}
+	}
+	return own, client
+}
+
+// dsnLookupKey returns the descriptor of key as spelled in a DSN, or nil for
+// a session property.
+func dsnLookupKey(key string) *dsnKey {
+	if k := dsnOwnKeys[strings.ToLower(key)]; k != nil {
+		return k
+	}
+	return dsnClientKeys[key]
+}

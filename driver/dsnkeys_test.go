@@ -1,0 +1,145 @@
+package driver
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+var updateREADME = flag.Bool("update", false, "rewrite the DSN key tables of README.md from the key table")
+
+// dsnREADMEPath is the README, relative to this package.
+const dsnREADMEPath = "../README.md"
+
+// dsnREADMEBegin and dsnREADMEEnd delimit the part of the README written
+// from the key table for section.
+func dsnREADMEBegin(section string) string {
+	return "<!-- dsn keys: " + section + " (written from driver/dsnkeys.go: go test ./driver/ -run TestREADMEDSNKeys -update) -->"
+}
+
+func dsnREADMEEnd(section string) string { return "<!-- end dsn keys: " + section + " -->" }
+
+// dsnREADMESection renders the README's list of the keys of section.
+func dsnREADMESection(section string) string {
+	var b strings.Builder
+	b.WriteString("| key | default | meaning |\n|---|---|---|\n")
+	quote := func(name string) string { return "`" + name + "`" }
+	var pending []*dsnKey
+	flush := func() {
+		if len(pending) == 0 {
+			return
+		}
+		var cells []string
+		for _, k := range pending {
+			cell := quote(k.name)
+			if len(k.aliases) > 0 {
+				aliases := make([]string, len(k.aliases))
+				for i, a := range k.aliases {
+					aliases[i] = quote(a)
+				}
+				cell += " (alias " + strings.Join(aliases, ", ") + ")"
+			}
+			cells = append(cells, cell)
+		}
+		b.WriteString("| " + strings.Join(cells, ", ") + " | " + pending[0].def + " | " + pending[0].doc + " |\n")
+		pending = nil
+	}
+	summarised := false
+	for _, k := range dsnKeys {
+		if k.section != section {
+			flush()
+			if section == dsnSectionMain && k.section == dsnSectionSecurity && !summarised {
+				// The main table points to the security section's own table.
+				var names []string
+				for _, s := range dsnKeys {
+					if s.section == dsnSectionSecurity {
+						names = append(names, quote(s.name))
+					}
+				}
+				b.WriteString("| " + strings.Join(names, ", ") + " | — | ZooKeeper authentication and TLS; see [ZooKeeper security](#zookeeper-security) |\n")
+				summarised = true
+			}
+			continue
+		}
+		if len(pending) > 0 && (pending[0].def != k.def || pending[0].doc != k.doc) {
+			flush()
+		}
+		pending = append(pending, k)
+	}
+	flush()
+	if section != dsnSectionMain {
+		return b.String()
+	}
+	b.WriteString("| anything else | — | a Presto session property, as the Presto Go client does |\n\n")
+	var client []string
+	for _, k := range dsnKeys {
+		if k.kind == dsnClient {
+			client = append(client, quote(k.name))
+		}
+	}
+	b.WriteString("The Presto client keys (" + strings.Join(client, ", ") + ") match exactly, as the Presto client matches them;\n" +
+		"the other keys above are ours and match case-insensitively, aliases included.\n")
+	return b.String()
+}
+
+// TestREADMEDSNKeys checks that the README lists the DSN keys as the key
+// table does; with -update it rewrites the README's lists instead.
+func TestREADMEDSNKeys(t *testing.T) {
+	data, err := os.ReadFile(dsnREADMEPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, section := range []string{dsnSectionMain, dsnSectionSecurity} {
+		begin, end := dsnREADMEBegin(section), dsnREADMEEnd(section)
+		i := strings.Index(text, begin)
+		j := strings.Index(text, end)
+		if i < 0 || j < i {
+			t.Fatalf("README.md lacks the lines\n%s\n%s\naround its list of the %s DSN keys", begin, end, section)
+		}
+		got := text[i+len(begin) : j]
+		want := "\n" + dsnREADMESection(section)
+		if got == want {
+			continue
+		}
+		if *updateREADME {
+			text = text[:i+len(begin)] + want + text[j:]
+			continue
+		}
+		t.Errorf("README.md's list of the %s DSN keys differs from the key table; run\n"+
+			"\tgo test ./driver/ -run TestREADMEDSNKeys -update\nor paste between its markers:\n%s", section, want)
+	}
+	if *updateREADME && text != string(data) {
+		if err := os.WriteFile(dsnREADMEPath, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDSNKeyTable checks the table itself: every key parses and formats,
+// and no spelling belongs to two keys.
+func TestDSNKeyTable(t *testing.T) {
+	spellings := make(map[string]string)
+	for _, k := range dsnKeys {
+		if k.name == "" || k.parse == nil || k.format == nil || k.doc == "" || k.def == "" {
+			t.Errorf("key %q lacks a name, parse, format, doc or default", k.name)
+		}
+		if k.section != dsnSectionMain && k.section != dsnSectionSecurity {
+			t.Errorf("key %q has an unknown README section %q", k.name, k.section)
+		}
+		if k.secret && (!k.opaque || k.redact == nil) {
+			t.Errorf("secret key %q must be opaque and have a redact function", k.name)
+		}
+		for _, s := range append([]string{k.name}, k.aliases...) {
+			lower := strings.ToLower(s)
+			if other, dup := spellings[lower]; dup {
+				t.Errorf("spelling %q of key %q is also key %q", s, k.name, other)
+			}
+			spellings[lower] = k.name
+			if got := dsnLookupKey(s); got != k {
+				t.Errorf("dsnLookupKey(%q) does not find key %q", s, k.name)
+			}
+		}
+	}
+}

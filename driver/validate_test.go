@@ -1,0 +1,147 @@
+package driver
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestValidateMatchesParseDSN builds Configs by hand with each bad value a
+// DSN can spell and expects validate to give ParseDSN's message.
+func TestValidateMatchesParseDSN(t *testing.T) {
+	tests := []struct {
+		name   string
+		dsn    string
+		change func(c *Config)
+	}{
+		{"no hosts", "presto:///hive", func(c *Config) { c.Hosts = nil }},
+		{"port zero", "presto://c1:0", func(c *Config) { c.Hosts = []string{"c1:0"} }},
+		{"port too large", "presto://c1:99999", func(c *Config) { c.Hosts = []string{"c1:99999"} }},
+		{"bad host character", "presto://c%31:8080", func(c *Config) { c.Hosts = []string{"c%31:8080"} }},
+		{"unbracketed IPv6", "presto://::1:8080", func(c *Config) { c.Hosts = []string{"::1:8080"} }},
+		{"bad IPv6", "presto://[zz::1]:8080", func(c *Config) { c.Hosts = []string{"[zz::1]:8080"} }},
+		{"IPv6 zone", "presto://[fe80::1%25eth0]:8080", func(c *Config) { c.Hosts = []string{"[fe80::1%25eth0]:8080"} }},
+		{"duplicate host", "presto://c1:8080,c2:8080,c1:8080", func(c *Config) { c.Hosts = []string{"c1:8080", "c2:8080", "c1:8080"} }},
+		{"schema without catalog", "presto://c1:8080//sch", func(c *Config) { c.Schema = "sch" }},
+		{"empty namespace segment", "presto://c1:8080;zooKeeperNamespace=a//b", func(c *Config) { c.Namespace = "a//b" }},
+		{"relative namespace segment", "presto://c1:8080;zooKeeperNamespace=a/../b", func(c *Config) { c.Namespace = "a/../b" }},
+		{"reserved namespace", "presto://c1:8080;zooKeeperNamespace=zookeeper/x", func(c *Config) { c.Namespace = "zookeeper/x" }},
+		{"control character in namespace", "presto://c1:8080;zooKeeperNamespace=a%01b", func(c *Config) { c.Namespace = "a\x01b" }},
+		{"invalid UTF-8 namespace", "presto://c1:8080;zooKeeperNamespace=%FF", func(c *Config) { c.Namespace = "\xff" }},
+		{"negative session timeout", "presto://c1:8080;zooKeeperSessionTimeout=-1s", func(c *Config) { c.SessionTimeout = -time.Second }},
+		{"negative connect timeout", "presto://c1:8080;zooKeeperConnectTimeout=-1m30s", func(c *Config) { c.ConnectTimeout = -90 * time.Second }},
+		{"weight zero", "presto://c1:8080;weights=c1:8080=0", func(c *Config) { c.Weights = map[string]int{"c1:8080": 0} }},
+		{"weight negative", "presto://c1:8080;weights=c1:8080=-2", func(c *Config) { c.Weights = map[string]int{"c1:8080": -2} }},
+		{"weight too large", "presto://c1:8080;weights=c1:8080=1000001", func(c *Config) { c.Weights = map[string]int{"c1:8080": 1_000_001} }},
+		{"weight for a bad port", "presto://c1:8080;weights=c1:99999=1", func(c *Config) { c.Weights = map[string]int{"c1:99999": 1} }},
+		{"weight for a bad host", "presto://c1:8080;weights=[10.0.0.1]:8080=1", func(c *Config) { c.Weights = map[string]int{"[10.0.0.1]:8080": 1} }},
+		{"retries too many", "presto://c1:8080;retries=101", func(c *Config) { c.Retries = 101 }},
+		{"bad hash key", "presto://c1:8080;hashKey=md5", func(c *Config) { c.HashKey = "md5" }},
+		{"load bound below 1", "presto://c1:8080;hashLoadBound=0.5", func(c *Config) { c.HashLoadBound = 0.5 }},
+		{"load bound negative", "presto://c1:8080;hashLoadBound=-1", func(c *Config) { c.HashLoadBound = -1 }},
+		{"load bound too large", "presto://c1:8080;hashLoadBound=101", func(c *Config) { c.HashLoadBound = 101 }},
+		{"load bound NaN", "presto://c1:8080;hashLoadBound=NaN", func(c *Config) { c.HashLoadBound = math.NaN() }},
+		{"load bound infinite", "presto://c1:8080;hashLoadBound=+Inf", func(c *Config) { c.HashLoadBound = math.Inf(1) }},
+		{"auth without scheme", "presto://c1:8080;zooKeeperAuth=:" + dsnTestPasswordEnc, func(c *Config) { c.ZooKeeperAuth = dsnTestPassword }},
+		{"auth without credentials", "presto://c1:8080;zooKeeperAuth=digest:", func(c *Config) { c.ZooKeeperAuthScheme = "digest" }},
+		{"digest without user", "presto://c1:8080;zooKeeperAuth=digest::" + dsnTestPasswordEnc, func(c *Config) {
+			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "digest", ":"+dsnTestPassword
+		}},
+		{"digest without password", "presto://c1:8080;zooKeeperAuth=digest:" + dsnTestPasswordEnc, func(c *Config) {
+			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "digest", dsnTestPassword
+		}},
+		{"TLS off with files", "presto://c1:8080;zooKeeperSSLEnabled=false;zooKeeperSSLCAFile=ca.pem", func(c *Config) { c.ZooKeeperSSLCAFile = "ca.pem" }},
+		{"cert without key", "presto://c1:8080;zooKeeperSSLCertFile=c.pem", func(c *Config) {
+			c.ZooKeeperSSL, c.ZooKeeperSSLCertFile = true, "c.pem"
+		}},
+		{"key without cert", "presto://c1:8080;zooKeeperSSLEnabled=true;zooKeeperSSLKeyFile=k.pem", func(c *Config) {
+			c.ZooKeeperSSL, c.ZooKeeperSSLKeyFile = true, "k.pem"
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, parseErr := ParseDSN(tc.dsn + "?password=" + dsnTestPasswordEnc)
+			if parseErr == nil {
+				t.Fatalf("ParseDSN(%q) succeeded, want an error", tc.dsn)
+			}
+			cfg := NewConfig()
+			cfg.Hosts = []string{"c1:8080"}
+			cfg.Password = dsnTestPassword
+			tc.change(cfg)
+			err := cfg.validate()
+			if err == nil {
+				t.Fatalf("validate() of %+v succeeded, want %q", cfg, parseErr)
+			}
+			if got, want := "zkpresto: dsn: "+err.Error(), parseErr.Error(); got != want {
+				t.Errorf("validate() = %q\nParseDSN  = %q", got, want)
+			}
+			dsnCheckNoPassword(t, err.Error())
+		})
+	}
+}
+
+// TestValidateHandBuilt covers what only a hand-built Config can get wrong.
+func TestValidateHandBuilt(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(c *Config)
+		want   string
+	}{
+		{"host without port", func(c *Config) { c.Hosts = []string{"c1"} }, `missing port in host "c1"`},
+		{"weight without port", func(c *Config) { c.Weights = map[string]int{"c1": 2} }, `bad weights: missing port in host "c1"`},
+		{"session property named like our key", func(c *Config) {
+			c.SessionProperties = map[string]string{"WEIGHTS": "c1=2"}
+		}, `session property "WEIGHTS" is a DSN key`},
+		{"session property named like a client key", func(c *Config) {
+			c.SessionProperties = map[string]string{"password": dsnTestPassword}
+		}, `session property "password" is a DSN key`},
+		{"session property with an empty key", func(c *Config) {
+			c.SessionProperties = map[string]string{"": "x"}
+		}, "a session property has an empty key"},
+		{"auth scheme with a colon", func(c *Config) {
+			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "a:b", dsnTestPassword
+		}, "bad zooKeeperAuth: want scheme:credentials"},
+		{"upper-case hash key", func(c *Config) { c.HashKey = "Source" }, `bad hashKey "Source": want user or source`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := NewConfig()
+			cfg.Hosts = []string{"c1:8080"}
+			tc.change(cfg)
+			err := cfg.validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("validate() = %v, want an error containing %q", err, tc.want)
+			}
+			dsnCheckNoPassword(t, err.Error())
+		})
+	}
+}
+
+// TestValidateAcceptsDefaults checks that zero values and every Config the
+// valid DSN cases give pass.
+func TestValidateAcceptsDefaults(t *testing.T) {
+	for _, cfg := range []*Config{
+		{Hosts: []string{"c1:8080"}},
+		{Hosts: []string{"c1:8080"}, Retries: -1, HealthCheckInterval: -time.Second},
+	} {
+		if err := cfg.validate(); err != nil {
+			t.Errorf("validate() of %+v: %v", cfg, err)
+		}
+	}
+	for _, tc := range dsnValidCases {
+		if err := tc.want.validate(); err != nil {
+			t.Errorf("%s: validate(): %v", tc.name, err)
+		}
+	}
+}
+
+// dsnCheckNoPassword fails t when msg shows the test password.
+func dsnCheckNoPassword(t *testing.T, msg string) {
+	t.Helper()
+	for _, secret := range []string{dsnTestPassword, dsnTestPasswordEnc, "Tr0ub4dor"} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("error %q contains the password", msg)
+		}
+	}
+}

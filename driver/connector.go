@@ -76,13 +76,15 @@ type Connector struct {
 var _ driver.Connector = (*Connector)(nil)
 
 // NewConnector returns a Connector for cfg. It does no network I/O; the
-// first Connect opens discovery. cfg is copied.
+// first Connect opens discovery. cfg is copied, after the checks ParseDSN
+// makes: a Config built by hand gets the same errors.
 func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	if cfg == nil {
 		return nil, errors.New("zkpresto: NewConnector: nil Config")
 	}
-	if len(cfg.Hosts) == 0 {
-		return nil, errors.New("zkpresto: NewConnector: Config has no hosts")
+	// The checks ParseDSN makes, for a Config built by hand too.
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("zkpresto: NewConnector: %w", err)
 	}
 	var o connectorOptions
 	for _, opt := range opts {

@@ -114,6 +114,10 @@ func TestValidateHandBuilt(t *testing.T) {
 				t.Fatalf("validate() = %v, want an error containing %q", err, tc.want)
 			}
 			dsnCheckNoPassword(t, err.Error())
+			// NewConnector refuses the same Config with the same message.
+			if _, err := NewConnector(cfg); err == nil || !strings.Contains(err.Error(), "zkpresto: NewConnector: "+tc.want) {
+				t.Fatalf("NewConnector = %v, want an error containing %q", err, tc.want)
+			}
 		})
 	}
 }

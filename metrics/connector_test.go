@@ -25,7 +25,7 @@ func TestFromConnectorExportsTheConnectorsStats(t *testing.T) {
 	deadAddr := dead.Addr()
 	dead.Close() // refuses connections from now on
 
-	cfg, err := zkdriver.ParseDSN("presto://" + deadAddr + "," + live.Addr() + "/hive?user=alice;zooKeeperStrategy=poll")
+	cfg, err := zkdriver.ParseDSN("presto://" + deadAddr + "," + live.Addr() + "/hive;zooKeeperStrategy=poll?user=alice")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,8 +115,10 @@ type Coordinator struct {
 	abandon   time.Duration
 	idSuffix  string // distinguishes query ids of different coordinators
 
-	latency    atomic.Int64 // nanoseconds
-	starting   atomic.Bool
+	latency     atomic.Int64 // nanoseconds
+	answerDelay atomic.Int64 // nanoseconds a submission's answer waits after acceptance
+	openConns   atomic.Int64 // HTTP connections open now
+	starting    atomic.Bool
 	statements atomic.Int64
 	querySeq   atomic.Int64
 	startedAt  atomic.Int64 // unix nanos of the last (re)start, read by /v1/info without lifeMu
@@ -226,6 +228,14 @@ func (c *Coordinator) listen() error {
 	s.srv = &http.Server{
 		Handler:           c.routes(s),
 		ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, state http.ConnState) {
+			switch state {
+			case http.StateNew:
+				c.openConns.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				c.openConns.Add(-1)
+			}
+		},
 		// Aborted connections are the point of Stop; keep them out of the test output.
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
@@ -282,6 +292,16 @@ func (c *Coordinator) Running() int64 {
 
 // SetLatency changes the latency of statements submitted from now on.
 func (c *Coordinator) SetLatency(d time.Duration) { c.latency.Store(int64(max(d, 0))) }
+
+// SetAnswerDelay makes each submission wait d after the query was accepted
+// (it runs, and Running counts it) before its answer is written: a
+// coordinator slow to answer POST /v1/statement. The wait ends early only
+// when the coordinator stops, not when the client goes away.
+func (c *Coordinator) SetAnswerDelay(d time.Duration) { c.answerDelay.Store(int64(max(d, 0))) }
+
+// OpenConns returns how many HTTP connections clients hold open to the
+// coordinator now.
+func (c *Coordinator) OpenConns() int64 { return c.openConns.Load() }
 
 // SetStarting switches the starting state: while starting, /v1/info says so and statement
 // submissions are answered 503.

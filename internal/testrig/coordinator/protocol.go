@@ -24,10 +24,10 @@ const maxStatementBytes = 16 << 20
 func (c *Coordinator) routes(s *serving) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/statement", func(w http.ResponseWriter, r *http.Request) {
-		c.handleSubmit(w, r, "")
+		c.handleSubmit(w, r, "", s)
 	})
 	mux.HandleFunc("PUT /v1/statement/{queryId}", func(w http.ResponseWriter, r *http.Request) {
-		c.handleSubmit(w, r, r.PathValue("queryId"))
+		c.handleSubmit(w, r, r.PathValue("queryId"), s)
 	})
 	mux.HandleFunc("GET /v1/statement/{phase}/{queryId}/{slug}/{token}", func(w http.ResponseWriter, r *http.Request) {
 		c.handlePoll(w, r, s)
@@ -137,7 +137,7 @@ func (c *Coordinator) newQueryID(now time.Time) string {
 	return fmt.Sprintf("%s_%05d_%s", now.UTC().Format("20060102_150405"), c.querySeq.Add(1), c.idSuffix)
 }
 
-func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMintedID string) {
+func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMintedID string, s *serving) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxStatementBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -200,6 +200,14 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 		return
 	}
 	c.record(req)
+	if d := time.Duration(c.answerDelay.Load()); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			t.Stop()
+		}
+	}
 	writeAnswer(w, q.queuedAnswer(c.baseURL(r), now))
 }
 

@@ -96,6 +96,18 @@ type pickerState struct {
 	health uint64
 	nodes  []discovery.Node // the candidates the picker was built from
 	picker strategy.Picker
+	// ctxPicker is picker when it may wait on I/O (global_poll), nil
+	// otherwise: decided once per build, so other pickers' picks stay a
+	// plain call.
+	ctxPicker strategy.ContextPicker
+}
+
+// pick asks the picker, bounding a pick that may wait on I/O by ctx.
+func (ps *pickerState) pick(ctx context.Context, req *strategy.Request) (*discovery.Node, error) {
+	if ps.ctxPicker != nil {
+		return ps.ctxPicker.PickContext(ctx, req)
+	}
+	return ps.picker.Pick(req)
 }
 
 // New returns a Router for cfg. It does no network I/O: discovery opens on
@@ -185,7 +197,7 @@ func (r *Router) Pick(ctx context.Context, req *strategy.Request, tried []NodeFa
 	// A few picks skip tried nodes without knowing the strategy; then any
 	// untried candidate will do.
 	for range 2*len(tried) + 1 {
-		node, err := ps.picker.Pick(req)
+		node, err := ps.pick(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("zkpresto: strategy %s over %s: %w", r.strategyName, snap.Source, err)
 		}
@@ -441,6 +453,7 @@ func (r *Router) pickerFor(snap *discovery.Snapshot) *pickerState {
 	}
 	nodes := r.health.Usable(r.applyWeights(snap.Nodes))
 	next := &pickerState{snap: snap, health: hv, nodes: nodes, picker: r.strategy.Build(nodes)}
+	next.ctxPicker, _ = next.picker.(strategy.ContextPicker)
 	r.picked.Store(next)
 	r.log.Debug("coordinators for picking", "source", snap.Source, "generation", snap.Generation,
 		"listed", len(snap.Nodes), "usable", len(nodes), "strategy", r.strategyName)
@@ -470,11 +483,11 @@ type sharedCounter struct {
 	counter *discovery.ZKCounter
 }
 
-func (s *sharedCounter) Next() (uint64, error) {
+func (s *sharedCounter) Next(ctx context.Context) (uint64, error) {
 	d := s.r.disc.Load()
 	if d == nil || d.zk == nil {
 		return 0, errors.New("zkpresto: discovery is not open")
 	}
 	s.once.Do(func() { s.counter = d.zk.Counter(s.r.cfg.ZooKeeper.Path + "-counter") })
-	return s.counter.Next()
+	return s.counter.Next(ctx)
 }

@@ -1,11 +1,22 @@
 package strategy
 
 import (
+	"context"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
 )
+
+// GlobalPollBudget is the longest a global_poll pick waits for its shared
+// counter, whatever the caller's deadline (a shorter deadline bounds it
+// further). A healthy ZooKeeper counter answers in milliseconds; waiting
+// longer would hold every statement of the process hostage to an ensemble
+// that does not answer (a black-holed network drops packets, and the
+// ZooKeeper client may notice only two thirds of a session timeout later), so
+// past the budget the pick uses the process-local counter instead.
+const GlobalPollBudget = 250 * time.Millisecond
 
 // globalPollStrategy is global_poll: round robin across every client of a
 // cluster, as Kyuubi's polling strategy does. Each pick takes the next value
@@ -19,7 +30,8 @@ import (
 // a busy machine in BenchmarkPickGlobalPollZooKeeper, more while other
 // clients contend for the znode), and it allocates; every other strategy
 // picks in nanoseconds without I/O.
-// When Next fails that pick uses a process-local counter instead, with a
+// When Next fails, or does not answer within the caller's context and
+// GlobalPollBudget, that pick uses a process-local counter instead, with a
 // warning at most once a second. Without a counter the rotation is
 // process-local throughout, which is logged once at Info.
 type globalPollStrategy struct {
@@ -35,7 +47,7 @@ func newGlobalPoll(opts Options) Strategy {
 		counter: opts.Counter,
 		warn: &rateLimitedLogger{
 			logger:   opts.Logger,
-			message:  "strategy: shared counter failed; this pick uses the local counter",
+			message:  "strategy: shared counter failed or did not answer in time; this pick uses the local counter",
 			strategy: "global_poll",
 			now:      unixNano,
 		},
@@ -56,19 +68,31 @@ type globalPollPicker struct {
 	s     *globalPollStrategy
 }
 
-func (p *globalPollPicker) Pick(*Request) (*discovery.Node, error) {
+var _ ContextPicker = (*globalPollPicker)(nil)
+
+// Pick waits for the shared counter for at most GlobalPollBudget.
+func (p *globalPollPicker) Pick(req *Request) (*discovery.Node, error) {
+	return p.PickContext(context.Background(), req)
+}
+
+// PickContext waits for the shared counter until ctx is done or for
+// GlobalPollBudget, whichever comes first.
+func (p *globalPollPicker) PickContext(ctx context.Context, _ *Request) (*discovery.Node, error) {
 	n := uint64(len(p.nodes))
 	if n == 0 {
 		return nil, ErrNoNodes
 	}
-	return &p.nodes[p.s.next()%n], nil
+	return &p.nodes[p.s.next(ctx)%n], nil
 }
 
 // next returns the next value of the shared counter, or of the local one
-// when there is no shared counter or it fails.
-func (s *globalPollStrategy) next() uint64 {
+// when there is no shared counter or it fails or is too slow.
+func (s *globalPollStrategy) next(ctx context.Context) uint64 {
 	if s.counter != nil {
-		v, err := s.counter.Next()
+		// Without a counter no context is made: that path allocates nothing.
+		ctx, cancel := context.WithTimeout(ctx, GlobalPollBudget)
+		v, err := s.counter.Next(ctx)
+		cancel()
 		if err == nil {
 			return v
 		}

@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -14,7 +15,7 @@ type fakeCounter struct {
 	fail  bool
 }
 
-func (c *fakeCounter) Next() (uint64, error) {
+func (c *fakeCounter) Next(context.Context) (uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fail {

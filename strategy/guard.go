@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,7 +18,9 @@ const warnInterval = time.Second
 // guardStrategy wraps a user strategy. A Build that panics or returns nil,
 // and a Pick that panics, fails with anything but ErrNoNodes, or returns a
 // node it was not built from, is answered by a uniform random pick instead:
-// a broken plug-in degrades load balancing, never queries.
+// a broken plug-in degrades load balancing, never queries. A user picker
+// that implements ContextPicker is guarded as one, its PickContext given the
+// caller's context.
 type guardStrategy struct {
 	name   string
 	inner  Strategy
@@ -50,7 +53,13 @@ func (g *guardStrategy) Build(nodes []discovery.Node) Picker {
 	for i := range nodes {
 		byAddr[nodes[i].Addr] = i
 	}
-	return &guardPicker{guard: g, inner: inner, fallback: fallback, nodes: nodes, byAddr: byAddr}
+	p := &guardPicker{guard: g, inner: inner, fallback: fallback, nodes: nodes, byAddr: byAddr}
+	if ci, ok := inner.(ContextPicker); ok {
+		// Only then is the guard a ContextPicker, so that the routing core
+		// keeps calling plain Pick on every other user picker.
+		return &guardContextPicker{guardPicker: p, ctxInner: ci}
+	}
+	return p
 }
 
 func (g *guardStrategy) buildInner(nodes []discovery.Node) (p Picker, err error) {
@@ -78,6 +87,12 @@ func (p *guardPicker) Pick(req *Request) (*discovery.Node, error) {
 		return nil, ErrNoNodes
 	}
 	node, err := p.pickInner(req)
+	return p.vet(req, node, err)
+}
+
+// vet returns the inner picker's answer when it is a candidate, and a
+// random pick with a warning when it is not.
+func (p *guardPicker) vet(req *Request, node *discovery.Node, err error) (*discovery.Node, error) {
 	switch {
 	case errors.Is(err, ErrNoNodes):
 		// The strategy may legitimately find no candidate among the nodes
@@ -104,6 +119,30 @@ func (p *guardPicker) pickInner(req *Request) (node *discovery.Node, err error) 
 		}
 	}()
 	return p.inner.Pick(req)
+}
+
+// guardContextPicker guards a user picker that implements ContextPicker,
+// passing the caller's context through.
+type guardContextPicker struct {
+	*guardPicker
+	ctxInner ContextPicker // the same picker as guardPicker.inner
+}
+
+func (p *guardContextPicker) PickContext(ctx context.Context, req *Request) (*discovery.Node, error) {
+	if len(p.nodes) == 0 {
+		return nil, ErrNoNodes
+	}
+	node, err := p.pickInnerContext(ctx, req)
+	return p.vet(req, node, err)
+}
+
+func (p *guardContextPicker) pickInnerContext(ctx context.Context, req *Request) (node *discovery.Node, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			node, err = nil, fmt.Errorf("its PickContext panicked: %v", r)
+		}
+	}()
+	return p.ctxInner.PickContext(ctx, req)
 }
 
 // rateLimitedLogger logs at most one warning per warnInterval and counts the

@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"context"
 	"maps"
 	"sync/atomic"
 	"time"
@@ -110,6 +111,9 @@ func (t *Loads) Snapshot() map[string]*Load { return maps.Clone(t.m.All()) }
 // SharedCounter is a counter shared by every client of a cluster, such as a
 // znode updated with a versioned compare-and-set. global_poll uses it.
 type SharedCounter interface {
-	// Next returns the counter's value before this call's increment.
-	Next() (uint64, error)
+	// Next returns the counter's value before this call's increment. It
+	// returns an error by the time ctx is done, even when the store it
+	// talks to has not answered: global_poll's picks wait on it, bounded by
+	// the statement's context and GlobalPollBudget.
+	Next(ctx context.Context) (uint64, error)
 }

@@ -9,6 +9,7 @@
 package strategy
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 
@@ -31,10 +32,31 @@ type Request struct {
 
 // Picker picks one node. A Picker is immutable once built and safe for
 // concurrent use.
+//
+// Pick runs on every statement, so it must not block or do I/O: it is
+// expected to return in nanoseconds. The one built-in strategy that may wait
+// is global_poll, whose picks take a shared counter's next value (with
+// ZooKeeper, two round trips to the ensemble); it also implements
+// ContextPicker, and no pick of it waits longer than GlobalPollBudget, after
+// which it uses a process-local counter. A user strategy that must wait on
+// I/O implements ContextPicker too and honours the context it is given.
 type Picker interface {
 	// Pick returns a pointer into the node slice the picker was built from.
 	// It must not retain req.
 	Pick(req *Request) (*discovery.Node, error)
+}
+
+// ContextPicker is a Picker whose picks may wait on I/O (global_poll's
+// shared counter). The routing core calls PickContext with the statement's
+// context instead of Pick when the picker it built implements it, so that a
+// pick never outlasts the caller's deadline; Pick stays the context-free
+// form for callers that have none.
+type ContextPicker interface {
+	Picker
+	// PickContext is Pick bounded by ctx: it returns by the time ctx is
+	// done, falling back to a choice that needs no I/O rather than failing
+	// when the I/O does not finish in time. It must not retain req or ctx.
+	PickContext(ctx context.Context, req *Request) (*discovery.Node, error)
 }
 
 // Strategy builds pickers. One Strategy instance serves one connector, so it

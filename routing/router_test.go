@@ -63,7 +63,7 @@ func newRouter(t *testing.T, cfg routing.Config) *routing.Router {
 	return r
 }
 
-var refused = fmt.Errorf("dial tcp: %w", syscall.ECONNREFUSED)
+var errRefused = fmt.Errorf("dial tcp: %w", syscall.ECONNREFUSED)
 
 // behaviour says how each coordinator answers an attempt.
 type behaviour map[string]routing.Outcome
@@ -75,7 +75,7 @@ func (b behaviour) try(visits *[]string) func(*routing.Attempt) (routing.Outcome
 		case routing.Answered:
 			return o, nil
 		case routing.NotSent:
-			return o, fmt.Errorf("%s: %w", a.Node.Addr, refused)
+			return o, fmt.Errorf("%s: %w", a.Node.Addr, errRefused)
 		case routing.MaybeSent:
 			return o, errors.New("connection reset after the statement was written")
 		default:
@@ -197,8 +197,8 @@ func TestPickTriesEjectedCoordinatorsLast(t *testing.T) {
 	if _, err := r.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r.Health().Eject("a:1", refused)
-	r.Health().Eject("b:1", refused)
+	r.Health().Eject("a:1", errRefused)
+	r.Health().Eject("b:1", errRefused)
 	// c is the only usable one; once it failed, the ejected ones follow in
 	// address order, and then nothing is left.
 	var tried []routing.NodeFailure
@@ -209,7 +209,7 @@ func TestPickTriesEjectedCoordinatorsLast(t *testing.T) {
 			t.Fatal(err)
 		}
 		order = append(order, n.Addr)
-		tried = append(tried, routing.NodeFailure{Node: n.Addr, Err: refused})
+		tried = append(tried, routing.NodeFailure{Node: n.Addr, Err: errRefused})
 	}
 	if got := strings.Join(order, " "); got != "c:1 a:1 b:1" {
 		t.Errorf("pick order %q, want the usable node, then the ejected ones", got)

@@ -42,8 +42,10 @@ const (
 	DefaultSessionTimeout = 15 * time.Second
 	// DefaultFailureThreshold is how many failed checks in a row deregister.
 	DefaultFailureThreshold = 2
-	// drainTimeout bounds the delete on shutdown; closing the session
-	// removes the ephemeral znode anyway, only later for watchers.
+	// drainTimeout bounds the wait for the session and the deletes on
+	// shutdown; closing the session removes the ephemeral znodes anyway,
+	// only later for watchers, and not at all while ZooKeeper cannot hear
+	// the close: then they stay until the session expires.
 	drainTimeout = 5 * time.Second
 )
 
@@ -154,6 +156,7 @@ type Registrar struct {
 	znode          string // our znode's path; "" while unregistered
 	znodeData      []byte // what znode holds
 	znodeSession   int64  // the session that created znode
+	unsureSession  int64  // the session of a create whose answer was lost; 0 when none
 	lostToExpiry   bool   // the last znode went with an expired session
 	authAdded      bool
 	failures       int // consecutive failed checks
@@ -466,19 +469,24 @@ func (r *Registrar) reconcile() error {
 		r.forget()
 		r.lostToExpiry = true
 	}
+	if r.unsureSession != 0 && r.unsureSession != session {
+		// Whatever a lost create left went with its session too.
+		r.unsureSession = 0
+	}
 	if err := r.ensureAuth(conn); err != nil {
 		return r.fail(err, "adding ZooKeeper credentials")
 	}
 	if !r.Status().Healthy {
-		if r.znode == "" {
-			return nil
+		if r.znode != "" {
+			if err := conn.Delete(r.znode, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return r.fail(err, "deregistering "+r.znode)
+			}
+			r.log.Info("deregistered", "znode", r.znode, "reason", r.Status().LastError)
+			r.forget()
 		}
-		if err := conn.Delete(r.znode, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return r.fail(err, "deregistering "+r.znode)
-		}
-		r.log.Info("deregistered", "znode", r.znode, "reason", r.Status().LastError)
-		r.forget()
-		return nil
+		// Not ready means not listed, by a znode the registrar knows of
+		// or by one a lost create left.
+		return r.sweep(conn, session)
 	}
 	want, err := r.desired()
 	if err != nil {
@@ -501,7 +509,7 @@ func (r *Registrar) reconcile() error {
 			}
 			r.forget()
 		default:
-			return nil
+			return r.sweep(conn, session)
 		}
 	}
 	return r.register(conn, session, want, data)
@@ -518,6 +526,13 @@ func (r *Registrar) register(conn *zk.Conn, session int64, node discovery.Node, 
 	}
 	path, err := conn.Create(r.path+"/"+discovery.ZnodeName(node), data, zk.FlagEphemeral|zk.FlagSequence, r.acl)
 	if err != nil {
+		if !isFatal(err) && !errors.Is(err, zk.ErrNoNode) {
+			// Not a refusal from ZooKeeper: the connection may have been
+			// lost after the server applied the create, and the znode
+			// then lists the coordinator in this session whatever the
+			// registrar does next. Every path sweeps until it is gone.
+			r.unsureSession = session
+		}
 		return r.fail(err, "registering under "+r.path)
 	}
 	r.znode, r.znodeData, r.znodeSession = path, data, session
@@ -535,18 +550,35 @@ func (r *Registrar) register(conn *zk.Conn, session int64, node discovery.Node, 
 	return nil
 }
 
+// sweep removes the orphans a lost create may have left in this session,
+// whatever the coordinator's health: one that is not ready must not stay
+// listed through them.
+func (r *Registrar) sweep(conn *zk.Conn, session int64) error {
+	if r.unsureSession != session {
+		return nil
+	}
+	if err := r.removeOrphans(conn, session); err != nil {
+		return r.fail(err, "removing orphaned registrations under "+r.path)
+	}
+	return nil
+}
+
 // removeOrphans deletes children that this session owns but the registrar
 // does not know about: a create whose answer was lost with the connection
-// may have succeeded, and the coordinator must not be listed twice.
+// may have succeeded, and the coordinator must not be listed twice, nor at
+// all while it is not ready. After a full sweep no create is in doubt.
 func (r *Registrar) removeOrphans(conn *zk.Conn, session int64) error {
 	children, _, err := conn.Children(r.path)
+	if errors.Is(err, zk.ErrNoNode) {
+		children, err = nil, nil // no namespace, no orphans
+	}
 	if err != nil {
 		return err
 	}
 	prefix := discovery.ZnodeName(discovery.Node{Addr: r.node.Addr})
 	prefix = prefix[:strings.Index(prefix, ";")] // serverUri=host:port
 	for _, child := range children {
-		if !strings.HasPrefix(child, prefix+";") {
+		if !strings.HasPrefix(child, prefix+";") || r.path+"/"+child == r.znode {
 			continue
 		}
 		_, stat, err := conn.Get(r.path + "/" + child)
@@ -560,8 +592,11 @@ func (r *Registrar) removeOrphans(conn *zk.Conn, session int64) error {
 			if err := conn.Delete(r.path+"/"+child, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
-			r.log.Warn("removed a duplicate registration left by a lost create", "znode", r.path+"/"+child)
+			r.log.Warn("removed an orphaned registration left by a lost create", "znode", r.path+"/"+child)
 		}
+	}
+	if r.unsureSession == session {
+		r.unsureSession = 0
 	}
 	return nil
 }
@@ -647,28 +682,70 @@ func (r *Registrar) fail(err error, doing string) error {
 	return nil
 }
 
-// drain deletes the znode, then closes the session. The delete is bounded:
-// closing the session removes the ephemeral znode as well.
+// drain deletes the znode and any orphan of a lost create, then closes the
+// session. When there is something to delete it waits for the session,
+// bounded by drainTimeout: a close ZooKeeper cannot hear leaves the
+// ephemeral znodes listed until the session expires, and shutdown often
+// follows the very connection loss that orphaned a create.
 func (r *Registrar) drain(conn *zk.Conn) {
-	if r.znode != "" && conn.State() == zk.StateHasSession {
-		done := make(chan error, 1)
-		go func() { done <- conn.Delete(r.znode, -1) }()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, zk.ErrNoNode) {
-				r.log.Warn("deleting the registration on shutdown failed; closing the session removes it", "znode", r.znode, "err", err)
-			} else {
-				r.log.Info("drained: deregistered before shutdown", "znode", r.znode)
+	timeout := time.NewTimer(drainTimeout)
+	defer timeout.Stop()
+	if r.znode != "" || r.unsureSession != 0 {
+		if r.awaitSession(conn, timeout.C) {
+			done := make(chan error, 1)
+			go func() { done <- r.deregisterAll(conn) }()
+			select {
+			case err := <-done:
+				if err != nil {
+					r.log.Warn("deregistering on shutdown failed; closing the session removes the registration", "namespace", r.path, "err", err)
+				} else if r.znode != "" {
+					r.log.Info("drained: deregistered before shutdown", "znode", r.znode)
+				} else {
+					r.log.Info("drained: no registration left before shutdown", "namespace", r.path)
+				}
+			case <-timeout.C:
+				r.log.Warn("deregistering on shutdown timed out; closing the session removes the registration", "namespace", r.path, "znode", r.znode)
+				conn.Close()
+				<-done // Close fails the pending request at once
 			}
-			conn.Close()
-		case <-time.After(drainTimeout):
-			r.log.Warn("deleting the registration on shutdown timed out; closing the session removes it", "znode", r.znode)
-			conn.Close()
-			<-done // Close fails the pending request at once
+		} else {
+			r.log.Warn("ZooKeeper unreachable on shutdown; the registration stays until the session expires",
+				"namespace", r.path, "znode", r.znode, "session_timeout", r.cfg.SessionTimeout)
 		}
-	} else {
-		conn.Close()
 	}
+	conn.Close()
 	r.forget()
 	r.log.Info("registrar stopped")
+}
+
+// awaitSession waits until conn has a session or timeout fires, and says
+// which. Session events nudge r.wake after the state has changed.
+func (r *Registrar) awaitSession(conn *zk.Conn, timeout <-chan time.Time) bool {
+	for conn.State() != zk.StateHasSession {
+		select {
+		case <-r.wake:
+		case <-timeout:
+			return false
+		}
+	}
+	return true
+}
+
+// deregisterAll deletes, in the current session, the znode the registrar
+// holds and the orphans of a lost create. drain runs it on a goroutine of
+// its own while it waits.
+func (r *Registrar) deregisterAll(conn *zk.Conn) error {
+	session := conn.SessionID()
+	var errs []error
+	if r.znode != "" && r.znodeSession == session {
+		if err := conn.Delete(r.znode, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", r.znode, err))
+		}
+	}
+	if r.unsureSession == session {
+		if err := r.removeOrphans(conn, session); err != nil {
+			errs = append(errs, fmt.Errorf("removing orphaned registrations under %s: %w", r.path, err))
+		}
+	}
+	return errors.Join(errs...)
 }

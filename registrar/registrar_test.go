@@ -1,7 +1,9 @@
 package registrar_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -413,16 +416,19 @@ func TestLogsMaskTheCredentials(t *testing.T) {
 
 // proxy forwards TCP connections to a ZooKeeper server; block cuts every
 // connection and refuses new ones until unblock, which is how the session
-// expiry test keeps the registrar away from ZooKeeper.
+// expiry test keeps the registrar away from ZooKeeper. loseAnswerTo lets a
+// create reach the server but not its answer reach the client.
 type proxy struct {
 	t      *testing.T
 	ln     net.Listener
 	target string
 
-	mu      sync.Mutex
-	blocked bool
-	conns   map[net.Conn]struct{}
-	wg      sync.WaitGroup
+	mu         sync.Mutex
+	blocked    bool
+	conns      map[net.Conn]struct{}
+	wg         sync.WaitGroup
+	losePrefix string        // the create whose answer to lose; "" for none
+	lost       chan struct{} // closed once that create went to the server
 }
 
 func startProxy(t *testing.T, target string) *proxy {
@@ -466,16 +472,104 @@ func (p *proxy) serve() {
 		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
 		p.wg.Add(2)
 		p.mu.Unlock()
-		go p.pipe(c, up)
-		go p.pipe(up, c)
+		mute := new(atomic.Bool) // this connection's answers are being lost
+		go p.forwardRequests(up, c, mute)
+		go p.forwardAnswers(c, up, mute)
 	}
 }
 
-func (p *proxy) pipe(dst, src net.Conn) {
+// loseAnswerTo arms the proxy once: the next create of a path starting with
+// prefix reaches ZooKeeper, but from then on nothing ZooKeeper sends on
+// that connection reaches the client, until block cuts it. The returned
+// channel is closed when the create has been written to the server.
+func (p *proxy) loseAnswerTo(prefix string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.losePrefix, p.lost = prefix, make(chan struct{})
+	return p.lost
+}
+
+// ZooKeeper's create opcodes: create, create2, createContainer, createTTL.
+var createOps = map[int32]bool{1: true, 15: true, 19: true, 21: true}
+
+// forwardRequests copies client to server one ZooKeeper message at a time,
+// so that it can tell the create to lose the answer to. Each message is
+// framed by a 4-byte length; the first on a connection is the session
+// handshake, every later one starts with xid and opcode, and a create's
+// body with its path.
+func (p *proxy) forwardRequests(server, client net.Conn, mute *atomic.Bool) {
 	defer p.wg.Done()
-	io.Copy(dst, src)
-	dst.Close()
-	src.Close()
+	defer server.Close()
+	defer client.Close()
+	in := bufio.NewReader(client)
+	for first := true; ; first = false {
+		var size [4]byte
+		if _, err := io.ReadFull(in, size[:]); err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(size[:])
+		if n > 4<<20 {
+			return // not ZooKeeper
+		}
+		msg := make([]byte, 4+n)
+		copy(msg, size[:])
+		if _, err := io.ReadFull(in, msg[4:]); err != nil {
+			return
+		}
+		var lost chan struct{}
+		if !first {
+			if lost = p.takeLoss(msg[4:]); lost != nil {
+				// Before the server can have answered.
+				mute.Store(true)
+			}
+		}
+		if _, err := server.Write(msg); err != nil {
+			return
+		}
+		if lost != nil {
+			close(lost)
+		}
+	}
+}
+
+// takeLoss returns the armed channel, disarming it, when msg is the create
+// whose answer is to be lost.
+func (p *proxy) takeLoss(msg []byte) chan struct{} {
+	if len(msg) < 12 || !createOps[int32(binary.BigEndian.Uint32(msg[4:8]))] {
+		return nil
+	}
+	n := int(int32(binary.BigEndian.Uint32(msg[8:12])))
+	if n < 0 || 12+n > len(msg) {
+		return nil
+	}
+	path := string(msg[12 : 12+n])
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.losePrefix == "" || !strings.HasPrefix(path, p.losePrefix) {
+		return nil
+	}
+	p.losePrefix = ""
+	return p.lost
+}
+
+// forwardAnswers copies server to client, dropping everything once mute is
+// set: the client keeps its connection but hears nothing more on it.
+func (p *proxy) forwardAnswers(client, server net.Conn, mute *atomic.Bool) {
+	defer p.wg.Done()
+	defer server.Close()
+	defer client.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := server.Read(buf)
+		if n > 0 && !mute.Load() {
+			if _, werr := client.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (p *proxy) block() {

@@ -103,6 +103,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 	_, err := c.connector.router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
 		c.last.Store(ra.Node)
 		a := newAttempt(ra, ctx)
+		a.WholePages = true // the Presto client decodes whole pages anyway
 		last = a
 		err := do(a.context())
 		failure, sent := a.Failure()
@@ -112,7 +113,9 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		case ctx.Err() != nil:
 			// The caller gave up: stop the query on the coordinator too.
 			c.connector.cancelQuery(a)
-			return routing.Abandoned, err
+			return routing.Abandoned, callerError(a, err, ctx)
+		case a.Invalid() != nil:
+			return routing.Invalid, a.Invalid()
 		case failure == nil:
 			return routing.Answered, err // the coordinator answered: a query error
 		case sent:
@@ -124,6 +127,16 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		return nil, err
 	}
 	return last, nil
+}
+
+// callerError is the error of a statement whose caller gave up: err when
+// it already says why (errors.Is finds the deadline or the cancellation),
+// else err with the caller's reason attached.
+func callerError(a *attempt, err error, ctx context.Context) error {
+	if errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("zkpresto: statement on %s: %w (%w)", a.Node.Addr, ctx.Err(), err)
 }
 
 // NoCoordinatorError reports a statement that was sent nowhere: every

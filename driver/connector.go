@@ -110,9 +110,25 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 		return nil, err
 	}
 	c.router = router
+	rt := &routingTransport{
+		next:       next,
+		forceTLS:   c.cfg.hasTLS(),
+		background: router.Go,
+		cancel:     c.checkClient,
+		closed:     router.Closed,
+		closeIdle:  func() {},
+		log:        c.log,
+	}
+	if c.ownTransport != nil {
+		rt.closeIdle = c.ownTransport.CloseIdleConnections
+	}
+	rt.releasedFn = rt.released
 	c.httpClient = &http.Client{
-		Transport:     &routingTransport{next: next, forceTLS: c.cfg.hasTLS()},
-		CheckRedirect: base.CheckRedirect,
+		Transport: rt,
+		// Statements are never redirected (the transport reports a
+		// redirect as an error before the client could follow it; this is
+		// the second lock on that door).
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Jar:           base.Jar,
 		Timeout:       base.Timeout,
 	}
@@ -214,10 +230,10 @@ func (c *Connector) requestFor(ctx context.Context) *strategy.Request {
 // Close nothing is sent.
 func (c *Connector) cancelQuery(a *attempt) {
 	u := a.LastURL()
-	if u == nil {
+	if u == nil || protocol.CheckTarget(u, a.Node.Addr, c.cfg.hasTLS() || a.Node.Scheme == "https") != nil {
 		return
 	}
-	c.router.Go(func() {
+	c.router.Go(func(<-chan struct{}) {
 		if err := protocol.CancelQuery(context.Background(), c.checkClient, u); err != nil {
 			c.log.Debug("cancelling a query failed", "node", a.Node.Addr, "err", err)
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/zkpresto/zkpresto/internal/protocol"
@@ -76,7 +78,27 @@ func attemptFrom(ctx context.Context) *attempt {
 type routingTransport struct {
 	next     http.RoundTripper
 	forceTLS bool // the DSN's ssl_* keys ask for https everywhere
+	// background runs work that outlives a request (the connector's
+	// Router.Go); cancel sends the DELETEs.
+	background func(func(closing <-chan struct{})) bool
+	cancel     *http.Client
+	// closed reports whether the connector was closed; closeIdle then
+	// closes the connections that requests of running statements return
+	// to the pool.
+	closed    func() bool
+	closeIdle func()
+	log       *slog.Logger
+	// releasedFn is released as a func value, made once: a method value
+	// made per request would be an allocation per request.
+	releasedFn func()
 }
+
+// abandonTimeout bounds how long the answer of a submission whose caller
+// gave up is awaited in the background, to learn the query and cancel it.
+const abandonTimeout = 30 * time.Second
+
+// errAbandoned ends the wait for such an answer.
+var errAbandoned = errors.New("zkpresto: no answer to an abandoned submission in time")
 
 // RoundTrip implements http.RoundTripper.
 func (t *routingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -84,57 +106,173 @@ func (t *routingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if a == nil {
 		return nil, errors.New("zkpresto: internal error: a request without a coordinator")
 	}
-	release := func() {}
+	submission := protocol.IsSubmission(req)
+	req, err := t.target(req, a, submission)
+	if err != nil {
+		return nil, t.failed(a, err)
+	}
+	if submission && a.caller.Done() != nil {
+		return t.submitCancellable(req, a)
+	}
+	release := t.releasedFn
 	if a.caller.Done() != nil {
-		// Abort the request when the caller gives up, with an error the
-		// Presto client returns at once.
-		ctx, cancel := context.WithCancel(req.Context())
-		stop := context.AfterFunc(a.caller, cancel)
-		release = func() { stop(); cancel() }
+		// Abort the request when the caller gives up, with the caller's
+		// reason (a deadline stays a deadline), which the Presto client
+		// returns at once.
+		ctx, cancel := context.WithCancelCause(req.Context())
+		stop := context.AfterFunc(a.caller, func() { cancel(context.Cause(a.caller)) })
+		release = func() { stop(); cancel(nil); t.released() }
 		req = req.WithContext(ctx)
 	}
-	resp, err := t.route(req, a)
+	var resp *http.Response
+	if submission {
+		resp, err = protocol.Submit(t.next, req, &a.Exchange, release)
+	} else {
+		resp, err = protocol.FollowUp(t.next, req, &a.Exchange, release)
+	}
 	if err != nil {
 		release()
-		if a.caller.Err() != nil {
-			return nil, fmt.Errorf("zkpresto: statement on %s: %w", a.Node.Addr, a.caller.Err())
-		}
-		if failure, _ := a.Failure(); failure != nil {
-			return nil, errFailover
-		}
-		return nil, err
+		return nil, t.failed(a, err)
 	}
-	// The body outlives this call: release the context when it is closed.
-	protocol.WatchResponse(resp, &a.Exchange, release)
 	return resp, nil
 }
 
-func (t *routingTransport) route(req *http.Request, a *attempt) (*http.Response, error) {
-	submission := protocol.IsSubmission(req)
-	if req.URL.Hostname() == placeholderHost || submission {
-		// A RoundTripper must not modify the request it was given: work on
-		// a shallow copy, made once for the host and the trace.
-		ctx := req.Context()
-		if submission {
-			ctx = a.Trace(ctx)
+// failed is the error the Presto client gets for a request that failed.
+func (t *routingTransport) failed(a *attempt, err error) error {
+	switch {
+	case a.caller.Err() != nil:
+		return fmt.Errorf("zkpresto: statement on %s: %w", a.Node.Addr, a.caller.Err())
+	case a.Invalid() != nil:
+		return err
+	}
+	if failure, _ := a.Failure(); failure != nil {
+		return errFailover
+	}
+	return err
+}
+
+// released runs when a response body is closed: once the connector is
+// closed, the connection that request returned to the pool is closed too,
+// so that no connection outlives the statements running at Close.
+func (t *routingTransport) released() {
+	if t.closed != nil && t.closed() {
+		t.closeIdle()
+	}
+}
+
+// target returns the request to send: on the statement's coordinator, and
+// for a submission with the trace that records whether it was written. A
+// URI that names another host, or plain http where https is required, is
+// never requested.
+func (t *routingTransport) target(req *http.Request, a *attempt, submission bool) (*http.Request, error) {
+	placeholder := req.URL.Hostname() == placeholderHost
+	if !placeholder {
+		if err := t.checkTarget(req.URL, a.Node.Addr, a.Node.Scheme); err != nil {
+			a.Fail(err, true)
+			return nil, err
 		}
-		r := req.WithContext(ctx)
-		if req.URL.Hostname() == placeholderHost {
-			u := *req.URL
-			u.Host = a.Node.Addr
-			if t.forceTLS || a.Node.Scheme == "https" {
-				u.Scheme = "https"
-			} else {
-				u.Scheme = "http"
-			}
-			r.URL, r.Host = &u, a.Node.Addr
+		if !submission {
+			return req, nil
 		}
-		req = r
+	}
+	// A RoundTripper must not modify the request it was given: work on a
+	// shallow copy, made once for the host and the trace.
+	ctx := req.Context()
+	if submission {
+		ctx = a.Trace(ctx)
+	}
+	r := req.WithContext(ctx)
+	if placeholder {
+		u := *req.URL
+		u.Host = a.Node.Addr
+		if t.forceTLS || a.Node.Scheme == "https" {
+			u.Scheme = "https"
+		} else {
+			u.Scheme = "http"
+		}
+		r.URL, r.Host = &u, a.Node.Addr
 	}
 	// The Presto client asks for gzip and decodes it itself; the header
 	// stays, so that Go neither adds its own nor decodes.
-	if submission {
-		return protocol.Submit(t.next, req, &a.Exchange)
+	return r, nil
+}
+
+// checkTarget returns a *protocol.ForeignURIError unless u is on the
+// coordinator addr with a scheme the DSN allows.
+func (t *routingTransport) checkTarget(u *url.URL, addr, scheme string) error {
+	return protocol.CheckTarget(u, addr, t.forceTLS || scheme == "https")
+}
+
+// submitCancellable sends a submission whose caller may give up at any
+// moment. Before the statement was written the request is simply aborted:
+// the coordinator never saw it. After, the caller gets its error at once,
+// and the answer is awaited in the background (bounded) to learn the
+// query's nextUri and cancel it there: every query a coordinator accepted
+// gets its DELETE.
+func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	req = req.WithContext(ctx)
+	a.GateBody(req)
+	type result struct {
+		resp *http.Response
+		err  error
 	}
-	return protocol.FollowUp(t.next, req, &a.Exchange)
+	done := make(chan result, 1)
+	release := func() { cancel(nil); t.released() }
+	go func() {
+		resp, err := protocol.Submit(t.next, req, &a.Exchange, release)
+		done <- result{resp, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			release()
+			return nil, t.failed(a, r.err)
+		}
+		// Follow-ups carry the caller's cancellation themselves; the
+		// answer is whole already.
+		return r.resp, nil
+	case <-a.caller.Done():
+	}
+	if a.AbortSubmission() {
+		cancel(context.Cause(a.caller))
+	}
+	abandon := func(closing <-chan struct{}) {
+		timer := time.NewTimer(abandonTimeout)
+		defer timer.Stop()
+		var r result
+		select {
+		case r = <-done:
+		case <-timer.C:
+			cancel(errAbandoned)
+			r = <-done
+		case <-closing:
+			// The connector closes: a little longer, then give up.
+			timer.Reset(protocol.CancelTimeout)
+			select {
+			case r = <-done:
+			case <-timer.C:
+				cancel(errAbandoned)
+				r = <-done
+			}
+		}
+		if r.err != nil {
+			return // not accepted, or no answer to learn the query from
+		}
+		r.resp.Body.Close()
+		if u := a.LastURL(); u != nil && t.checkTarget(u, a.Node.Addr, a.Node.Scheme) == nil {
+			if err := protocol.CancelQuery(context.Background(), t.cancel, u); err != nil {
+				t.log.Debug("cancelling an abandoned query failed", "node", a.Node.Addr, "err", err)
+			}
+		}
+	}
+	if !t.background(abandon) {
+		cancel(errAbandoned)
+		go func() {
+			if r := <-done; r.err == nil {
+				r.resp.Body.Close()
+			}
+		}()
+	}
+	return nil, fmt.Errorf("zkpresto: statement on %s: %w", a.Node.Addr, a.caller.Err())
 }

@@ -79,9 +79,10 @@ type Router struct {
 
 	failovers sync.Map // addr → *atomic.Uint64
 
-	bgMu   sync.Mutex     // orders Go against Close
-	bg     sync.WaitGroup // background work Close waits for
-	closed atomic.Bool
+	bgMu    sync.Mutex     // orders Go against Close
+	bg      sync.WaitGroup // background work Close waits for
+	closing chan struct{}  // closed by Close, for the background work
+	closed  atomic.Bool
 }
 
 // opened is the open discovery source.
@@ -116,7 +117,7 @@ func New(cfg Config) (*Router, error) {
 	if (cfg.ZooKeeper == nil) == (cfg.Discoverer == nil) {
 		return nil, errors.New("zkpresto: routing: exactly one of ZooKeeper and Discoverer must be set")
 	}
-	r := &Router{cfg: cfg, log: cfg.Logger, loads: strategy.NewLoads()}
+	r := &Router{cfg: cfg, log: cfg.Logger, loads: strategy.NewLoads(), closing: make(chan struct{})}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -248,6 +249,10 @@ const (
 	// Abandoned: the caller gave up. It proves nothing about the
 	// coordinator.
 	Abandoned
+	// Invalid: the statement could not be sent at all (a request the HTTP
+	// client refuses to send). It proves nothing about the coordinator,
+	// and no other coordinator is tried: it would fail there the same way.
+	Invalid
 )
 
 // Attempt is one try of one statement on one coordinator.
@@ -315,7 +320,7 @@ func (r *Router) Run(ctx context.Context, req *strategy.Request, pinned *discove
 				a.End(err)
 			}
 			return a, err
-		case Abandoned:
+		case Abandoned, Invalid:
 			a.End(err)
 			return a, err
 		case MaybeSent:
@@ -339,15 +344,17 @@ func (r *Router) noteFailover(addr string) {
 }
 
 // Go runs fn in the background unless the Router is closed, and reports
-// whether it did; Close waits for it. fn's context ends with Close's wait
-// for it only when fn bounds itself: give it its own timeout.
-func (r *Router) Go(fn func()) bool {
+// whether it did; Close waits for it. fn must bound itself: closing is
+// closed when Close starts waiting, for work that should then stop soon
+// (waiting for a slow answer, say), while short work (a bounded cancel)
+// may finish.
+func (r *Router) Go(fn func(closing <-chan struct{})) bool {
 	r.bgMu.Lock()
 	defer r.bgMu.Unlock()
 	if r.closed.Load() {
 		return false
 	}
-	r.bg.Go(fn)
+	r.bg.Go(func() { fn(r.closing) })
 	return true
 }
 
@@ -364,6 +371,7 @@ func (r *Router) Close() error {
 	if already {
 		return nil
 	}
+	close(r.closing)
 	r.discMu.Lock()
 	d, checker := r.disc.Load(), r.checker
 	r.discMu.Unlock()

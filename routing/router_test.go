@@ -78,6 +78,8 @@ func (b behaviour) try(visits *[]string) func(*routing.Attempt) (routing.Outcome
 			return o, fmt.Errorf("%s: %w", a.Node.Addr, errRefused)
 		case routing.MaybeSent:
 			return o, errors.New("connection reset after the statement was written")
+		case routing.Invalid:
+			return o, errors.New("request not sent: header holds a control character")
 		default:
 			return o, context.Canceled
 		}
@@ -112,6 +114,8 @@ func TestRunFailoverTable(t *testing.T) {
 			wantVisits: "a:1 b:1", wantErr: "coordinator b:1 failed", wantStmt: true},
 		{name: "abandoned by the caller", behaviour: behaviour{"a:1": routing.Abandoned},
 			wantVisits: "a:1", wantErr: "context canceled"},
+		{name: "unsendable: no blame, no other coordinator", behaviour: behaviour{"a:1": routing.Invalid},
+			wantVisits: "a:1", wantErr: "request not sent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRouter(t, routing.Config{Discoverer: discovery.NewStatic("static", nodesOf(nodes...)), StrategyName: "poll", Retries: tc.retries})
@@ -346,7 +350,13 @@ func TestGoAndClose(t *testing.T) {
 	}
 	var ran atomic.Bool
 	release := make(chan struct{})
-	if !r.Go(func() { <-release; ran.Store(true) }) {
+	var sawClosing atomic.Bool
+	if !r.Go(func(closing <-chan struct{}) {
+		<-closing
+		sawClosing.Store(true)
+		<-release
+		ran.Store(true)
+	}) {
 		t.Fatal("Go refused before Close")
 	}
 	closed := make(chan struct{})
@@ -358,8 +368,8 @@ func TestGoAndClose(t *testing.T) {
 	}
 	close(release)
 	<-closed
-	if !ran.Load() || r.Go(func() {}) || !r.Closed() {
-		t.Errorf("ran %t, Go after Close accepted, or not Closed", ran.Load())
+	if !ran.Load() || !sawClosing.Load() || r.Go(func(<-chan struct{}) {}) || !r.Closed() {
+		t.Errorf("ran %t, saw closing %t, Go after Close accepted, or not Closed", ran.Load(), sawClosing.Load())
 	}
 }
 

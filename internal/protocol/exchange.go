@@ -16,8 +16,8 @@ import (
 )
 
 // GetRetries is how many times an idempotent follow-up request (a GET of a
-// nextUri) is retried on the same coordinator after a transport error or a
-// 503.
+// nextUri) is retried on the same coordinator after a transport error, a
+// refusal (503, 429, 502, 504) or a cut or malformed page.
 const GetRetries = 2
 
 // CancelTimeout bounds the DELETE that cancels an abandoned query.
@@ -32,13 +32,28 @@ const drainLimit = 4096
 // the latest follow-up URL and whether the query is still running. It is
 // safe for concurrent use; the zero value is ready.
 type Exchange struct {
+	// WholePages makes Submit and FollowUp read every 200 answer whole
+	// before handing it on, so that a cut or malformed page is a failure
+	// (which a GET retries) instead of a decode error in the client. A
+	// client that decodes whole pages anyway (the driver) sets it; a
+	// streaming proxy does not.
+	WholePages bool
+
 	written atomic.Bool             // the submission was fully written
+	gate    atomic.Int32            // gateOpen, gateReleased or gateAborted: see GateBody
 	lastURL atomic.Pointer[url.URL] // the latest nextUri requested, to cancel the query
 	running atomic.Bool             // the latest response body named a nextUri
 
 	mu      sync.Mutex
 	failure error // the transport failure, if any; set once
 	sent    bool  // whether the submission may have reached the coordinator when it failed
+	invalid error // a request that could not be sent at all
+
+	// firstNext holds the submission's nextUri, copied from its answer
+	// without parsing it (a statement cancelled before its first GET needs
+	// it; most never do).
+	firstNext    [320]byte
+	firstNextLen atomic.Int32
 
 	trace httptrace.ClientTrace // notes the end of the submission's write
 }
@@ -61,6 +76,86 @@ func (e *Exchange) Failure() (err error, sent bool) {
 	return e.failure, e.sent
 }
 
+// Invalid returns the *RequestError of a request that could not be sent at
+// all, nil if none. It is no failure of the coordinator's.
+func (e *Exchange) Invalid() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.invalid
+}
+
+func (e *Exchange) setInvalid(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.invalid == nil {
+		e.invalid = err
+	}
+}
+
+// The states of Exchange.gate.
+const (
+	gateOpen     int32 = iota // the statement's last bytes were not handed to the connection
+	gateReleased              // they were: the statement may be complete at the coordinator
+	gateAborted               // the caller gave up first: the statement can never be complete
+)
+
+// GateBody makes req's body the gate of the submission: its last bytes are
+// handed to the connection only if AbortSubmission did not come first. A
+// coordinator accepts a statement only once it has all of it, so a
+// submission aborted at the gate can never have been accepted, however
+// far its request got, while one whose last bytes were released may have
+// been, however soon it is aborted. req must be the caller's own copy.
+func (e *Exchange) GateBody(req *http.Request) {
+	if req.Body == nil || req.Body == http.NoBody {
+		e.gate.Store(gateReleased) // nothing to hold back
+		return
+	}
+	req.Body = &gatedBody{ReadCloser: req.Body, e: e, length: req.ContentLength}
+	if getBody := req.GetBody; getBody != nil {
+		// Go's transport rewinds the body to retry on a fresh connection.
+		req.GetBody = func() (io.ReadCloser, error) {
+			body, err := getBody()
+			if err != nil {
+				return nil, err
+			}
+			return &gatedBody{ReadCloser: body, e: e, length: req.ContentLength}, nil
+		}
+	}
+}
+
+// AbortSubmission reports whether the submission's last bytes were not
+// released yet, and if so makes sure they never are: the caller may then
+// abort the request, since the coordinator cannot have the statement.
+// A submission without a gate (see GateBody) cannot be aborted this way.
+func (e *Exchange) AbortSubmission() bool {
+	return e.gate.CompareAndSwap(gateOpen, gateAborted)
+}
+
+// errGateAborted ends the write of a submission whose caller gave up.
+var errGateAborted = errors.New("submission abandoned by the caller before it was complete")
+
+// gatedBody releases the last bytes of a submission's body only through
+// the gate.
+type gatedBody struct {
+	io.ReadCloser
+	e      *Exchange
+	length int64 // the request's ContentLength; unknown when not positive
+	read   int64
+}
+
+func (b *gatedBody) Read(p []byte) (int, error) {
+	if b.e.gate.Load() == gateAborted {
+		return 0, errGateAborted
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	last := err == io.EOF || (b.length > 0 && b.read >= b.length)
+	if last && !b.e.gate.CompareAndSwap(gateOpen, gateReleased) && b.e.gate.Load() == gateAborted {
+		return 0, errGateAborted
+	}
+	return n, err
+}
+
 // Written reports whether the submission was fully written.
 func (e *Exchange) Written() bool { return e.written.Load() }
 
@@ -68,8 +163,43 @@ func (e *Exchange) Written() bool { return e.written.Load() }
 // may still be running on the coordinator.
 func (e *Exchange) Running() bool { return e.running.Load() }
 
-// LastURL returns the latest follow-up URL requested, nil before the first.
-func (e *Exchange) LastURL() *url.URL { return e.lastURL.Load() }
+// LastURL returns the latest follow-up URL requested, or before the first
+// one the submission's nextUri; nil when neither is known.
+func (e *Exchange) LastURL() *url.URL {
+	if u := e.lastURL.Load(); u != nil {
+		return u
+	}
+	if n := e.firstNextLen.Load(); n > 0 {
+		if u, err := url.Parse(string(e.firstNext[:n])); err == nil {
+			return u
+		}
+	}
+	return nil
+}
+
+// noteFirstNext keeps the nextUri of the submission's answer in page.
+func (e *Exchange) noteFirstNext(page []byte) {
+	head := page[:min(len(page), nextURIScan)]
+	i := bytes.Index(head, nextURIKey)
+	if i < 0 {
+		return
+	}
+	rest := bytes.TrimLeft(head[i+len(nextURIKey):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	if len(rest) == 0 || rest[0] != '"' {
+		return
+	}
+	rest = rest[1:]
+	end := bytes.IndexByte(rest, '"')
+	if end <= 0 || end > len(e.firstNext) || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return
+	}
+	copy(e.firstNext[:], rest[:end])
+	e.firstNextLen.Store(int32(end))
+}
 
 // IsSubmission reports whether req submits a statement: a POST to
 // /v1/statement, or a PUT on a statement (the protocol's resubmission).
@@ -91,21 +221,29 @@ func (e *Exchange) Trace(ctx context.Context) context.Context {
 	return httptrace.WithClientTrace(ctx, &e.trace)
 }
 
-// ErrRefused is recorded for a coordinator that answered a submission with
-// 503: by the protocol it did not accept the statement (starting or
-// overloaded), which every official client retries.
-var ErrRefused = errors.New("HTTP 503 Service Unavailable")
-
 // Submit sends a submission through rt. Until the request is fully written,
 // a failure proves the coordinator never saw the statement, and the caller
 // may send it elsewhere; after that it may have started, so it must not be
 // sent again. A failure is recorded in e (unless the request's own context
 // ended: that is the caller giving up, not the coordinator failing) and
-// returned; a 503 is recorded as ErrRefused, not sent.
+// returned:
+//
+//   - a refusal (503, 429, 502, 504) is a *RefusedError, not sent: by the
+//     protocol the statement was not accepted;
+//   - a redirect is a *RedirectError, never followed, and counts as sent;
+//   - with WholePages, a cut or malformed 200 answer is a *PageError, sent.
+//
+// A request net/http would refuse to send is a *RequestError recorded with
+// Invalid, not as a failure. The response's body is a *Body that calls
+// release, if not nil, when it is closed.
 //
 // req must carry e's trace (see Trace) in its context, or Submit adds it,
 // at the cost of a copy of req.
-func Submit(rt http.RoundTripper, req *http.Request, e *Exchange) (*http.Response, error) {
+func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()) (*http.Response, error) {
+	if err := checkHeaders(req.Header); err != nil {
+		e.setInvalid(err)
+		return nil, err
+	}
 	if httptrace.ContextClientTrace(req.Context()) != &e.trace {
 		req = req.WithContext(e.Trace(req.Context()))
 	}
@@ -116,20 +254,45 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange) (*http.Respons
 		}
 		return nil, err
 	}
-	if resp.StatusCode == http.StatusServiceUnavailable {
+	switch {
+	case refusal(resp.StatusCode):
 		discard(resp)
-		e.Fail(ErrRefused, false)
-		return nil, ErrRefused
+		err := &RefusedError{Status: resp.StatusCode}
+		e.Fail(err, false)
+		return nil, err
+	case isRedirect(resp.StatusCode):
+		discard(resp)
+		err := &RedirectError{Status: resp.StatusCode, Location: redactedLocation(resp)}
+		e.Fail(err, true)
+		return nil, err
 	}
+	body, err := e.body(resp, release)
+	if err != nil {
+		if req.Context().Err() == nil {
+			e.Fail(err, true)
+		}
+		return nil, err
+	}
+	if body.page != nil {
+		e.noteFirstNext(body.page.Bytes())
+	}
+	resp.Body = body
 	return resp, nil
 }
 
 // FollowUp sends a request of a statement that is already running. GETs of
 // a nextUri are idempotent and retried on the same coordinator after a
-// transport error or a 503 (which a client would otherwise retry for
-// minutes, deaf to its caller's deadline), up to GetRetries times; anything
-// else is sent once. A final failure is recorded in e as sent.
-func FollowUp(rt http.RoundTripper, req *http.Request, e *Exchange) (*http.Response, error) {
+// transport error, a refusal (which a client would otherwise retry for
+// minutes, deaf to its caller's deadline) or, with WholePages, a cut or
+// malformed page, up to GetRetries times; anything else is sent once. A
+// redirect is never followed. A final failure is recorded in e as sent.
+// The response's body is a *Body that calls release, if not nil, when it
+// is closed.
+func FollowUp(rt http.RoundTripper, req *http.Request, e *Exchange, release func()) (*http.Response, error) {
+	if err := checkHeaders(req.Header); err != nil {
+		e.setInvalid(err)
+		return nil, err
+	}
 	retries := 0
 	if req.Method == http.MethodGet {
 		retries = GetRetries
@@ -137,12 +300,24 @@ func FollowUp(rt http.RoundTripper, req *http.Request, e *Exchange) (*http.Respo
 	}
 	for try := 0; ; try++ {
 		resp, err := rt.RoundTrip(req)
-		if err == nil && resp.StatusCode == http.StatusServiceUnavailable {
-			discard(resp)
-			resp, err = nil, ErrRefused
-		}
 		if err == nil {
-			return resp, nil
+			switch {
+			case refusal(resp.StatusCode):
+				discard(resp)
+				resp, err = nil, &RefusedError{Status: resp.StatusCode}
+			case isRedirect(resp.StatusCode):
+				discard(resp)
+				err := &RedirectError{Status: resp.StatusCode, Location: redactedLocation(resp)}
+				e.Fail(err, true)
+				return nil, err
+			default:
+				body, berr := e.body(resp, release)
+				if berr == nil {
+					resp.Body = body
+					return resp, nil
+				}
+				resp, err = nil, berr
+			}
 		}
 		if req.Context().Err() != nil {
 			return nil, err
@@ -161,6 +336,34 @@ func FollowUp(rt http.RoundTripper, req *http.Request, e *Exchange) (*http.Respo
 	}
 }
 
+// body returns resp's body wrapped for e: read whole when WholePages asks
+// for it and the answer is a 200 of the statement protocol.
+func (e *Exchange) body(resp *http.Response, release func()) (*Body, error) {
+	b := &Body{ReadCloser: resp.Body, e: e, release: release}
+	if resp.Header.Get("Content-Encoding") != "" {
+		// A compressed body cannot be scanned without decoding it twice: its
+		// query counts as running, which at worst costs a cancel of a query
+		// that had ended.
+		b.found, b.scanned = true, nextURIScan
+	}
+	if e.WholePages && resp.StatusCode == http.StatusOK && resp.Request != nil && resp.Request.Method != http.MethodDelete {
+		page, err := readPage(resp)
+		if err != nil {
+			return nil, err
+		}
+		b.page = page
+		b.ReadCloser = nil
+		head := page.Bytes()[:min(page.Len(), nextURIScan)]
+		b.found = b.found || bytes.Contains(head, nextURIKey)
+		b.scanned = nextURIScan
+	}
+	return b, nil
+}
+
+func isRedirect(status int) bool {
+	return status >= 300 && status < 400 && status != http.StatusNotModified
+}
+
 func discard(resp *http.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
 	_ = resp.Body.Close()
@@ -174,35 +377,34 @@ var nextURIKey = []byte(`"nextUri"`)
 // costs nothing extra.
 const nextURIScan = 1024
 
-// Body wraps a response body of e's statement: it notes whether the
-// response names a nextUri, i.e. whether the query is still running (a row
-// value that contains the key only costs an extra cancel), and calls
-// release, if not nil, once the body is closed.
+// Body is a response body of an exchange's statement: it notes whether
+// the response names a nextUri, i.e. whether the query is still running (a
+// row value that contains the key only costs an extra cancel), and calls
+// its release function, if any, once it is closed. With WholePages it
+// reads from the page read whole.
 type Body struct {
-	io.ReadCloser
-	e       *Exchange
-	release func()
-	tail    [16]byte // the end of the previous read, for a key split across reads
-	tailLen int
-	scanned int
-	found   bool
-	closed  bool
-}
-
-// WatchResponse replaces resp's body with a Body for e. A compressed body
-// cannot be scanned without decoding it twice: its query counts as running,
-// which at worst costs a cancel of a query that had ended.
-func WatchResponse(resp *http.Response, e *Exchange, release func()) {
-	b := &Body{ReadCloser: resp.Body, e: e, release: release}
-	if resp.Header.Get("Content-Encoding") != "" {
-		b.found, b.scanned = true, nextURIScan
-	}
-	resp.Body = b
+	io.ReadCloser // nil when page is set
+	page          *bytes.Buffer
+	e             *Exchange
+	release       func()
+	tail          [16]byte // the end of the previous read, for a key split across reads
+	tailLen       int
+	scanned       int
+	found         bool
+	closed        bool
 }
 
 // Read implements io.Reader.
 func (b *Body) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
+	var n int
+	var err error
+	if b.page != nil {
+		n, err = b.page.Read(p)
+	} else if b.ReadCloser != nil {
+		n, err = b.ReadCloser.Read(p)
+	} else {
+		return 0, io.EOF
+	}
 	if !b.found && n > 0 && b.scanned < nextURIScan {
 		b.scanned += n
 		if b.tailLen > 0 {
@@ -221,9 +423,16 @@ func (b *Body) Read(p []byte) (int, error) {
 // Close closes the body, records whether the query is still running, and
 // releases the request.
 func (b *Body) Close() error {
-	err := b.ReadCloser.Close()
+	var err error
+	if b.ReadCloser != nil {
+		err = b.ReadCloser.Close()
+	}
 	if !b.closed {
 		b.closed = true
+		if b.page != nil {
+			putPage(b.page)
+			b.page = nil
+		}
 		b.e.running.Store(b.found)
 		if b.release != nil {
 			b.release()

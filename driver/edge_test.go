@@ -50,7 +50,9 @@ func startHostile(t *testing.T, tls bool, handle func(h *hostile, w http.Respons
 	return h
 }
 
-func (h *hostile) addr() string { return strings.TrimPrefix(strings.TrimPrefix(h.srv.URL, "https://"), "http://") }
+func (h *hostile) addr() string {
+	return strings.TrimPrefix(strings.TrimPrefix(h.srv.URL, "https://"), "http://")
+}
 
 // next is a nextUri on this coordinator.
 func (h *hostile) next(token int) string {

@@ -119,9 +119,9 @@ type Coordinator struct {
 	answerDelay atomic.Int64 // nanoseconds a submission's answer waits after acceptance
 	openConns   atomic.Int64 // HTTP connections open now
 	starting    atomic.Bool
-	statements atomic.Int64
-	querySeq   atomic.Int64
-	startedAt  atomic.Int64 // unix nanos of the last (re)start, read by /v1/info without lifeMu
+	statements  atomic.Int64
+	querySeq    atomic.Int64
+	startedAt   atomic.Int64 // unix nanos of the last (re)start, read by /v1/info without lifeMu
 
 	// lifeMu serialises Stop, Restart and Close and guards the fields below it.
 	lifeMu sync.Mutex

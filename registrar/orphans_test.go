@@ -136,18 +136,7 @@ func TestDrainRemovesTheOrphanOfALostCreate(t *testing.T) {
 	h.cancel()
 	p.block() // cut the connection; the registrar may reconnect at once
 	p.unblock()
-	select {
-	case err := <-h.done:
-		if err != nil {
-			t.Fatalf("Run returned %v", err)
-		}
-	case <-time.After(waitFor):
-		t.Fatal("Run did not return after cancel")
-	}
-	h.done <- nil // for the cleanup
-	if _, err := h.observer.Sync("/presto"); err != nil {
-		t.Fatal(err)
-	}
+	h.waitStopped()
 	if ok, _, err := h.observer.Exists(orphan); err != nil || ok {
 		t.Fatalf("after Run returned, the orphan %s exists=%v (err %v)", orphan, ok, err)
 	}

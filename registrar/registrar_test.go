@@ -132,6 +132,24 @@ func (h *harness) waitRegistered() string {
 	return path
 }
 
+// waitStopped waits for Run to return nil after a cancel, then syncs the
+// observer so that what it reads next is what Run left behind.
+func (h *harness) waitStopped() {
+	h.t.Helper()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			h.t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(waitFor):
+		h.t.Fatal("Run did not return after cancel")
+	}
+	h.done <- nil // for the cleanup
+	if _, err := h.observer.Sync("/presto"); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func (h *harness) waitDeregistered() {
 	h.t.Helper()
 	eventually(h.t, "no registration", func() bool { return len(h.children()) == 0 && !h.reg.Status().Registered })
@@ -252,18 +270,7 @@ func TestDrainsOnCancel(t *testing.T) {
 	h := newHarness(t, nil)
 	path := h.waitRegistered()
 	h.cancel()
-	select {
-	case err := <-h.done:
-		if err != nil {
-			t.Fatalf("Run returned %v", err)
-		}
-	case <-time.After(waitFor):
-		t.Fatal("Run did not return after cancel")
-	}
-	h.done <- nil // for the cleanup
-	if _, err := h.observer.Sync("/presto"); err != nil {
-		t.Fatal(err)
-	}
+	h.waitStopped()
 	if ok, _, err := h.observer.Exists(path); err != nil || ok {
 		t.Fatalf("after Run returned, %s exists=%v (err %v)", path, ok, err)
 	}

@@ -35,13 +35,10 @@ type activePicker struct {
 }
 
 func (p *activePicker) Pick(*Request) (*discovery.Node, error) {
-	n := len(p.cands)
-	switch n {
-	case 0:
-		return nil, ErrNoNodes
-	case 1:
-		return p.cands[0].node, nil
+	if node, err, ok := pickFew(p.cands); ok {
+		return node, err
 	}
+	n := len(p.cands)
 	// The window is cands[start:start+w], wrapping past the end: two plain
 	// ranges, so the loop has no wrap-around test.
 	w := min(n, activeWindow)

@@ -48,3 +48,15 @@ func candidates(nodes []discovery.Node, loads []*Load, keep func(*discovery.Node
 	}
 	return out
 }
+
+// pickFew answers a pick over zero or one candidates, which needs no load
+// comparison; ok is false when there are more.
+func pickFew(cands []candidate) (node *discovery.Node, err error, ok bool) {
+	switch len(cands) {
+	case 0:
+		return nil, ErrNoNodes, true
+	case 1:
+		return cands[0].node, nil, true
+	}
+	return nil, nil, false
+}

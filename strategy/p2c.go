@@ -73,13 +73,10 @@ type p2cPicker struct {
 }
 
 func (p *p2cPicker) Pick(*Request) (*discovery.Node, error) {
-	n := len(p.cands)
-	switch n {
-	case 0:
-		return nil, ErrNoNodes
-	case 1:
-		return p.cands[0].node, nil
+	if node, err, ok := pickFew(p.cands); ok {
+		return node, err
 	}
+	n := len(p.cands)
 	if n <= p2cScanAll {
 		// In a random order, so that the first of equally cheap nodes, which
 		// wins, is a uniformly random one of them.

@@ -61,6 +61,12 @@ const (
 // catalog, schema or key; ";" and "?" in a ";"-part value; "&" in a "?"-part
 // value; "@" in a value before the first "/" (FormatDSN encodes every "@");
 // and "%" everywhere.
+//
+// Control characters (bytes below 0x20, tab included, and 0x7f) and invalid
+// UTF-8 are refused, by ParseDSN and NewConnector alike, in the user name,
+// source, client tags, client info, time zone, catalog, schema and session
+// property names and values: they go into HTTP headers, which cannot carry
+// them. The password may hold any byte: it is sent base64-encoded.
 type Config struct {
 	// Trino is true for trino:// DSNs.
 	Trino bool

@@ -43,11 +43,30 @@ const (
 // host[:port] (IPv6 addresses in brackets). With serviceDiscoveryMode=zooKeeper
 // they are the ZooKeeper ensemble (default port 2181) and the coordinators are
 // the children of /zooKeeperNamespace; otherwise they are the coordinators
-// (default port 8080). A key may go in either the ";" or the "?" part. Keys,
-// values, the user info, catalog and schema are percent-decoded ("+" stays
-// "+"), so a delimiter that would end its part must be encoded: "/", ";",
-// "?" and "@" in a user name, password, catalog, schema or key; ";" and "?"
-// in a ";"-part value; "&" in a "?"-part value; and "%" everywhere.
+// (default port 8080). A key may go in either the ";" or the "?" part.
+//
+// The user info is found first, by its "@": the last "@" before the first
+// "/" after "://", so a password may hold "@", ":", ";", "?", "=" and "&" as
+// they are, and a password that looks like a port is still a password. That
+// "@" ends the user info unless the user name (up to the first ":") holds a
+// ";" or "?", or the text after the "@" up to the next "/", ";" or "?" holds
+// "=" or "&": then the "@" is part of a value, as in ?user=bob@corp. A DSN
+// that reads both ways, a user info with ";" or "?" whose text before them
+// is a valid host list (presto://h:8080?user=bob@corp), is refused. A
+// password cannot hold "/" unencoded.
+//
+// Keys, values, the user info, catalog and schema are percent-decoded ("+"
+// stays "+"), so a delimiter that would end its part must be encoded: "/"
+// in a password; "/", ";" and "?" in a user name; "/", ";", "?" and "@" in a
+// catalog, schema or key; ";" and "?" in a ";"-part value; "&" in a "?"-part
+// value; "@" in a value before the first "/" (FormatDSN encodes every "@");
+// and "%" everywhere.
+//
+// Control characters (bytes below 0x20, tab included, and 0x7f) and invalid
+// UTF-8 are refused, by ParseDSN and NewConnector alike, in the user name,
+// source, client tags, client info, time zone, catalog, schema and session
+// property names and values: they go into HTTP headers, which cannot carry
+// them. The password may hold any byte: it is sent base64-encoded.
 type Config struct {
 	// Trino is true for trino:// DSNs.
 	Trino bool
@@ -175,8 +194,63 @@ func (p dsnParam) label() string {
 // errDSNAtAfterHosts is the error for an "@" where none may be. It usually
 // means a user name or password holds an unencoded delimiter, so it must not
 // quote any of the DSN.
-var errDSNAtAfterHosts = errors.New(`unexpected "@" after the host list: ` +
-	`percent-encode "/", ";", "?" and "@" in a user name, password, catalog, schema or key`)
+var errDSNAtAfterHosts = errors.New(`unexpected "@" outside the user info: ` +
+	`percent-encode "/" in a password, ";", "?" and "/" in a user name, and "@" in a catalog, schema or key`)
+
+// errDSNAmbiguousAt is the error for an "@" that could end the user info or
+// belong to a value. It quotes nothing: one reading makes part of the DSN a
+// password.
+var errDSNAmbiguousAt = errors.New(`ambiguous "@": the text before it reads both as ` +
+	`user:password and as hosts followed by ";" or "?" parameters; percent-encode "@" as %40 in a value, ` +
+	`or ";" and "?" in a password`)
+
+// dsnSplitUserinfo finds the user info at the start of rest, the DSN after
+// "://", by its "@" before anything else, so that no part of a password is
+// ever read as a host or a parameter. The candidate is the last "@" before
+// the first "/" (a password may hold "@", ":", ";", "?", "=" and "&", but
+// not "/"). It ends the user info when the user name before it (up to the
+// first ":") holds no ";" or "?" and the text after it, up to the next "/",
+// ";", "?" or the end, holds no "=" or "&"; otherwise the "@" belongs to a
+// parameter value, as in "presto://h?user=bob@corp" or
+// "presto://h:8080?user=bob@corp&source=etl".
+// When the user info holds ";" or "?" and the text before them is itself a
+// valid host list, as in "presto://h:8080?user=bob@corp", both readings are
+// valid and the DSN is refused rather than guessed.
+func dsnSplitUserinfo(rest string) (userinfo, after string, ok bool, err error) {
+	head := rest
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		head = rest[:i]
+	}
+	at := strings.LastIndexByte(head, '@')
+	if at < 0 {
+		return "", rest, false, nil
+	}
+	userinfo, after = rest[:at], rest[at+1:]
+	user, _, _ := strings.Cut(userinfo, ":")
+	if strings.ContainsAny(user, ";?") || !dsnIsHostListText(after) {
+		return "", rest, false, nil
+	}
+	if i := strings.IndexAny(userinfo, ";?"); i >= 0 {
+		if _, err := dsnParseHostList(userinfo[:i], dsnDefaultPrestoPort); err == nil {
+			return "", "", false, errDSNAmbiguousAt
+		}
+	}
+	return userinfo, after, true, nil
+}
+
+// dsnIsHostListText reports whether s, up to its first "/", ";" or "?", can
+// be a host list rather than the rest of a parameter: it holds no "=" or "&".
+func dsnIsHostListText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '/', ';', '?':
+			return true
+		case '=', '&':
+			return false
+		}
+	}
+	return true
+}
 
 // ParseDSN parses a DSN (see Config for its form). It does no network I/O.
 // Errors name the offending part of the DSN but never include the password.
@@ -210,21 +284,12 @@ func dsnParse(dsn string) (*Config, error) {
 		return nil, fmt.Errorf("unknown scheme %q: want presto or trino", scheme)
 	}
 
-	// The authority ends at the first "/", ";" or "?", as in a URL; then the
-	// path runs to the first ";" or "?", and the ";" part to the first "?".
-	var query, semi, path string
-	rest, query, _ = strings.Cut(rest, "?")
-	rest, semi, _ = strings.Cut(rest, ";")
-	authority, path, hasPath := strings.Cut(rest, "/")
-	if strings.Contains(path, "@") {
-		return nil, errDSNAtAfterHosts
-	}
-
 	var params []dsnParam
-	var userinfo string
-	hostList := authority
-	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
-		userinfo, hostList = authority[:i], authority[i+1:]
+	userinfo, rest, hasUserinfo, err := dsnSplitUserinfo(rest)
+	if err != nil {
+		return nil, err
+	}
+	if hasUserinfo {
 		rawUser, rawPassword, hasPassword := strings.Cut(userinfo, ":")
 		user, err := dsnUnescape(rawUser)
 		if err != nil {
@@ -238,6 +303,21 @@ func dsnParse(dsn string) (*Config, error) {
 			}
 			params = append(params, dsnParam{key: dsnKeyPassword, value: password, inUserinfo: true})
 		}
+	}
+
+	// The host list ends at the first "/", ";" or "?"; then the path runs to
+	// the first ";" or "?", and the ";" part to the first "?".
+	var query, semi, path string
+	afterHosts := ""
+	if i := strings.IndexAny(rest, "/;?"); i >= 0 {
+		afterHosts = rest[i:]
+	}
+	rest, query, _ = strings.Cut(rest, "?")
+	rest, semi, _ = strings.Cut(rest, ";")
+	hostList, path, hasPath := strings.Cut(rest, "/")
+	if strings.Contains(hostList, "@") || strings.Contains(path, "@") {
+		// Not quoted: the text before such an "@" may be a password.
+		return nil, errDSNAtAfterHosts
 	}
 
 	if hasPath {
@@ -260,7 +340,7 @@ func dsnParse(dsn string) (*Config, error) {
 		}
 	}
 
-	applier := dsnApplier{cfg: cfg, seen: make(map[string]dsnParam)}
+	applier := dsnApplier{cfg: cfg, seen: make(map[string]dsnParam, len(params))}
 	for _, param := range params {
 		if err := applier.apply(param); err != nil {
 			return nil, err
@@ -278,6 +358,11 @@ func dsnParse(dsn string) (*Config, error) {
 	}
 	hosts, err := dsnParseHostList(hostList, defaultPort)
 	if err != nil {
+		if !hasUserinfo && strings.Contains(afterHosts, "@") {
+			// The list may be user:password with a "/" in the password
+			// ending it early, as in alice:pa/ss@host: quote none of it.
+			return nil, errDSNAtAfterHosts
+		}
 		return nil, err
 	}
 	cfg.Hosts = hosts
@@ -448,6 +533,9 @@ func dsnParseHostList(list string, defaultPort int) ([]string, error) {
 		return nil, errors.New("no hosts: want presto://host[:port][,host[:port]...]")
 	}
 	hosts := make([]string, 0, strings.Count(list, ",")+1)
+	// A set, not a search of hosts: that made a list of n hosts take n²/2
+	// comparisons, tens of seconds for 100,000.
+	seen := make(map[string]bool, cap(hosts))
 	for _, hp := range strings.Split(list, ",") {
 		if hp == "" {
 			return nil, fmt.Errorf("empty host in host list %q", list)
@@ -456,9 +544,10 @@ func dsnParseHostList(list string, defaultPort int) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if slices.Contains(hosts, addr) {
+		if seen[addr] {
 			return nil, fmt.Errorf("host %q listed twice in host list %q", addr, list)
 		}
+		seen[addr] = true
 		hosts = append(hosts, addr)
 	}
 	return hosts, nil
@@ -684,9 +773,11 @@ func dsnUnhex(c byte) (byte, bool) {
 // Bytes left unescaped by FormatDSN besides letters, digits and "-._~",
 // chosen so that the result reads naturally and parses back the same.
 const (
-	dsnSafeInPath  = ":,=!$'()*"
-	dsnSafeInKey   = ":,/[]!$'()*"
-	dsnSafeInValue = ":,/=@[]!$'()*"
+	dsnSafeInPath = ":,=!$'()*"
+	dsnSafeInKey  = ":,/[]!$'()*"
+	// "@" is left out: written raw in a value, it could read as the end
+	// of the user info.
+	dsnSafeInValue = ":,/=[]!$'()*"
 )
 
 // dsnEscape percent-encodes every byte of s outside the unreserved set and safe.

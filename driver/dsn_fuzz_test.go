@@ -2,12 +2,14 @@ package driver
 
 import (
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
 
 // FuzzParseDSN checks, for every input that parses, that FormatDSN parses
-// back to an equal Config and that String hides the password.
+// back to an equal Config and that String hides the password; and, for every
+// input, that no error, host list or String shows a password.
 func FuzzParseDSN(f *testing.F) {
 	for _, tc := range dsnValidCases {
 		f.Add(tc.dsn)
@@ -19,12 +21,33 @@ func FuzzParseDSN(f *testing.F) {
 		"jdbc:presto://h;zooKeeperSessionTimeout=1h2m3.000000004s",
 		"presto://a:b@c@d:1",
 		"presto://h?password=xxxx&s=xxxx",
+		// Passwords with raw delimiters, or shaped like a port.
+		"presto://alice:Tr0ub4dor;x=y@zk1:2181/hive;serviceDiscoveryMode=zooKeeper",
+		"presto://alice:Tr0ub4dor?x=y@zk1:2181/hive",
+		"presto://alice:Tr0ub4dor=x&y@zk1:2181",
+		"presto://alice:123456@zk1:2181;serviceDiscoveryMode=zooKeeper",
+		"presto://alice:1234;Tr0ub4dor@zk1:2181",
+		"presto://alice:Tr0ub4dor/3?x=1@c1",
+		"presto://alice:Tr0ub4dor/3@c1/hive",
+		"presto://alice:Tr0ub4dor@c1!",
+		"presto://alice:Tr0ub4dor@h=1",
+		"presto://c1:8080?user=bob@corp&password=Tr0ub4dor",
+		"presto://c1;password=Tr0ub4dor%zz",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, dsn string) {
 		cfg, err := ParseDSN(dsn)
 		if err != nil {
+			msg := err.Error()
+			// The wording around the quoted parts, which may hold a
+			// candidate by chance ("zkpresto: dsn" holds "sto: ").
+			wording := dsnQuoted.ReplaceAllString(msg, "\x00")
+			for _, candidate := range dsnPasswordCandidates(dsn) {
+				if strings.Contains(msg, candidate) && !strings.Contains(wording, candidate) {
+					t.Fatalf("ParseDSN(%q): error %q shows the password candidate %q", dsn, msg, candidate)
+				}
+			}
 			return
 		}
 		formatted := cfg.FormatDSN()
@@ -37,7 +60,7 @@ func FuzzParseDSN(f *testing.F) {
 		}
 
 		password := cfg.Password
-		if len(password) <= 3 {
+		if len(password) < 4 {
 			return
 		}
 		// The DSN with the password swapped for a placeholder: if the password
@@ -46,18 +69,104 @@ func FuzzParseDSN(f *testing.F) {
 		placeholder := cfg.Clone()
 		placeholder.Password = "xxxxx"
 		rest := placeholder.FormatDSN()
-		s := cfg.String()
-		for _, form := range []string{password, dsnEscape(password, dsnSafeInValue)} {
-			if !strings.Contains(rest, form) && strings.Contains(s, form) {
-				t.Fatalf("String() = %q shows the password %q", s, form)
+		for what, text := range map[string]string{
+			"String()":                 cfg.String(),
+			"String() after FormatDSN": again.String(),
+			"Ensemble()":               cfg.Ensemble(),
+		} {
+			for _, form := range []string{password, dsnEscape(password, dsnSafeInValue)} {
+				if !strings.Contains(rest, form) && strings.Contains(text, form) {
+					t.Fatalf("%s = %q shows the password %q", what, text, form)
+				}
 			}
 		}
-		redacted, err := ParseDSN(s)
+		redacted, err := ParseDSN(cfg.String())
 		if err != nil {
-			t.Fatalf("ParseDSN(String()) of %q: %v", s, err)
+			t.Fatalf("ParseDSN(String()) of %q: %v", cfg.String(), err)
 		}
 		if redacted.Password != "xxxxx" {
 			t.Fatalf("ParseDSN(String()) password = %q, want the placeholder", redacted.Password)
 		}
 	})
 }
+
+// dsnPasswordCandidates returns what dsn may hold as a password, raw and
+// decoded: the text between the first ":" after "//" and the last "@", and
+// every value of a key ending in "password" after ";", "?" or "&"; and of
+// the first, its text before any "/", ";" or "?". A candidate is left out when it is short,
+// or when the rest of the DSN holds it too (an error may then quote that
+// other part).
+func dsnPasswordCandidates(dsn string) []string {
+	type span struct {
+		start, end int
+		userinfo   bool
+	}
+	var spans []span
+	if slashes := strings.Index(dsn, "//"); slashes >= 0 {
+		colon := strings.IndexByte(dsn[slashes+2:], ':')
+		at := strings.LastIndexByte(dsn, '@')
+		// Only after a user name that could be one (no "/", ";", "?" or "@").
+		if colon >= 0 && slashes+2+colon+1 <= at && !strings.ContainsAny(dsn[slashes+2:slashes+2+colon], "/;?@") {
+			spans = append(spans, span{slashes + 2 + colon + 1, at, true})
+		}
+	}
+	// Lower-cased byte by byte, so that indexes into it are indexes into dsn.
+	lower := []byte(dsn)
+	for i, c := range lower {
+		if c >= 'A' && c <= 'Z' {
+			lower[i] = c + 'a' - 'A'
+		}
+	}
+	for i := 0; ; {
+		j := strings.Index(string(lower[i:]), "password=")
+		if j < 0 {
+			break
+		}
+		start := i + j + len("password=")
+		i = start
+		// A key, s3_password say, starts after ";", "?" or "&", in a
+		// parameter part (after some ";" or "?"), not as in presto://password=1.
+		k := start - len("password=")
+		for k > 0 && strings.IndexByte(";?&=/@:,", dsn[k-1]) < 0 {
+			k--
+		}
+		if k == 0 || strings.IndexByte(";?&", dsn[k-1]) < 0 || !strings.ContainsAny(dsn[:k], ";?") || !strings.Contains(dsn[:k], "//") ||
+			dsn[k-1] == '&' && !strings.Contains(dsn[:k], "?") {
+			continue // "&" separates keys in the "?" part only
+		}
+		end := start
+		for end < len(dsn) && dsn[end] != '&' && dsn[end] != ';' && dsn[end] != '?' {
+			end++
+		}
+		spans = append(spans, span{start, end, false})
+	}
+	var candidates []string
+	for _, s := range spans {
+		raw := dsn[s.start:s.end]
+		forms := []string{raw}
+		if decoded, err := dsnUnescape(raw); err == nil && decoded != raw {
+			forms = append(forms, decoded)
+		}
+		if s.userinfo {
+			// Its text up to a "/", ";" or "?" too: a parser that ends the
+			// authority there reads it as a port.
+			if i := strings.IndexAny(raw, "/;?"); i >= 0 {
+				forms = append(forms, raw[:i])
+			}
+		}
+		others := dsn[:s.start] + "\x00" + dsn[s.end:]
+		if decoded, err := dsnUnescape(others); err == nil {
+			others += "\x00" + decoded
+		}
+		for _, form := range forms {
+			if len(form) < 4 || strings.Contains(others, form) {
+				continue
+			}
+			candidates = append(candidates, form)
+		}
+	}
+	return candidates
+}
+
+// dsnQuoted matches a string quoted as %q quotes it.
+var dsnQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)

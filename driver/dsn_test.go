@@ -254,6 +254,82 @@ var dsnValidCases = []struct {
 		}),
 	},
 	{
+		name: "userinfo password with raw ; and =, path and ; part after",
+		dsn:  "presto://alice:Tr0ub4dor;x=y@zk1:2181/hive;serviceDiscoveryMode=zooKeeper",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:2181"}
+			c.Catalog = "hive"
+			c.ZooKeeper = true
+			c.User, c.Password = "alice", "Tr0ub4dor;x=y"
+		}),
+	},
+	{
+		name: "userinfo password with raw ?, = and &",
+		dsn:  "presto://alice:Tr0u?b4=d&or@zk1:2181/hive?source=etl",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:2181"}
+			c.Catalog = "hive"
+			c.User, c.Password, c.Source = "alice", "Tr0u?b4=d&or", "etl"
+		}),
+	},
+	{
+		name: "userinfo password with raw @, ; and ?",
+		dsn:  "presto://alice:Tr0@b;4?d@c1",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.User, c.Password = "alice", "Tr0@b;4?d"
+		}),
+	},
+	{
+		name: "all-digit userinfo password",
+		dsn:  "presto://alice:123456@zk1:2181;serviceDiscoveryMode=zooKeeper",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:2181"}
+			c.ZooKeeper = true
+			c.User, c.Password = "alice", "123456"
+		}),
+	},
+	{
+		name: "all-digit userinfo password with ;, not a port",
+		dsn:  "presto://alice:1234567;8@zk1,zk2",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"zk1:8080", "zk2:8080"}
+			c.User, c.Password = "alice", "1234567;8"
+		}),
+	},
+	{
+		name: "user name with @, password with ;",
+		dsn:  "presto://bob@corp.example:Tr0ub4dor;3@c1",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.User, c.Password = "bob@corp.example", "Tr0ub4dor;3"
+		}),
+	},
+	{
+		name: "raw @ in values is not user info",
+		dsn:  "presto://c1;client_info=x@y;source=s?user=bob@corp",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.ClientInfo, c.Source, c.User = "x@y", "s", "bob@corp"
+		}),
+	},
+	{
+		name: "raw @ in a value followed by more parameters",
+		dsn:  "presto://c1:8080?user=bob@corp&source=etl",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.User, c.Source = "bob@corp", "etl"
+		}),
+	},
+	{
+		name: "raw @ in a value after a slash in another value",
+		dsn:  "presto://c1:8080?ssl_ca=/etc/ca.pem&user=bob@corp",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.SSLCA, c.User = "/etc/ca.pem", "bob@corp"
+		}),
+	},
+	{
 		name: "IPv6 hosts",
 		dsn:  "presto://[::1]:2181,[2001:db8::7],10.0.0.3;serviceDiscoveryMode=zooKeeper",
 		want: dsnWant(func(c *Config) {
@@ -407,11 +483,16 @@ func TestParseDSNErrors(t *testing.T) {
 		{"bad escape in password key", "presto://c1?password=" + pw + "%2", `bad percent-encoding in the value of "password"`},
 		{"bad escape in value", "presto://c1?password=" + pw + "&source=a%g1", `bad percent-encoding in the value of "source"`},
 		{"bad escape in key", "presto://c1?password=" + pw + "&s%xource=a", `bad percent-encoding in key "s%xource"`},
-		{"unencoded / in password", "presto://alice:Tr0ub4dor/3@c1", `unexpected "@" after the host list`},
-		{"unencoded ; in password", "presto://alice:Tr0ub4dor;3@c1", `unexpected "@" after the host list`},
-		{"unencoded ? in password", "presto://alice:Tr0ub4dor?3@c1", `unexpected "@" after the host list`},
-		{"@ in catalog", "presto://alice:" + pw + "@c1/c@t", `unexpected "@" after the host list`},
-		{"@ in key", "presto://c1?password=" + pw + "&a@b=c", `unexpected "@" after the host list`},
+		{"unencoded / in password", "presto://alice:Tr0ub4dor/3@c1", `unexpected "@" outside the user info`},
+		{"unencoded / in password before params", "presto://alice:Tr0ub4dor/3?x=1@c1", `unexpected "@" outside the user info`},
+		{"unencoded ; and / in password", "presto://alice:Tr0ub4dor;3/x@c1", `unexpected "@" outside the user info`},
+		{"@ in catalog", "presto://alice:" + pw + "@c1/c@t", `unexpected "@" outside the user info`},
+		{"@ in key", "presto://c1?password=" + pw + "&a@b=c", `unexpected "@" outside the user info`},
+		{"@ in the host list", "presto://alice:Tr0ub4dor@h=1", `unexpected "@" outside the user info`},
+		{"password with ; before a bad host", "presto://alice:Tr0ub4dor;3@c1!", `bad character '!' in host "c1!"`},
+		{"host:port-shaped password with ;", "presto://alice:1234;Tr0ub4dor@zk1", `ambiguous "@"`},
+		{"host:port-shaped password with ?", "presto://alice:1234?Tr0ub4dor@zk1:2181/hive", `ambiguous "@"`},
+		{"raw @ in a value after host:port", "presto://c1:8080?user=bob@corp", `ambiguous "@"`},
 		{"parameter without =", "presto://c1;serviceDiscoveryMode?password=" + pw, `parameter "serviceDiscoveryMode" has no "="`},
 		{"empty key", "presto://c1?password=" + pw + "&=x", "empty key"},
 		{"bad mode", "presto://c1;serviceDiscoveryMode=etcd?password=" + pw, `bad serviceDiscoveryMode "etcd": want zooKeeper or none`},
@@ -470,6 +551,67 @@ func TestParseDSNErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParseDSNPasswordNeverShown parses DSNs whose user info holds raw
+// delimiters or looks like host:port, and checks that the password is read as
+// one and shows up in no host, error or redacted form.
+func TestParseDSNPasswordNeverShown(t *testing.T) {
+	for _, tc := range []struct{ dsn, password string }{
+		{"presto://alice:Tr0ub4dor;x=y@zk1:2181/hive;serviceDiscoveryMode=zooKeeper", "Tr0ub4dor;x=y"},
+		{"presto://alice:Tr0ub4dor?x=y@zk1:2181/hive", "Tr0ub4dor?x=y"},
+		{"presto://alice:Tr0ub=4dor@zk1:2181", "Tr0ub=4dor"},
+		{"presto://alice:Tr0ub4dor;3@c1,c2;serviceDiscoveryMode=zooKeeper", "Tr0ub4dor;3"},
+		{"presto://alice:123456@zk1:2181;serviceDiscoveryMode=zooKeeper", "123456"},
+		{"presto://alice:98765;4@zk1:2181", "98765;4"},
+		{"presto://alice:Tr0@ub;4?dor@zk1:2181?source=etl", "Tr0@ub;4?dor"},
+	} {
+		t.Run(tc.dsn, func(t *testing.T) {
+			cfg, err := ParseDSN(tc.dsn)
+			if err != nil {
+				if strings.Contains(err.Error(), tc.password) {
+					t.Errorf("error %q shows the password", err)
+				}
+				t.Fatalf("ParseDSN(%q): %v", tc.dsn, err)
+			}
+			if cfg.User != "alice" || cfg.Password != tc.password {
+				t.Errorf("user, password = %q, %q; want alice, %q", cfg.User, cfg.Password, tc.password)
+			}
+			again, err := ParseDSN(cfg.FormatDSN())
+			if err != nil {
+				t.Fatalf("ParseDSN(FormatDSN()): %v", err)
+			}
+			for what, text := range map[string]string{
+				"Ensemble()":               cfg.Ensemble(),
+				"String()":                 cfg.String(),
+				"String() after FormatDSN": again.String(),
+			} {
+				if strings.Contains(text, tc.password) {
+					t.Errorf("%s = %q shows the password", what, text)
+				}
+			}
+		})
+	}
+}
+
+// TestParseDSNAmbiguousAtQuotesNothing checks that a DSN refused because its
+// "@" could end the user info or belong to a value quotes none of it: in one
+// reading the text before the "@" is a password.
+func TestParseDSNAmbiguousAtQuotesNothing(t *testing.T) {
+	for _, dsn := range []string{
+		"presto://alice:1234;Tr0ub4dor@zk1",
+		"presto://zk1:2181,zk2:2181?Tr0ub4dor@zk3",
+	} {
+		_, err := ParseDSN(dsn)
+		if err == nil || !strings.Contains(err.Error(), `ambiguous "@"`) {
+			t.Fatalf("ParseDSN(%q) = %v, want the ambiguous @ error", dsn, err)
+		}
+		for _, part := range []string{"alice", "1234", "Tr0ub4dor", "zk1", "zk3"} {
+			if strings.Contains(err.Error(), part) {
+				t.Errorf("error %q quotes %q", err, part)
+			}
+		}
 	}
 }
 

@@ -80,6 +80,15 @@ const (
 	dsnKeyLoadBound = "hashLoadBound"
 )
 
+// Names of the Presto client keys whose values (*Config).validate checks
+// for what an HTTP header cannot carry.
+const (
+	dsnKeySource     = "source"
+	dsnKeyClientTags = "client_tags"
+	dsnKeyClientInfo = "client_info"
+	dsnKeyTimeZone   = "timezone"
+)
+
 // dsnKeys is the table of DSN keys, in the README's order.
 var dsnKeys = []*dsnKey{
 	{
@@ -262,14 +271,14 @@ var dsnKeys = []*dsnKey{
 		format: func(c *Config) (string, bool) { return c.Password, c.Password != "" },
 		redact: func(string) string { return dsnRedacted },
 	},
-	dsnClientString("source", dsnDocClient, func(c *Config) *string { return &c.Source }),
+	dsnClientString(dsnKeySource, dsnDocClient, func(c *Config) *string { return &c.Source }),
 	{
-		name: "client_tags", kind: dsnClient, section: dsnSectionMain, def: "—", doc: dsnDocClient,
+		name: dsnKeyClientTags, kind: dsnClient, section: dsnSectionMain, def: "—", doc: dsnDocClient,
 		parse:  func(c *Config, v string) error { c.ClientTags = dsnParseTags(v); return nil },
 		format: func(c *Config) (string, bool) { return strings.Join(c.ClientTags, ","), len(c.ClientTags) > 0 },
 	},
-	dsnClientString("client_info", dsnDocClient, func(c *Config) *string { return &c.ClientInfo }),
-	dsnClientString("timezone", dsnDocClient, func(c *Config) *string { return &c.TimeZone }),
+	dsnClientString(dsnKeyClientInfo, dsnDocClient, func(c *Config) *string { return &c.ClientInfo }),
+	dsnClientString(dsnKeyTimeZone, dsnDocClient, func(c *Config) *string { return &c.TimeZone }),
 	dsnClientString("ssl_cert", dsnDocSSL, func(c *Config) *string { return &c.SSLCert }),
 	dsnClientString("ssl_key", dsnDocSSL, func(c *Config) *string { return &c.SSLKey }),
 	dsnClientString("ssl_ca", dsnDocSSL, func(c *Config) *string { return &c.SSLCA }),

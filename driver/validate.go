@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // configError is a bad value in a Config, named by the DSN key that holds
@@ -45,6 +46,9 @@ func badOpaque(key string, reason error) error {
 // name the field by its DSN key and never quote a password.
 func (c *Config) validate() error {
 	if err := c.validateHosts(); err != nil {
+		return err
+	}
+	if err := c.validateHeaderText(); err != nil {
 		return err
 	}
 	if c.Schema != "" && c.Catalog == "" {
@@ -86,6 +90,55 @@ func (c *Config) validate() error {
 		}
 		if dsnLookupKey(key) != nil {
 			return fmt.Errorf("session property %q is a DSN key: set its Config field instead", key)
+		}
+		if err := dsnCheckHeaderText(key); err != nil {
+			return fmt.Errorf("bad session property name %q: %v", key, err)
+		}
+		if err := dsnCheckHeaderText(c.SessionProperties[key]); err != nil {
+			// The value is not quoted: it may be a password.
+			return fmt.Errorf("bad value for session property %q: %v", key, err)
+		}
+	}
+	return nil
+}
+
+// validateHeaderText checks the fields that go into HTTP headers, session
+// properties aside (validate checks those with their names).
+func (c *Config) validateHeaderText() error {
+	for _, f := range []struct{ key, value string }{
+		{dsnKeyUser, c.User},
+		{dsnKeySource, c.Source},
+		{dsnKeyClientTags, strings.Join(c.ClientTags, ",")},
+		{dsnKeyClientInfo, c.ClientInfo},
+		{dsnKeyTimeZone, c.TimeZone},
+	} {
+		if err := dsnCheckHeaderText(f.value); err != nil {
+			return badOpaque(f.key, err)
+		}
+	}
+	for _, f := range []struct{ what, value string }{{"catalog", c.Catalog}, {"schema", c.Schema}} {
+		if err := dsnCheckHeaderText(f.value); err != nil {
+			return fmt.Errorf("bad %s: %v", f.what, err)
+		}
+	}
+	return nil
+}
+
+// dsnCheckHeaderText says why s may not be sent as (part of) an HTTP header
+// value: a control character, a byte below 0x20 or 0x7f, or invalid UTF-8,
+// which no Presto name or value can be. net/http refuses to send a header
+// with a control character but the tab, so every statement would fail. The
+// tab is refused too: HTTP allows it inside a
+// value, but servers strip it at either end (so "\talice" arrives as
+// "alice", a different user from the one consistent_hash routes by), and no
+// user name, catalog, schema, tag or session property has a use for one.
+func dsnCheckHeaderText(s string) error {
+	if !utf8.ValidString(s) {
+		return errors.New("not valid UTF-8")
+	}
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 || b == 0x7f {
+			return fmt.Errorf("control character %U at byte %d", rune(b), i)
 		}
 	}
 	return nil

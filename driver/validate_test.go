@@ -51,6 +51,22 @@ func TestValidateMatchesParseDSN(t *testing.T) {
 		{"digest without password", "presto://c1:8080;zooKeeperAuth=digest:" + dsnTestPasswordEnc, func(c *Config) {
 			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "digest", dsnTestPassword
 		}},
+		{"control character in user", "presto://c1:8080?user=al%0Aice", func(c *Config) { c.User = "al\nice" }},
+		{"tab in user", "presto://c1:8080?user=%09alice", func(c *Config) { c.User = "\talice" }},
+		{"DEL in user from the user info", "presto://al%7Fice@c1:8080", func(c *Config) { c.User = "al\x7fice" }},
+		{"invalid UTF-8 in user", "presto://c1:8080?user=%FF", func(c *Config) { c.User = "\xff" }},
+		{"control character in source", "presto://c1:8080?source=etl%0D%0AX-Evil:%201", func(c *Config) { c.Source = "etl\r\nX-Evil: 1" }},
+		{"control character in client_info", "presto://c1:8080?client_info=a%00b", func(c *Config) { c.ClientInfo = "a\x00b" }},
+		{"control character in client_tags", "presto://c1:8080?client_tags=a,b%01c", func(c *Config) { c.ClientTags = []string{"a", "b\x01c"} }},
+		{"control character in timezone", "presto://c1:8080?timezone=UTC%0A", func(c *Config) { c.TimeZone = "UTC\n" }},
+		{"control character in catalog", "presto://c1:8080/hi%0Ave", func(c *Config) { c.Catalog = "hi\nve" }},
+		{"invalid UTF-8 in schema", "presto://c1:8080/hive/%C3", func(c *Config) { c.Catalog, c.Schema = "hive", "\xc3" }},
+		{"control character in a session property name", "presto://c1:8080?query%0Amax=1", func(c *Config) {
+			c.SessionProperties = map[string]string{"query\nmax": "1"}
+		}},
+		{"control character in a session property value", "presto://c1:8080?s3_password=" + dsnTestPasswordEnc + "%0A", func(c *Config) {
+			c.SessionProperties = map[string]string{"s3_password": dsnTestPassword + "\n"}
+		}},
 		{"TLS off with files", "presto://c1:8080;zooKeeperSSLEnabled=false;zooKeeperSSLCAFile=ca.pem", func(c *Config) { c.ZooKeeperSSLCAFile = "ca.pem" }},
 		{"cert without key", "presto://c1:8080;zooKeeperSSLCertFile=c.pem", func(c *Config) {
 			c.ZooKeeperSSL, c.ZooKeeperSSLCertFile = true, "c.pem"
@@ -78,6 +94,36 @@ func TestValidateMatchesParseDSN(t *testing.T) {
 			}
 			dsnCheckNoPassword(t, err.Error())
 		})
+	}
+}
+
+// TestHeaderTextRefusedByKey checks that a control character is refused
+// with the key named, the value unquoted, and nothing refused that a
+// header may carry.
+func TestHeaderTextRefusedByKey(t *testing.T) {
+	for _, tc := range []struct{ dsn, want string }{
+		{"presto://c1?user=al%01ice", "zkpresto: dsn: bad user: control character U+0001 at byte 2"},
+		{"presto://al%01ice:" + dsnTestPasswordEnc + "@c1", "zkpresto: dsn: bad user: control character U+0001 at byte 2"},
+		{"presto://c1;Source=x?source=a%09", "zkpresto: dsn: bad source: control character U+0009 at byte 1"},
+		{"presto://c1/hive%7F", "zkpresto: dsn: bad catalog: control character U+007F at byte 4"},
+		{"presto://c1?secret=" + dsnTestPasswordEnc + "%1B", `zkpresto: dsn: bad value for session property "secret": control character U+001B at byte 16`},
+	} {
+		_, err := ParseDSN(tc.dsn)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("ParseDSN(%q) = %v, want %q", tc.dsn, err, tc.want)
+		}
+		if err != nil {
+			dsnCheckNoPassword(t, err.Error())
+		}
+	}
+	// A password may hold any byte (it is sent base64-encoded), and UTF-8
+	// beyond ASCII is fine everywhere.
+	cfg, err := ParseDSN("presto://al%C3%AFce:pass%01%FFword@c1/caf%C3%A9/sch?source=%C3%A9tl&client_tags=t%C3%A0g")
+	if err != nil {
+		t.Fatalf("ParseDSN: %v", err)
+	}
+	if cfg.Password != "pass\x01\xffword" || cfg.User != "alïce" || cfg.Catalog != "café" {
+		t.Errorf("ParseDSN = %#v", cfg)
 	}
 }
 

@@ -34,11 +34,14 @@ staticcheck:
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...
+	# Allocation counts, which the race detector's instrumentation changes.
+	$(GO) test -count=1 -run 'Allocs' ./internal/gateway/token/
 
 # Each fuzz target for a bounded time (FUZZTIME), seeded from real formats.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDSN$$' -fuzztime $(FUZZTIME) ./driver/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseZnode$$' -fuzztime $(FUZZTIME) ./discovery/
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./internal/gateway/token/
 
 # Every figure in BENCHMARKS.md, in one go (about 15 minutes on 2 cores):
 # pick and rebuild costs, consistent hashing, the driver's cost per

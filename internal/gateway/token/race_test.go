@@ -1,7 +1,0 @@
-//go:build race
-
-package token
-
-// raceEnabled tells TestAllocs that allocation counts are the race
-// detector's, not the package's.
-const raceEnabled = true

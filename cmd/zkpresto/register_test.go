@@ -283,7 +283,7 @@ func TestRegisterRejectsBadSettings(t *testing.T) {
 }
 
 func TestEveryCommandHasHelpWithExamples(t *testing.T) {
-	for _, name := range []string{"register", "nodes", "query"} {
+	for _, name := range []string{"register", "nodes", "query", "gateway"} {
 		out, _, err := run([]string{name, "--help"}, "")
 		if err != nil {
 			t.Fatalf("%s --help: %v", name, err)

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	zkdriver "github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/gateway"
+	"github.com/zkpresto/zkpresto/internal/cli"
+	"github.com/zkpresto/zkpresto/metrics"
+)
+
+func init() { subcommands = append(subcommands, newGatewayCommand) }
+
+// secretEnv holds the routing-token secret when --secret-file is not given.
+const secretEnv = "ZKPRESTO_GATEWAY_SECRET"
+
+type gatewayOptions struct {
+	listen       string
+	dsn          string
+	secretFile   string
+	publicURL    string
+	tlsCert      string
+	tlsKey       string
+	drainTimeout time.Duration
+	logLevel     string
+}
+
+func newGatewayCommand() *cobra.Command {
+	var o gatewayOptions
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "One address for every Presto/Trino client, in front of the coordinators discovery lists",
+		Long: `gateway serves the Presto/Trino client protocol on --listen and routes each
+statement to a coordinator the DSN's discovery and strategy pick, with the
+driver's failure rules: a statement that never reached a coordinator goes to
+another; one that may have is never sent again.
+
+Every URI it hands out carries a routing token (the coordinator, signed with
+the secret): run any number of replicas with the same secret behind a load
+balancer, and any replica routes any follow-up. The secret is one or two
+keys (the first signs, both verify, for rotation), one per line, from
+--secret-file or $ZKPRESTO_GATEWAY_SECRET.
+
+GET /_zk/health answers 200 while discovery lists coordinators; GET
+/_zk/metrics serves Prometheus metrics. On SIGTERM the gateway drains: new
+statements get 503 (retried elsewhere), running queries go on for up to
+--drain-timeout.`,
+		Example: `  zkpresto gateway --listen 0.0.0.0:8080 \
+    --dsn 'presto://zk1:2181,zk2:2181/;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto;zooKeeperStrategy=p2c' \
+    --secret-file /etc/zkpresto/gateway.key
+
+  # Behind a load balancer that clients reach at https://presto.example.com:
+  zkpresto gateway --listen :8443 --tls-cert gw.pem --tls-key gw-key.pem \
+    --public-url https://presto.example.com --dsn "$ZKPRESTO_DSN" --secret-file gw.key`,
+		Args:    cobra.NoArgs,
+		PreRunE: applyEnvHook,
+		RunE: cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			return runGateway(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve the Presto/Trino protocol on")
+	f.StringVar(&o.dsn, "dsn", "", "the driver's DSN: discovery (ZooKeeper or a host list), strategy, health and TLS keys (required)")
+	f.StringVar(&o.secretFile, "secret-file", "", "file holding the routing-token keys (default: $"+secretEnv+")")
+	f.StringVar(&o.publicURL, "public-url", "", "base URL clients reach the gateway at (default: the scheme and host of each request)")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate to serve https with (with --tls-key)")
+	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long running requests may go on")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	bindEnv(f, "dsn", "listen", "public-url", "log-level")
+	return cmd
+}
+
+func (o gatewayOptions) secret() (string, error) {
+	if o.secretFile != "" {
+		b, err := os.ReadFile(o.secretFile)
+		if err != nil {
+			return "", fmt.Errorf("--secret-file: %w", err)
+		}
+		return string(b), nil
+	}
+	if v := os.Getenv(secretEnv); v != "" {
+		return v, nil
+	}
+	return "", errors.New("--secret-file (or $" + secretEnv + ") is required: the routing-token keys replicas share")
+}
+
+// runGateway serves until ctx is done, then drains.
+func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) error {
+	level, err := parseLogLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	if o.dsn == "" {
+		return errNoDSN
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	secret, err := o.secret()
+	if err != nil {
+		return err
+	}
+	cfg, err := zkdriver.ParseDSN(o.dsn)
+	if err != nil {
+		return err
+	}
+	rt, err := zkdriver.OpenRouting(cfg, zkdriver.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	gw, err := gateway.New(gateway.Config{Router: rt.Router, Client: rt.Client, TLS: rt.TLS, Keys: secret, PublicURL: o.publicURL, Logger: logger})
+	if err != nil {
+		return err
+	}
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(
+		metrics.NewDriverCollector(rt.Router),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/", gw)
+	mux.Handle("GET /_zk/metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /_zk/health", func(w http.ResponseWriter, r *http.Request) {
+		if err := rt.Router.Open(r.Context()); err != nil {
+			http.Error(w, "no coordinators: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 30 * time.Second,
+		MaxHeaderBytes:    gateway.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	if o.tlsCert != "" {
+		pair, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+	}
+	scheme := "http"
+	if o.tlsCert != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(out, "zkpresto gateway on %s://%s, routing to %s\n", scheme, ln.Addr(), cfg)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("draining: new statements are refused; running requests may go on", "for", o.drainTimeout)
+	gw.Drain()
+	shutdown, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		logger.Warn("requests still running at the end of the drain were cut", "err", err)
+	}
+	<-served
+	return nil
+}

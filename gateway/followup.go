@@ -1,0 +1,201 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/zkpresto/zkpresto/internal/gateway/token"
+	"github.com/zkpresto/zkpresto/internal/protocol"
+)
+
+// serveToken routes a request on a URI the gateway handed out: verify the
+// token, check its coordinator may still be used, forward, stream back.
+func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
+	tok, rest, ok := token.Split(r.URL.EscapedPath())
+	if !ok {
+		g.stats.add("followup", http.StatusForbidden)
+		writeError(w, http.StatusForbidden, errBadToken, "", "zkpresto gateway: malformed routing token")
+		return
+	}
+	restURL, err := url.Parse(rest)
+	if err != nil {
+		g.stats.add("followup", http.StatusForbidden)
+		writeError(w, http.StatusForbidden, errBadToken, "", "zkpresto gateway: malformed path after the routing token")
+		return
+	}
+	id := queryIDOf(restURL.Path, r.URL.RawQuery)
+	base, err := g.keys.Verify(tok, id)
+	if err != nil {
+		// Never forwarded: whoever made this token has not the key.
+		g.stats.add("followup", http.StatusForbidden)
+		writeError(w, http.StatusForbidden, errBadToken, id, "zkpresto gateway: routing token refused: "+err.Error())
+		return
+	}
+	state := g.state(r.Context(), base)
+	if state == memberUnknown || state == memberGone {
+		g.stats.add("followup", http.StatusGone)
+		writeError(w, http.StatusGone, errCoordinatorGone, id,
+			fmt.Sprintf("zkpresto gateway: query %s ran on coordinator %s, which is gone", id, hostOf(base)))
+		return
+	}
+	if strings.HasPrefix(restURL.Path, "/ui/") {
+		// The coordinator's own web UI: the browser goes there itself.
+		g.stats.add("followup", http.StatusFound)
+		http.Redirect(w, r, base+rest+queryPart(r), http.StatusFound)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodDelete:
+	default:
+		g.stats.add("followup", http.StatusMethodNotAllowed)
+		writeError(w, http.StatusMethodNotAllowed, errGatewayName, id, "zkpresto gateway: "+r.Method+" is not a follow-up request")
+		return
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, base+rest+queryPart(r), nil)
+	if err != nil {
+		g.stats.add("followup", http.StatusBadRequest)
+		writeError(w, http.StatusBadRequest, errGatewayName, id, "zkpresto gateway: "+err.Error())
+		return
+	}
+	out.Header = outboundHeader(r)
+	var e protocol.Exchange
+	resp, err := protocol.FollowUp(g.transport, out, &e, nil)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client went away
+		}
+		g.router.Health().Failure(hostOf(base), err)
+		if state == memberDeparted {
+			g.markGone(base)
+			g.stats.add("followup", http.StatusGone)
+			writeError(w, http.StatusGone, errCoordinatorGone, id,
+				fmt.Sprintf("zkpresto gateway: query %s ran on coordinator %s, which left and no longer answers", id, hostOf(base)))
+			return
+		}
+		g.stats.add("followup", http.StatusInternalServerError)
+		var re *protocol.RequestError
+		status := http.StatusInternalServerError
+		if errors.As(err, &re) {
+			status = http.StatusBadRequest
+		}
+		writeError(w, status, errStatementFailure, id,
+			fmt.Sprintf("zkpresto gateway: coordinator %s failed for query %s: %v", hostOf(base), id, err))
+		return
+	}
+	g.stats.add("followup", resp.StatusCode)
+	if err := g.relay(w, r, resp, base); err != nil {
+		if r.Context().Err() == nil {
+			g.log.Warn("relaying a page failed; cutting the client's connection", "node", hostOf(base), "query", id, "err", err)
+		}
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// queryPart is r's query string with its "?", or nothing.
+func queryPart(r *http.Request) string {
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	return "?" + r.URL.RawQuery
+}
+
+// hostOf is a base URL's host:port.
+func hostOf(base string) string {
+	if u, err := url.Parse(base); err == nil {
+		return u.Host
+	}
+	return base
+}
+
+// serveQuery routes GET and DELETE /v1/query/{id} (how trino-go-client, the
+// Node clients and kill_query cancel): to the coordinator this replica saw
+// run the query, else to the one of the listed coordinators that knows it,
+// asked all at once under one deadline with the client's credentials.
+func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimPrefix(r.URL.Path, "/v1/query/")
+	if id == "" || strings.Contains(id, "/") || (r.Method != http.MethodGet && r.Method != http.MethodDelete) {
+		g.stats.add("query", http.StatusNotFound)
+		writeError(w, http.StatusNotFound, errQueryNotFound, id, "zkpresto gateway: no such resource: "+r.Method+" "+r.URL.Path)
+		return
+	}
+	base, ok := g.queries.lookup(id)
+	if !ok {
+		base, ok = g.findQuery(r, id)
+	}
+	if !ok {
+		g.stats.add("query", http.StatusNotFound)
+		writeError(w, http.StatusNotFound, errQueryNotFound, id, "zkpresto gateway: no coordinator knows query "+id)
+		return
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, base+r.URL.EscapedPath(), nil)
+	if err != nil {
+		g.stats.add("query", http.StatusBadRequest)
+		writeError(w, http.StatusBadRequest, errGatewayName, id, "zkpresto gateway: "+err.Error())
+		return
+	}
+	out.Header = outboundHeader(r)
+	var e protocol.Exchange
+	resp, err := protocol.FollowUp(g.transport, out, &e, nil)
+	if err != nil {
+		if r.Context().Err() == nil {
+			g.stats.add("query", http.StatusInternalServerError)
+			writeError(w, http.StatusInternalServerError, errStatementFailure, id,
+				fmt.Sprintf("zkpresto gateway: coordinator %s failed for query %s: %v", hostOf(base), id, err))
+		}
+		return
+	}
+	g.stats.add("query", resp.StatusCode)
+	if err := g.relay(w, r, resp, base); err != nil {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// findQuery asks every listed coordinator for query id, at once.
+func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
+	snap, err := g.router.Snapshot(r.Context())
+	if err != nil || len(snap.Nodes) == 0 {
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), queryFanOutTimeout)
+	defer cancel()
+	found := make(chan string, len(snap.Nodes))
+	header := outboundHeader(r)
+	for i := range snap.Nodes {
+		base := g.baseOf(&snap.Nodes[i])
+		go func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/query/"+url.PathEscape(id), nil)
+			if err != nil {
+				found <- ""
+				return
+			}
+			req.Header = header.Clone()
+			resp, err := g.transport.RoundTrip(req)
+			if err != nil {
+				found <- ""
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				found <- base
+				return
+			}
+			found <- ""
+		}()
+	}
+	for range snap.Nodes {
+		select {
+		case base := <-found:
+			if base != "" {
+				g.queries.remember(id, base)
+				return base, true
+			}
+		case <-ctx.Done():
+			return "", false
+		}
+	}
+	return "", false
+}

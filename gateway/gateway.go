@@ -1,0 +1,339 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/gateway/token"
+	"github.com/zkpresto/zkpresto/routing"
+)
+
+// Limits and defaults.
+const (
+	// MaxStatementBytes bounds a statement's body. The gateway holds a
+	// statement until a coordinator accepted it, to send it elsewhere when
+	// one refuses.
+	MaxStatementBytes = 16 << 20
+	// MaxHeaderBytes is what a gateway server should accept: prepared
+	// statements travel in headers, and Presto servers allow about 2 MB.
+	MaxHeaderBytes = 4 << 20
+	// SubmitTimeout bounds how long a coordinator may take to answer a
+	// submission (Presto answers at once with a queued state).
+	SubmitTimeout = 60 * time.Second
+	// queryFanOutTimeout bounds the search for an unknown query id.
+	queryFanOutTimeout = 5 * time.Second
+	// rememberedQueries bounds the query id → coordinator table that lets
+	// /v1/query/{id} go straight to its coordinator.
+	rememberedQueries = 100_000
+)
+
+// Config is what a Gateway needs.
+type Config struct {
+	// Router picks coordinators; the gateway does not close it.
+	Router *routing.Router
+	// Client sends requests to the coordinators (TLS applied); nil means
+	// a default client. Its redirect policy is not used: the gateway
+	// follows no redirect.
+	Client *http.Client
+	// TLS makes the gateway talk https to every coordinator, whatever the
+	// registrations say.
+	TLS bool
+	// Keys is the text of the routing-token secret (see ParseKeys' format
+	// in the README): one or two keys, the first signs, both verify.
+	Keys string
+	// PublicURL is the base URL clients reach the gateway at (a load
+	// balancer in front of the replicas); empty means the scheme and host
+	// each request came in on.
+	PublicURL string
+	// Logger receives the gateway's logs; nil means none.
+	Logger *slog.Logger
+}
+
+// Gateway is an http.Handler that routes the Presto/Trino client protocol
+// to the coordinators its Router picks. It is safe for concurrent use.
+type Gateway struct {
+	router    *routing.Router
+	transport http.RoundTripper
+	tls       bool
+	keys      *token.Keys
+	public    *url.URL
+	log       *slog.Logger
+	started   time.Time
+
+	draining atomic.Bool
+	members  members
+	queries  queryTable
+	stats    counters
+}
+
+// New returns a Gateway for cfg. It does no network I/O.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Router == nil {
+		return nil, errors.New("zkpresto: gateway: no Router")
+	}
+	keys, err := token.ParseKeys(cfg.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("zkpresto: gateway: routing-token secret: %w", err)
+	}
+	g := &Gateway{router: cfg.Router, tls: cfg.TLS, keys: keys, log: cfg.Logger, started: time.Now()}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	g.transport = http.DefaultTransport
+	if cfg.Client != nil && cfg.Client.Transport != nil {
+		g.transport = cfg.Client.Transport
+	}
+	if cfg.PublicURL != "" {
+		u, err := url.Parse(cfg.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("zkpresto: gateway: public URL %q: want http[s]://host[:port][/prefix]", cfg.PublicURL)
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		g.public = u
+	}
+	g.members.init()
+	g.queries.init(rememberedQueries)
+	return g, nil
+}
+
+// Drain makes the gateway refuse new statements (with 503, which clients
+// and load balancers retry elsewhere: nothing was sent) while the queries
+// it routes go on.
+func (g *Gateway) Drain() { g.draining.Store(true) }
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch {
+	case strings.HasPrefix(path, token.PathPrefix):
+		g.serveToken(w, r)
+	case path == "/v1/statement" && r.Method == http.MethodPost:
+		g.serveSubmit(w, r)
+	case strings.HasPrefix(path, "/v1/query/"):
+		g.serveQuery(w, r)
+	case path == "/v1/info" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		g.serveInfo(w, r)
+	case path == "/v1/info/state" && r.Method == http.MethodGet:
+		g.serveInfoState(w, r)
+	default:
+		g.stats.add("other", http.StatusNotFound)
+		writeError(w, http.StatusNotFound, errGatewayName, "", "zkpresto gateway: no such resource: "+r.Method+" "+path)
+	}
+}
+
+// baseOf is the base URL the gateway reaches node at.
+func (g *Gateway) baseOf(node *discovery.Node) string {
+	if g.tls || node.Scheme == "https" {
+		return "https://" + node.Addr
+	}
+	return "http://" + node.Addr
+}
+
+// publicBase is the gateway's own base URL for the URIs it hands out in
+// answer to r.
+func (g *Gateway) publicBase(r *http.Request) string {
+	if g.public != nil {
+		return g.public.String()
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// hasCoordinators reports whether discovery lists any coordinator.
+func (g *Gateway) hasCoordinators(ctx context.Context) bool {
+	snap, err := g.router.Snapshot(ctx)
+	return err == nil && len(snap.Nodes) > 0
+}
+
+func (g *Gateway) serveInfo(w http.ResponseWriter, r *http.Request) {
+	starting := !g.hasCoordinators(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"nodeVersion": map[string]string{"version": "zkpresto-gateway"},
+		"environment": "zkpresto-gateway",
+		"coordinator": true,
+		"starting":    starting,
+		"uptime":      time.Since(g.started).Round(time.Second).String(),
+	})
+}
+
+func (g *Gateway) serveInfoState(w http.ResponseWriter, r *http.Request) {
+	state := "ACTIVE"
+	switch {
+	case g.draining.Load():
+		state = "SHUTTING_DOWN"
+	case !g.hasCoordinators(r.Context()):
+		state = "INACTIVE"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(state)
+}
+
+// members tracks, per replica, which coordinators it has seen listed and
+// which of those, having left discovery, then failed: a token naming a
+// listed coordinator is forwarded; one naming a coordinator that left is
+// forwarded while it answers (its running queries finish: a rolling
+// restart loses nothing); once it failed, it is gone for good, so that no
+// old token ever reaches an unrelated server that later listens there.
+type members struct {
+	mu   sync.Mutex
+	gen  uint64
+	seen map[string]bool // base URL → listed at some point
+	gone map[string]bool
+}
+
+func (m *members) init() {
+	m.seen = map[string]bool{}
+	m.gone = map[string]bool{}
+}
+
+// memberState is what a token's coordinator is to this replica.
+type memberState int
+
+const (
+	memberUnknown  memberState = iota // never listed: refused
+	memberListed                      // listed now
+	memberDeparted                    // listed once, left, still answering
+	memberGone                        // left and failed since: refused
+)
+
+// state returns base's state, reading the current snapshot.
+func (g *Gateway) state(ctx context.Context, base string) memberState {
+	snap, err := g.router.Snapshot(ctx)
+	listed := false
+	if err == nil {
+		for i := range snap.Nodes {
+			if g.baseOf(&snap.Nodes[i]) == base {
+				listed = true
+				break
+			}
+		}
+	}
+	m := &g.members
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil && snap.Generation != m.gen {
+		m.gen = snap.Generation
+		for i := range snap.Nodes {
+			b := g.baseOf(&snap.Nodes[i])
+			m.seen[b] = true
+			delete(m.gone, b) // listed again: a new registration
+		}
+	}
+	switch {
+	case listed:
+		return memberListed
+	case m.gone[base]:
+		return memberGone
+	case m.seen[base]:
+		return memberDeparted
+	}
+	return memberUnknown
+}
+
+// markGone records that a coordinator that left discovery failed.
+func (g *Gateway) markGone(base string) {
+	g.members.mu.Lock()
+	defer g.members.mu.Unlock()
+	g.members.gone[base] = true
+}
+
+// noteListed records that base was listed when a token was signed for it.
+func (g *Gateway) noteListed(base string) {
+	g.members.mu.Lock()
+	defer g.members.mu.Unlock()
+	g.members.seen[base] = true
+}
+
+// queryTable remembers which coordinator runs a query, from the answers
+// this replica relayed, for /v1/query/{id}; the oldest entries go first.
+type queryTable struct {
+	mu    sync.Mutex
+	limit int
+	byID  map[string]string
+	order []string
+	next  int
+}
+
+func (q *queryTable) init(limit int) {
+	q.limit = limit
+	q.byID = map[string]string{}
+}
+
+func (q *queryTable) remember(id, base string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.byID[id]; ok {
+		q.byID[id] = base
+		return
+	}
+	if len(q.order) < q.limit {
+		q.order = append(q.order, id)
+	} else {
+		delete(q.byID, q.order[q.next])
+		q.order[q.next] = id
+		q.next = (q.next + 1) % q.limit
+	}
+	q.byID[id] = base
+}
+
+func (q *queryTable) lookup(id string) (string, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	base, ok := q.byID[id]
+	return base, ok
+}
+
+// counters are the gateway's request figures, for Stats.
+type counters struct {
+	mu sync.Mutex
+	m  map[counterKey]uint64
+}
+
+type counterKey struct {
+	kind   string
+	status int
+}
+
+func (c *counters) add(kind string, status int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[counterKey]uint64{}
+	}
+	c.m[counterKey{kind, status}]++
+}
+
+// RequestCount is how many requests of one kind got one status.
+type RequestCount struct {
+	// Kind is submit, followup, query, info or other.
+	Kind string
+	// Status is the HTTP status answered.
+	Status int
+	// Count is the number of such requests.
+	Count uint64
+}
+
+// Requests returns the gateway's request counts so far.
+func (g *Gateway) Requests() []RequestCount {
+	g.stats.mu.Lock()
+	defer g.stats.mu.Unlock()
+	out := make([]RequestCount, 0, len(g.stats.m))
+	for k, n := range g.stats.m {
+		out = append(out, RequestCount{Kind: k.kind, Status: k.status, Count: n})
+	}
+	return out
+}

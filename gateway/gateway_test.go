@@ -1,0 +1,446 @@
+package gateway_test
+
+import (
+	"compress/gzip"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/prestodb/presto-go-client/v2"
+	"go.uber.org/goleak"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	zkdriver "github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/gateway"
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/routing"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testKeys is a routing-token secret for tests: one key of 32 bytes, hex.
+const testKeys = "k1:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"
+
+// setup is a few coordinators behind two gateway replicas behind a
+// round-robin front: every request of a client lands on the other
+// replica than the one before.
+type setup struct {
+	coords   []*coordinator.Coordinator
+	replicas []*httptest.Server
+	gateways []*gateway.Gateway
+	front    *httptest.Server
+	hits     [2]atomic.Int64 // requests per replica
+	disc     *changing
+}
+
+// changing is a discoverer whose list a test changes.
+type changing struct {
+	mu   sync.Mutex
+	snap atomic.Pointer[discovery.Snapshot]
+	gen  uint64
+}
+
+func (c *changing) set(cs ...*coordinator.Coordinator) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	nodes := make([]discovery.Node, len(cs))
+	for i, co := range cs {
+		nodes[i] = discovery.Node{Addr: co.Addr()}
+	}
+	c.snap.Store(discovery.NewSnapshot("test", c.gen, nodes))
+}
+
+func (c *changing) Snapshot() *discovery.Snapshot              { return c.snap.Load() }
+func (c *changing) Subscribe(func(*discovery.Snapshot)) func() { return func() {} }
+func (c *changing) Status() discovery.Status                   { return discovery.Status{Connected: true} }
+func (c *changing) Close() error                               { return nil }
+
+func newSetup(t *testing.T, n int, opts coordinator.Options) *setup {
+	t.Helper()
+	s := &setup{disc: &changing{}}
+	for range n {
+		c, err := coordinator.Start(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		s.coords = append(s.coords, c)
+	}
+	s.disc.set(s.coords...)
+	var fronts [2]*url.URL
+	for i := range 2 {
+		// Each replica has its own Router over the same discovery, as two
+		// processes watching one ZooKeeper namespace would.
+		r, err := routing.New(routing.Config{Discoverer: s.disc, StrategyName: "poll"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits := &s.hits[i]
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			hits.Add(1)
+			g.ServeHTTP(w, req)
+		}))
+		srv.Start()
+		t.Cleanup(srv.Close)
+		s.replicas = append(s.replicas, srv)
+		s.gateways = append(s.gateways, g)
+		fronts[i], _ = url.Parse(srv.URL)
+	}
+	var next atomic.Int64
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(fronts[next.Add(1)%2])
+		pr.Out.Host = pr.In.Host // the replicas hand out URIs on the front's host
+	}}
+	s.front = httptest.NewServer(proxy)
+	t.Cleanup(s.front.Close)
+	return s
+}
+
+func (s *setup) dsn(user string) string {
+	return "presto://" + user + "@" + strings.TrimPrefix(s.front.URL, "http://") + "/hive/default"
+}
+
+// Through two replicas, every follow-up on the other one: the Presto Go
+// client gets multi-page results complete and in order.
+func TestPrestoClientThroughTwoReplicas(t *testing.T) {
+	s := newSetup(t, 2, coordinator.Options{BatchRows: 7})
+	db, err := sql.Open("presto", s.dsn("alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for range 4 {
+		rows, err := db.Query("SELECT * FROM rows(100)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int64(1)
+		for rows.Next() {
+			var n int64
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != want {
+				t.Fatalf("row %d arrived as %d", want, n)
+			}
+			want++
+		}
+		if err := rows.Err(); err != nil || want != 101 {
+			t.Fatalf("%d rows, %v", want-1, err)
+		}
+		rows.Close()
+	}
+	if s.hits[0].Load() < 10 || s.hits[1].Load() < 10 {
+		t.Fatalf("requests per replica %d/%d: both should have served follow-ups", s.hits[0].Load(), s.hits[1].Load())
+	}
+	var statements int64
+	for _, c := range s.coords {
+		statements += c.Statements()
+	}
+	if statements != 4 {
+		t.Fatalf("the coordinators got %d statements, want 4", statements)
+	}
+}
+
+// post submits a statement to base and returns the decoded answer.
+func post(t *testing.T, base, sqlText string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/statement", strings.NewReader(sqlText))
+	req.Header.Set("X-Presto-User", "alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("POST: %s %s", resp.Status, b)
+	}
+	var answer map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		t.Fatal(err)
+	}
+	return answer
+}
+
+func do(t *testing.T, method, uri string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, uri, nil)
+	req.Header.Set("X-Presto-User", "alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer map[string]any
+	json.NewDecoder(resp.Body).Decode(&answer)
+	return resp.StatusCode, answer
+}
+
+// A tampered token gets 403 and no coordinator sees the request; the
+// untampered one works on either replica.
+func TestTamperedTokenIsRefused(t *testing.T) {
+	s := newSetup(t, 1, coordinator.Options{Latency: time.Hour})
+	answer := post(t, s.replicas[0].URL, "SELECT 1")
+	next := answer["nextUri"].(string)
+	if !strings.HasPrefix(next, s.replicas[0].URL+"/_zk/") {
+		t.Fatalf("nextUri %q does not point at the gateway", next)
+	}
+	i := strings.Index(next, "/_zk/") + len("/_zk/") + 5
+	flipped := byte('A')
+	if next[i] == 'A' {
+		flipped = 'B'
+	}
+	tampered := next[:i] + string(flipped) + next[i+1:]
+	before := s.coords[0].Requests()
+	code, body := do(t, http.MethodGet, strings.Replace(tampered, s.replicas[0].URL, s.replicas[1].URL, 1))
+	if code != http.StatusForbidden || body["error"] == nil {
+		t.Fatalf("tampered token: %d %v, want 403 with a Presto error", code, body)
+	}
+	if code, _ := do(t, http.MethodGet, strings.Replace(next, s.replicas[0].URL, s.replicas[1].URL, 1)); code != http.StatusOK {
+		t.Fatalf("the real token on the other replica: %d", code)
+	}
+	_ = before
+}
+
+// A DELETE on the nextUri, or on /v1/query/{id} through a replica that
+// never saw the query, cancels it on its coordinator.
+func TestCancelReachesTheCoordinator(t *testing.T) {
+	s := newSetup(t, 2, coordinator.Options{Latency: time.Hour})
+	for _, via := range []string{"nextUri", "query id"} {
+		answer := post(t, s.replicas[0].URL, "SELECT 1")
+		running := func() (n int64) {
+			for _, c := range s.coords {
+				n += c.Running()
+			}
+			return n
+		}
+		if running() != 1 {
+			t.Fatalf("%d running queries, want 1", running())
+		}
+		target := answer["nextUri"].(string)
+		if via == "query id" {
+			target = s.replicas[1].URL + "/v1/query/" + answer["id"].(string)
+		}
+		if code, body := do(t, http.MethodDelete, target); code >= 300 {
+			t.Fatalf("DELETE via %s: %d %v", via, code, body)
+		}
+		if running() != 0 {
+			t.Fatalf("after DELETE via %s: %d running", via, running())
+		}
+	}
+	if code, _ := do(t, http.MethodDelete, s.replicas[1].URL+"/v1/query/20260101_000000_00000_nosuch"); code != http.StatusNotFound {
+		t.Fatalf("unknown query id: %d, want 404", code)
+	}
+}
+
+// A coordinator killed mid-query: that query fails with a clear error, not
+// one the client retries; the next statements go elsewhere.
+func TestCoordinatorKilledMidQuery(t *testing.T) {
+	s := newSetup(t, 2, coordinator.Options{BatchRows: 5})
+	answer := post(t, s.replicas[0].URL, "SELECT * FROM rows(50)")
+	var victim *coordinator.Coordinator
+	for _, c := range s.coords {
+		if c.Running() == 1 {
+			victim = c
+		}
+	}
+	if victim == nil {
+		t.Fatal("no coordinator runs the query")
+	}
+	victim.Stop()
+	code, body := do(t, http.MethodGet, answer["nextUri"].(string))
+	if code != http.StatusInternalServerError || !strings.Contains(fmt.Sprint(body["error"]), victim.Addr()) {
+		t.Fatalf("GET after the kill: %d %v; want 500 naming %s", code, body, victim.Addr())
+	}
+	for range 4 {
+		post(t, s.front.URL, "SELECT 1")
+	}
+}
+
+// A coordinator that leaves discovery while it runs a query gets no new
+// statements but its query finishes; once it has failed a request, a token
+// naming it gets 410, and never reaches a server that later listens there.
+func TestDepartedCoordinator(t *testing.T) {
+	s := newSetup(t, 2, coordinator.Options{BatchRows: 5})
+	answer := post(t, s.replicas[0].URL, "SELECT * FROM rows(50)")
+	var leaving, staying *coordinator.Coordinator
+	for _, c := range s.coords {
+		if c.Running() == 1 {
+			leaving = c
+		} else {
+			staying = c
+		}
+	}
+	s.disc.set(staying)
+	code, page := do(t, http.MethodGet, answer["nextUri"].(string))
+	if code != http.StatusOK || page["nextUri"] == nil {
+		t.Fatalf("follow-up on the departed coordinator: %d %v", code, page)
+	}
+	before := leaving.Statements()
+	for range 3 {
+		post(t, s.front.URL, "SELECT 1")
+	}
+	if leaving.Statements() != before {
+		t.Fatal("a departed coordinator got new statements")
+	}
+	next := page["nextUri"].(string)
+	leaving.Stop()
+	if code, _ := do(t, http.MethodGet, next); code != http.StatusGone {
+		t.Fatalf("after the departed coordinator stopped: %d, want 410", code)
+	}
+	if err := leaving.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := do(t, http.MethodGet, next); code != http.StatusGone || leaving.Statements() != before {
+		t.Fatalf("the old token reached the new server on the same address: %d", code)
+	}
+}
+
+// /v1/info says starting until there are coordinators; draining refuses new
+// statements with 503 (nothing was sent) and lets running queries go on.
+func TestInfoAndDrain(t *testing.T) {
+	s := newSetup(t, 1, coordinator.Options{Latency: time.Hour})
+	s.disc.set()
+	if _, info := do(t, http.MethodGet, s.replicas[0].URL+"/v1/info"); info["starting"] != true {
+		t.Fatalf("no coordinators: %v", info)
+	}
+	s.disc.set(s.coords...)
+	if _, info := do(t, http.MethodGet, s.replicas[0].URL+"/v1/info"); info["starting"] != false {
+		t.Fatalf("with a coordinator: %v", info)
+	}
+	answer := post(t, s.replicas[0].URL, "SELECT 1")
+	s.gateways[0].Drain()
+	req, _ := http.NewRequest(http.MethodPost, s.replicas[0].URL+"/v1/statement", strings.NewReader("SELECT 1"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || s.coords[0].Statements() != 1 {
+		t.Fatalf("draining: %s, %d statements", resp.Status, s.coords[0].Statements())
+	}
+	if code, _ := do(t, http.MethodGet, answer["nextUri"].(string)); code != http.StatusOK {
+		t.Fatalf("a running query's follow-up while draining: %d", code)
+	}
+}
+
+// The DSN route: the driver's DSN describes the gateway's routing core.
+func TestGatewayOnADSN(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cfg, err := zkdriver.ParseDSN("presto://" + c.Addr() + "/;zooKeeperStrategy=p2c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := zkdriver.OpenRouting(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	g, err := gateway.New(gateway.Config{Router: rt.Router, Client: rt.Client, TLS: rt.TLS, Keys: testKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	db, err := sql.Open("presto", "presto://bob@"+strings.TrimPrefix(srv.URL, "http://")+"/hive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var n int64
+	if err := db.QueryRowContext(ctx, "SELECT * FROM rows(1)").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("got %d, %v", n, err)
+	}
+}
+
+// A client that asks for gzip gets gzip, URIs rewritten inside.
+func TestGzipToClients(t *testing.T) {
+	s := newSetup(t, 1, coordinator.Options{Latency: time.Hour})
+	req, _ := http.NewRequest(http.MethodPost, s.replicas[0].URL+"/v1/statement", strings.NewReader("SELECT 1"))
+	req.Header.Set("X-Presto-User", "alice")
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("Content-Encoding %q, want gzip", resp.Header.Get("Content-Encoding"))
+	}
+	gz, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer map[string]any
+	if err := json.NewDecoder(gz).Decode(&answer); err != nil {
+		t.Fatal(err)
+	}
+	if next, _ := answer["nextUri"].(string); !strings.HasPrefix(next, s.replicas[0].URL+"/_zk/") {
+		t.Fatalf("nextUri %q inside the gzip body is not the gateway's", next)
+	}
+}
+
+// A client that goes away while the coordinator is slow to answer its POST:
+// the query the coordinator accepted is cancelled, not left running.
+func TestClientLeavingDuringThePOSTCancelsTheQuery(t *testing.T) {
+	s := newSetup(t, 1, coordinator.Options{Latency: time.Hour})
+	s.coords[0].SetAnswerDelay(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.replicas[0].URL+"/v1/statement", strings.NewReader("SELECT 1"))
+	req.Header.Set("X-Presto-User", "alice")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatal("the POST returned before the client's deadline")
+	}
+	if s.coords[0].Statements() != 1 {
+		t.Fatalf("%d statements reached the coordinator", s.coords[0].Statements())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.coords[0].Running() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the query of the client that left is still running")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A statement no coordinator took gets 503 (the client may resend it);
+// nothing listed, or every one refusing.
+func TestNoCoordinatorIs503(t *testing.T) {
+	s := newSetup(t, 1, coordinator.Options{})
+	s.coords[0].Stop()
+	req, _ := http.NewRequest(http.MethodPost, s.replicas[0].URL+"/v1/statement", strings.NewReader("SELECT 1"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("all coordinators down: %s, want 503", resp.Status)
+	}
+}

@@ -1,0 +1,76 @@
+package gateway
+
+import (
+	"net"
+	"net/http"
+	"net/textproto"
+	"strings"
+)
+
+// hopByHop are the headers of one connection, never forwarded (RFC 9110
+// 7.6.1), plus what the gateway decides itself.
+var hopByHop = []string{
+	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	// The gateway asks for and gives compression itself: it must read the
+	// answers to rewrite their URIs.
+	"Accept-Encoding", "Content-Length",
+}
+
+// untrusted are headers a client must not set for the coordinator: with
+// them a client could make the coordinator build URIs to a host of its
+// choosing, or turn on behaviour meant for a trusted proxy (a spoofed
+// X-Forwarded-Proto: https enables authentication over plain http).
+var untrusted = []string{
+	"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Port", "X-Forwarded-Proto",
+	"X-Forwarded-Prefix", "X-Forwarded-Server", "X-Real-Ip", "X-Presto-Prefix-Url",
+}
+
+// outboundHeader returns the headers to send a coordinator for the client
+// request r: the client's headers without the hop-by-hop and untrusted ones,
+// and X-Forwarded-For naming the client.
+func outboundHeader(r *http.Request) http.Header {
+	h := make(http.Header, len(r.Header)+1)
+	for k, v := range r.Header {
+		h[k] = v // the values are not modified, only the map
+	}
+	removeConnectionHeaders(h)
+	for _, k := range untrusted {
+		delete(h, k)
+	}
+	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		h.Set("X-Forwarded-For", ip)
+	}
+	return h
+}
+
+// copyAnswerHeader copies a coordinator's answer headers to the client's,
+// without the hop-by-hop ones.
+func copyAnswerHeader(dst, src http.Header) {
+	for k, v := range src {
+		dst[k] = v
+	}
+	removeConnectionHeaders(dst)
+}
+
+func removeConnectionHeaders(h http.Header) {
+	for _, v := range h.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
+	for _, k := range hopByHop {
+		h.Del(k)
+	}
+}
+
+// clientHeader returns the value of a session header in either flavour
+// (X-Presto-name or X-Trino-name).
+func clientHeader(h http.Header, name string) string {
+	if v := h.Get("X-Presto-" + name); v != "" {
+		return v
+	}
+	return h.Get("X-Trino-" + name)
+}

@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
+)
+
+// serveSubmit routes POST /v1/statement: pick, forward, stream the answer
+// back. Until a coordinator may have the statement, a failure sends it to
+// another one and the client may get a 503 (nothing ran); after, the client
+// gets a 500 it does not retry.
+func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
+	if g.draining.Load() {
+		g.stats.add("submit", http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, errGatewayName, "", "zkpresto gateway is draining; send the statement again")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxStatementBytes))
+	if err != nil {
+		status := http.StatusBadRequest
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		g.stats.add("submit", status)
+		writeError(w, status, errGatewayName, "", "zkpresto gateway: reading the statement: "+err.Error())
+		return
+	}
+	header := outboundHeader(r)
+	var pinned *discovery.Node
+	for _, name := range []string{"X-Presto-Transaction-Id", "X-Trino-Transaction-Id"} {
+		base, id, wrapped, err := g.unwrapTransaction(header.Get(name))
+		if err != nil {
+			g.stats.add("submit", http.StatusForbidden)
+			writeError(w, http.StatusForbidden, errBadToken, "", "zkpresto gateway: the transaction id was not issued by this gateway's key")
+			return
+		}
+		if wrapped {
+			header.Set(name, id)
+			if pinned, err = g.pinnedNode(r.Context(), base); err != nil {
+				g.stats.add("submit", http.StatusGone)
+				writeError(w, http.StatusGone, errCoordinatorGone, "", err.Error())
+				return
+			}
+		}
+	}
+	req := &strategy.Request{User: clientHeader(header, "User"), Source: clientHeader(header, "Source")}
+	// The submission outlives the client's request: a client that goes
+	// away after the statement may have reached a coordinator must not
+	// leave it running unseen (its answer is awaited and the query
+	// cancelled).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), SubmitTimeout)
+	defer cancel()
+	var resp *http.Response
+	var base string
+	a, err := g.router.Run(r.Context(), req, pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
+		base = g.baseOf(ra.Node)
+		out, err := http.NewRequestWithContext(ctx, http.MethodPost, base+r.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			return routing.Invalid, err
+		}
+		out.Header = header
+		var e protocol.Exchange
+		resp, err = protocol.Submit(g.transport, out, &e, nil)
+		switch {
+		case err == nil:
+			return routing.Answered, nil
+		case e.Invalid() != nil:
+			return routing.Invalid, err
+		}
+		failure, sent := e.Failure()
+		switch {
+		case failure == nil:
+			return routing.Answered, err // not reached: Submit records its failures
+		case sent:
+			return routing.MaybeSent, failure
+		}
+		return routing.NotSent, failure
+	})
+	if err != nil {
+		g.submitFailed(w, err)
+		return
+	}
+	defer a.End(nil)
+	g.noteListed(base)
+	if r.Context().Err() != nil {
+		// The client went away while the coordinator answered: cancel
+		// what it accepted.
+		g.cancelAnswered(resp, base)
+		return
+	}
+	g.stats.add("submit", resp.StatusCode)
+	if err := g.relay(w, r, resp, base); err != nil {
+		g.log.Warn("relaying a statement's answer failed; cutting the client's connection", "node", a.Node.Addr, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// submitFailed answers a statement no coordinator took, or one that may
+// have reached one that then failed.
+func (g *Gateway) submitFailed(w http.ResponseWriter, err error) {
+	var se *routing.StatementError
+	var re *protocol.RequestError
+	switch {
+	case errors.As(err, &se):
+		// It may be running: never an answer the client retries.
+		g.stats.add("submit", http.StatusInternalServerError)
+		writeError(w, http.StatusInternalServerError, errStatementFailure, "",
+			fmt.Sprintf("zkpresto gateway: coordinator %s failed after the statement was sent (it may have run; not sent again): %v", se.Node, se.Err))
+	case errors.As(err, &re):
+		g.stats.add("submit", http.StatusBadRequest)
+		writeError(w, http.StatusBadRequest, errGatewayName, "", "zkpresto gateway: "+re.Error())
+	default:
+		// No coordinator took it (none listed, or every one tried refused
+		// before it had the statement): the client may send it again.
+		g.stats.add("submit", http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, errNoCoordinator, "", "zkpresto gateway: "+strings.TrimPrefix(err.Error(), "zkpresto: "))
+	}
+}
+
+// pinnedNode is the coordinator of a transaction, while it may be used.
+func (g *Gateway) pinnedNode(ctx context.Context, base string) (*discovery.Node, error) {
+	switch g.state(ctx, base) {
+	case memberListed, memberDeparted:
+	default:
+		return nil, fmt.Errorf("zkpresto gateway: the transaction's coordinator %s is gone", base)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, err
+	}
+	return &discovery.Node{Addr: u.Host, Scheme: u.Scheme, ID: u.Host, Weight: 1}, nil
+}
+
+// cancelAnswered cancels, in the background, the query a coordinator
+// accepted for a client that is gone.
+func (g *Gateway) cancelAnswered(resp *http.Response, base string) {
+	defer resp.Body.Close()
+	var answer struct {
+		NextURI string `json:"nextUri"`
+	}
+	if err := decodeHead(resp.Body, &answer); err != nil || answer.NextURI == "" {
+		return
+	}
+	u, err := url.Parse(answer.NextURI)
+	if err != nil {
+		return
+	}
+	target, _ := url.Parse(base)
+	u.Scheme, u.Host = target.Scheme, target.Host
+	g.router.Go(func(<-chan struct{}) {
+		if err := protocol.CancelQuery(context.Background(), &http.Client{Transport: g.transport}, u); err != nil {
+			g.log.Debug("cancelling the query of a client that left failed", "node", target.Host, "err", err)
+		}
+	})
+}

@@ -1,0 +1,198 @@
+package gateway
+
+import (
+	"compress/gzip"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/zkpresto/zkpresto/internal/gateway/rewrite"
+	"github.com/zkpresto/zkpresto/internal/gateway/token"
+)
+
+// copyBufferSize is the relay's buffer: the memory one query costs, however
+// large its pages.
+const copyBufferSize = 32 << 10
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, copyBufferSize); return &b }}
+
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+
+// relay streams a coordinator's answer to the client: status, headers (the
+// transaction id wrapped so that the transaction's next statements come
+// back to its coordinator) and the body with every URI rewritten to the
+// gateway, compressed when the client asked for it. It returns an error
+// when the answer could not be relayed whole; the client's connection is
+// then cut, so that it never takes half a page for a whole one.
+func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Response, base string) error {
+	defer resp.Body.Close()
+	h := w.Header()
+	copyAnswerHeader(h, resp.Header)
+	g.wrapTransaction(h, base)
+	var body io.Reader = resp.Body
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		// Asked for identity, got gzip anyway: decode to rewrite.
+		gz, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return err
+		}
+		defer gz.Close()
+		body = gz
+	}
+	h.Del("Content-Encoding")
+	if isJSON(resp.Header) {
+		public := g.publicBase(r)
+		body = rewrite.New(body, func(_ rewrite.Field, uri string) (string, error) {
+			return g.gatewayURI(public, base, uri)
+		})
+	}
+	var out io.Writer = w
+	if resp.StatusCode == http.StatusOK && r.Method != http.MethodHead && acceptsGzip(r) {
+		h.Set("Content-Encoding", "gzip")
+		h.Add("Vary", "Accept-Encoding")
+		gz := gzipWriters.Get().(*gzip.Writer)
+		gz.Reset(w)
+		defer func() {
+			gz.Close()
+			gzipWriters.Put(gz)
+		}()
+		out = gz
+	}
+	w.WriteHeader(resp.StatusCode)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	flusher, _ := w.(http.Flusher)
+	for {
+		n, err := body.Read(*buf)
+		if n > 0 {
+			if _, werr := out.Write((*buf)[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if n < len(*buf) && flusher != nil {
+			// The coordinator paused (a long poll, a slow page): pass on
+			// what came so far instead of holding it.
+			if gz, ok := out.(*gzip.Writer); ok {
+				gz.Flush()
+			}
+			flusher.Flush()
+		}
+	}
+}
+
+// gatewayURI is the gateway's URI for a coordinator's: the same path and
+// query behind a routing token for the coordinator base and the query.
+// The URI's own host is not trusted: the token names the coordinator the
+// gateway picked, whatever host the coordinator wrote.
+func (g *Gateway) gatewayURI(public, base, uri string) (string, error) {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "", err
+	}
+	rest := u.EscapedPath()
+	if u.RawQuery != "" {
+		rest += "?" + u.RawQuery
+	}
+	id := queryIDOf(u.Path, u.RawQuery)
+	if id != "" {
+		g.queries.remember(id, base)
+	}
+	tok, err := g.keys.Sign(base, id)
+	if err != nil {
+		return "", err
+	}
+	return public + token.Prefix(tok) + rest, nil
+}
+
+// queryIDOf finds the query id in a Presto URI: the segment after the
+// phase of /v1/statement/{phase}/{id}/... (after partialCancel for a
+// partial cancel), after /v1/query/, or the query of /ui/query.html?{id}.
+func queryIDOf(path, rawQuery string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i := 0; i+1 < len(parts); i++ {
+		switch parts[i] {
+		case "statement":
+			j := i + 2
+			if j < len(parts) && parts[j] == "partialCancel" {
+				j++
+			}
+			if j < len(parts) {
+				return parts[j]
+			}
+			return ""
+		case "query":
+			return parts[i+1]
+		}
+	}
+	if strings.HasPrefix(path, "/ui/") && rawQuery != "" {
+		id, _, _ := strings.Cut(rawQuery, "&")
+		return strings.TrimPrefix(id, "id=")
+	}
+	return ""
+}
+
+func isJSON(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return ct == "" || strings.Contains(ct, "json")
+}
+
+func acceptsGzip(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept-Encoding") {
+		for _, enc := range strings.Split(v, ",") {
+			name, q, _ := strings.Cut(strings.TrimSpace(enc), ";")
+			if strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.TrimSpace(q) != "q=0" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// transactionPrefix marks a transaction id the gateway wrapped.
+const transactionPrefix = "zk~"
+
+// wrapTransaction replaces a Started-Transaction-Id in answer headers h by
+// one that names its coordinator, signed: the client sends it back with
+// every statement of the transaction, and any replica sends those to the
+// coordinator that holds the transaction.
+func (g *Gateway) wrapTransaction(h http.Header, base string) {
+	for _, name := range []string{"X-Presto-Started-Transaction-Id", "X-Trino-Started-Transaction-Id"} {
+		if id := h.Get(name); id != "" {
+			tok, err := g.keys.Sign(base, id)
+			if err != nil {
+				// Unreachable for a base the gateway built; the transaction
+				// then only works while the client stays on its coordinator.
+				g.log.Warn("cannot wrap a transaction id", "node", hostOf(base), "err", err)
+				continue
+			}
+			h.Set(name, transactionPrefix+tok+"~"+id)
+		}
+	}
+}
+
+// unwrapTransaction returns the coordinator and the original id of a
+// transaction id the gateway wrapped; ok is false for one it did not wrap
+// (NONE, or absent), and err is set for one whose token fails.
+func (g *Gateway) unwrapTransaction(v string) (base, id string, ok bool, err error) {
+	rest, wrapped := strings.CutPrefix(v, transactionPrefix)
+	if !wrapped {
+		return "", "", false, nil
+	}
+	tok, id, found := strings.Cut(rest, "~")
+	if !found {
+		return "", "", true, token.ErrMalformed
+	}
+	base, err = g.keys.Verify(tok, id)
+	return base, id, true, err
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkpresto/zkpresto/internal/protocol"
@@ -36,6 +38,11 @@ type attempt struct {
 	// the driver cancels the query on the coordinator itself.
 	caller context.Context
 	ctx    attemptContext
+	// url holds the coordinator's URL of the attempt's first request sent
+	// to placeholderHost (its submission), so that rewriting it costs no
+	// allocation of its own; urlUsed says it is taken.
+	url     url.URL
+	urlUsed atomic.Bool
 }
 
 func newAttempt(ra *routing.Attempt, caller context.Context) *attempt {
@@ -120,14 +127,18 @@ func (t *routingTransport) route(req *http.Request, a *attempt) (*http.Response,
 		}
 		r := req.WithContext(ctx)
 		if req.URL.Hostname() == placeholderHost {
-			u := *req.URL
+			u := &a.url
+			if !a.urlUsed.CompareAndSwap(false, true) {
+				u = new(url.URL) // a later request may still read the first one's
+			}
+			*u = *req.URL
 			u.Host = a.Node.Addr
 			if t.forceTLS || a.Node.Scheme == "https" {
 				u.Scheme = "https"
 			} else {
 				u.Scheme = "http"
 			}
-			r.URL, r.Host = &u, a.Node.Addr
+			r.URL, r.Host = u, a.Node.Addr
 		}
 		req = r
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -55,7 +56,9 @@ var defaultDialer = net.Dialer{KeepAlive: 30 * time.Second}
 const writeChunk = 64 << 10
 
 // DialContext dials addr within d.Timeout and returns the connection
-// wrapped so that writes have d.WriteTimeout and answers d.ResponseTimeout.
+// wrapped so that writes have d.WriteTimeout and a reused connection can be
+// checked before a submission is written on it (see the GotConn hook of
+// Exchange.Trace).
 func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	if d.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -99,8 +102,8 @@ var epoch = time.Now()
 
 func now() int64 { return int64(time.Since(epoch)) }
 
-// conn is a connection the Dialer made: writes get a deadline each, and a
-// written request its response timeout.
+// conn is a connection the Dialer made: writes get a deadline each, and
+// checkIdle can tell, without reading, that the peer has closed it.
 type conn struct {
 	net.Conn
 	writeTimeout    time.Duration
@@ -111,17 +114,36 @@ type conn struct {
 	awaiting atomic.Bool
 	// heard is when the peer last answered, or the connection was made.
 	heard atomic.Int64
+	// retired is set by checkIdle when the peer has closed the connection:
+	// the next write fails before anything is written and closes it.
+	retired atomic.Bool
+
+	// The peek, made once per connection so that a check allocates nothing.
+	raw      syscall.RawConn // nil when c.Conn has no file descriptor
+	peekMu   sync.Mutex
+	peekFunc func(fd uintptr)
+	peekOK   bool
 }
 
 func newConn(c net.Conn, writeTimeout time.Duration) *conn {
 	w := &conn{Conn: c, writeTimeout: writeTimeout}
 	w.heard.Store(now())
+	if sc, ok := c.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			w.raw = raw
+			w.peekFunc = func(fd uintptr) { w.peekOK = peekIdle(fd) }
+		}
+	}
 	return w
 }
 
 // Write implements net.Conn. A write that goes through arms the response
 // timeout: the peer owes an answer.
 func (c *conn) Write(p []byte) (int, error) {
+	if c.retired.Load() {
+		_ = c.Conn.Close()
+		return 0, &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: errPeerClosed}
+	}
 	if c.peer != nil && c.peer.hungAt.Load() > c.heard.Load() {
 		_ = c.Conn.Close()
 		return 0, &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: errPeerHung}
@@ -199,6 +221,10 @@ func (e *ResponseTimeoutError) Timeout() bool { return true }
 // Temporary reports true, as other timeouts do.
 func (e *ResponseTimeoutError) Temporary() bool { return true }
 
-// errPeerHung is the write error of an idle connection to a peer that has
-// since left a request unanswered.
-var errPeerHung = errors.New("connection idle since the coordinator last left a request unanswered")
+// errPeerClosed is the write error of a connection retired because its
+// peer had closed it while it was idle; errPeerHung, of an idle connection
+// to a peer that has since left a request unanswered.
+var (
+	errPeerClosed = errors.New("connection closed by the coordinator while idle")
+	errPeerHung   = errors.New("connection idle since the coordinator last left a request unanswered")
+)

@@ -7,8 +7,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -145,4 +149,175 @@ func TestDialerResponseTimeout(t *testing.T) {
 		t.Errorf("write on an idle connection to the hung peer: %d, %v", n, err)
 	}
 	t.Logf("read failed after %v: %v", elapsed, err)
+}
+
+// loopbackPair returns a connection the Dialer made to a loopback listener
+// and the server's end of it.
+func loopbackPair(t *testing.T) (*conn, *net.TCPConn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := l.Accept()
+		accepted <- c
+	}()
+	c, err := (&Dialer{Timeout: time.Second}).DialContext(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { c.Close(); server.Close() })
+	return c.(*conn), server.(*net.TCPConn)
+}
+
+// retiredSoon reports whether checkIdle retires c within a second: the
+// peer's FIN or RST reaches the socket asynchronously, even on loopback.
+func retiredSoon(c *conn) bool {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if c.checkIdle() {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCheckIdle(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		peer func(*net.TCPConn) error
+	}{
+		{"FIN", func(s *net.TCPConn) error { return s.Close() }},
+		{"RST", func(s *net.TCPConn) error {
+			// SO_LINGER 0: close sends a reset, not a FIN.
+			if err := s.SetLinger(0); err != nil {
+				return err
+			}
+			return s.Close()
+		}},
+		{"bytes nobody asked for", func(s *net.TCPConn) error {
+			_, err := s.Write([]byte("HTTP/1.1 408 Request Timeout\r\n\r\n"))
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, server := loopbackPair(t)
+			if c.checkIdle() {
+				t.Fatal("a live idle connection was retired")
+			}
+			if err := tc.peer(server); err != nil {
+				t.Fatal(err)
+			}
+			if !retiredSoon(c) {
+				t.Fatal("the connection was not retired")
+			}
+			// Nothing may be written on a retired connection: the write
+			// fails with nothing written, and closes it.
+			if n, err := c.Write([]byte("POST /v1/statement HTTP/1.1\r\n")); n != 0 || !errors.Is(err, errPeerClosed) {
+				t.Errorf("write on a retired connection: %d, %v", n, err)
+			}
+			if _, err := c.Conn.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("the retired connection is still open: %v", err)
+			}
+		})
+	}
+}
+
+// The check runs for every submission on a reused connection: it must not
+// allocate.
+func TestCheckReusedAllocatesNothing(t *testing.T) {
+	c, _ := loopbackPair(t)
+	info := httptrace.GotConnInfo{Conn: c, Reused: true}
+	if n := testing.AllocsPerRun(100, func() { checkReused(info) }); n != 0 {
+		t.Errorf("checkReused allocates %v times", n)
+	}
+	if c.retired.Load() {
+		t.Error("a live connection was retired")
+	}
+}
+
+// staleSetup submits one statement through a transport whose connections
+// come from a Dialer over a LateReader, then has the server close the
+// pooled connection, and waits until the FIN has reached the client's
+// socket while the transport's background reader has not been told: the
+// race of a coordinator that closes an idle connection just as a statement
+// is about to be written on it, every time.
+func staleSetup(t *testing.T) (*httptest.Server, http.RoundTripper, *atomic.Int64) {
+	t.Helper()
+	var posts atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		posts.Add(1)
+		_, _ = io.WriteString(w, `{"id":"q1"}`)
+	}))
+	t.Cleanup(srv.Close)
+	var late deadpeer.LateReader
+	tr := &http.Transport{DialContext: (&Dialer{Timeout: time.Second, Dial: late.Dial}).DialContext}
+	t.Cleanup(tr.CloseIdleConnections)
+	if _, err := submit(tr, srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	srv.CloseClientConnections()
+	conns := late.Conns()
+	if len(conns) != 1 {
+		t.Fatalf("%d connections, want 1", len(conns))
+	}
+	select {
+	case <-conns[0].Ended():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server's close never reached the client")
+	}
+	return srv, tr, &posts
+}
+
+// submit sends a statement as the Presto client does (a body that can be
+// rewound) and returns its exchange.
+func submit(rt http.RoundTripper, base string) (*Exchange, error) {
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/statement", strings.NewReader("SELECT 1"))
+	if err != nil {
+		return nil, err
+	}
+	e := new(Exchange)
+	resp, err := Submit(rt, req, e)
+	if err != nil {
+		return e, err
+	}
+	discard(resp)
+	return e, nil
+}
+
+// A pooled connection the server closed is retired before the statement
+// is written on it, and the transport sends it on a fresh connection.
+func TestStaleConnectionIsNotWrittenOn(t *testing.T) {
+	srv, tr, posts := staleSetup(t)
+	e, err := submit(tr, srv.URL)
+	if err != nil {
+		t.Fatalf("statement after the server closed the pooled connection: %v", err)
+	}
+	if !e.Written() || posts.Load() != 2 {
+		t.Errorf("written %t, server read %d statements, want true and 2", e.Written(), posts.Load())
+	}
+}
+
+// When no fresh connection can be made either, the statement was provably
+// not sent: a failure to fail over on.
+func TestStaleConnectionWithoutAFreshOneIsNotSent(t *testing.T) {
+	srv, tr, posts := staleSetup(t)
+	srv.Listener.Close() // new connections are refused
+	e, err := submit(tr, srv.URL)
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("got %v, want the fresh connection refused", err)
+	}
+	if failure, sent := e.Failure(); failure == nil || sent {
+		t.Errorf("recorded %v, sent %t: want a failure before sending", failure, sent)
+	}
+	if posts.Load() != 1 {
+		t.Errorf("the server read %d statements, want 1", posts.Load())
+	}
 }

@@ -159,3 +159,82 @@ func start(tb testing.TB, lc net.ListenConfig, serve func(*Listener, net.Conn)) 
 	})
 	return l
 }
+
+// LateReader dials connections whose reader learns that the peer closed
+// (or reset) the connection only once something was written on it or it
+// was closed: the window in which an HTTP transport's background reader
+// has not yet noticed that a pooled connection is dead, held open for as
+// long as a test needs it. The kernel state stays real, so a peek at the
+// socket sees the FIN or RST.
+type LateReader struct {
+	mu    sync.Mutex
+	conns []*LateConn
+}
+
+// Dial is a DialContext for http.Transport or protocol.Dialer.
+func (d *LateReader) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var nd net.Dialer
+	c, err := nd.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	lc := &LateConn{Conn: c, release: make(chan struct{}), ended: make(chan struct{})}
+	d.mu.Lock()
+	d.conns = append(d.conns, lc)
+	d.mu.Unlock()
+	return lc, nil
+}
+
+// Conns returns the connections dialled so far.
+func (d *LateReader) Conns() []*LateConn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]*LateConn(nil), d.conns...)
+}
+
+// LateConn is a connection LateReader dialled.
+type LateConn struct {
+	net.Conn
+	releaseOnce, endOnce sync.Once
+	release              chan struct{} // closed by Close, or a Write after ended
+	ended                chan struct{} // closed when a read failed underneath
+}
+
+// Read implements net.Conn: an error of the connection underneath is held
+// back until a later Write has gone through, or Close.
+func (c *LateConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.endOnce.Do(func() { close(c.ended) })
+		<-c.release
+	}
+	return n, err
+}
+
+// Write implements net.Conn. A write after the peer closed the connection
+// releases the held read error once it has gone through, so that the
+// reader sees the end of stream after the bytes were written.
+func (c *LateConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	select {
+	case <-c.ended:
+		c.releaseOnce.Do(func() { close(c.release) })
+	default:
+	}
+	return n, err
+}
+
+// Close implements net.Conn.
+func (c *LateConn) Close() error {
+	c.releaseOnce.Do(func() { close(c.release) })
+	return c.Conn.Close()
+}
+
+// SyscallConn exposes the socket, so that it can be peeked at.
+func (c *LateConn) SyscallConn() (syscall.RawConn, error) {
+	return c.Conn.(syscall.Conn).SyscallConn()
+}
+
+// Ended is closed once the connection's reader has been denied the end of
+// the stream: the peer's FIN or RST has arrived.
+func (c *LateConn) Ended() <-chan struct{} { return c.ended }

@@ -52,8 +52,10 @@ func WithHealthPolicy(p health.Policy) Option {
 }
 
 // WithHTTPClient sends coordinator traffic through client's transport
-// instead of the driver's own. The DSN's ssl_* keys are then not applied to
-// it; the driver still routes and fails over requests on top of it.
+// instead of the driver's own. The DSN's ssl_* keys and time limits
+// (dialTimeout, writeTimeout, responseTimeout) are then not applied to it,
+// and its failed dials are not reported; the driver still routes and fails
+// over requests on top of it.
 func WithHTTPClient(client *http.Client) Option {
 	return func(o *connectorOptions) { o.httpClient = client }
 }
@@ -96,7 +98,15 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	}
 	base := o.httpClient
 	if base == nil {
-		t, err := newTransport(c.cfg)
+		// A failed dial counts against its coordinator even when the
+		// statement that asked for it has ended: the transport dials on,
+		// and a dial that times out after the caller's deadline is the only
+		// news of a coordinator that drops connections. The router is set
+		// below, before any dial.
+		t, err := newTransport(c.cfg, func(addr string, err error) {
+			c.log.Debug("dialing a coordinator failed", "node", addr, "err", err)
+			c.router.Health().Failure(addr, err)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -297,11 +307,24 @@ func (c *Connector) Close() error {
 	return err
 }
 
-// newTransport builds the transport the driver owns, with the DSN's TLS keys.
-func newTransport(cfg *Config) (*http.Transport, error) {
+// newTransport builds the transport the driver owns, with the DSN's time
+// limits and TLS keys; onDialFailure hears of every failed dial.
+func newTransport(cfg *Config, onDialFailure func(addr string, err error)) (*http.Transport, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second
+	d := &protocol.Dialer{
+		Timeout:      orDefault(cfg.DialTimeout, dsnDefaultDialTimeout),
+		WriteTimeout: orDefault(cfg.WriteTimeout, dsnDefaultWriteTimeout),
+		// Presto answers a submission at once (with a queued state) and a
+		// GET of a nextUri within about a second (its long poll), so an
+		// answer that takes much longer means the coordinator stopped
+		// answering. On the connection, not the transport's
+		// ResponseHeaderTimeout, which costs a timer per request.
+		ResponseTimeout: orDefault(cfg.ResponseTimeout, dsnDefaultResponseTimeout),
+		OnFailure:       onDialFailure,
+	}
+	t.DialContext = d.DialContext
 	if cfg.hasTLS() {
 		tlsCfg, err := presto.BuildTLSConfig(cfg.SSLCA, cfg.SSLCert, cfg.SSLKey, cfg.SSLSkipVerify)
 		if err != nil {
@@ -310,6 +333,15 @@ func newTransport(cfg *Config) (*http.Transport, error) {
 		t.TLSClientConfig = tlsCfg
 	}
 	return t, nil
+}
+
+// orDefault returns d, or def when d is zero (a hand-built Config's
+// default).
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
 
 // hasTLS mirrors the Presto client's rule: any ssl_* key means https.

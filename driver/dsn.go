@@ -32,6 +32,19 @@ const (
 	dsnRedacted = "xxxxx"
 )
 
+// Default time limits of the coordinator transport.
+const (
+	// A lost SYN is sent again after 1 s and 3 s: 5 s allows two resends,
+	// where Go's default dialer waits 30 s.
+	dsnDefaultDialTimeout = 5 * time.Second
+	// A request is a few kilobytes, which the kernel takes at once unless
+	// the coordinator stopped reading.
+	dsnDefaultWriteTimeout = 10 * time.Second
+	// Presto answers a submission at once (queued) and long-polls a
+	// nextUri for about a second: 30 s leaves room for a long GC pause.
+	dsnDefaultResponseTimeout = 30 * time.Second
+)
+
 // Config is a parsed DSN. The zero value is not useful; use ParseDSN or
 // NewConfig. In a Config built by hand, zero values count as defaults.
 //
@@ -110,6 +123,18 @@ type Config struct {
 	// HealthCheckInterval, when positive, turns on active health checks:
 	// GET /v1/info on every coordinator at this interval.
 	HealthCheckInterval time.Duration
+	// DialTimeout bounds a connection to a coordinator (5s by default). A
+	// dial that fails fails the statement over and counts against the
+	// coordinator, even after the caller gave up.
+	DialTimeout time.Duration
+	// WriteTimeout bounds each write of a request (10s by default): a
+	// coordinator that stops reading fails it; before the statement was
+	// fully written, the statement fails over.
+	WriteTimeout time.Duration
+	// ResponseTimeout bounds the wait for the first byte of an answer after
+	// a request was written (30s by default). The statement may have started:
+	// it fails with a StatementError, or for a GET of a nextUri is retried.
+	ResponseTimeout time.Duration
 	// Zone is the client's zone for zone-aware strategies; empty means the
 	// ZKPRESTO_ZONE environment variable.
 	Zone string
@@ -151,6 +176,10 @@ func NewConfig() *Config {
 		SessionTimeout: dsnDefaultSessionTimeout,
 		ConnectTimeout: dsnDefaultConnectTimeout,
 		Retries:        dsnDefaultRetries,
+
+		DialTimeout:     dsnDefaultDialTimeout,
+		WriteTimeout:    dsnDefaultWriteTimeout,
+		ResponseTimeout: dsnDefaultResponseTimeout,
 	}
 }
 

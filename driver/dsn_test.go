@@ -135,6 +135,16 @@ var dsnValidCases = []struct {
 		}),
 	},
 	{
+		name: "transport time limits",
+		dsn:  "presto://c1;dialTimeout=1500ms;WRITETIMEOUT=2s?responsetimeout=1m",
+		want: dsnWant(func(c *Config) {
+			c.Hosts = []string{"c1:8080"}
+			c.DialTimeout = 1500 * time.Millisecond
+			c.WriteTimeout = 2 * time.Second
+			c.ResponseTimeout = time.Minute
+		}),
+	},
+	{
 		name: "serverSelectStrategy alias",
 		dsn:  "presto://c1;serverSelectStrategy=poll",
 		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.Strategy = "poll" }),
@@ -512,6 +522,8 @@ func TestParseDSNErrors(t *testing.T) {
 		{"bad session timeout", "presto://c1;zooKeeperSessionTimeout=15?password=" + pw, `bad zooKeeperSessionTimeout "15": want a duration`},
 		{"negative connect timeout", "presto://c1;zooKeeperConnectTimeout=-1s?password=" + pw, `bad zooKeeperConnectTimeout "-1s": must be positive`},
 		{"zero session timeout", "presto://c1;zookeepersessiontimeout=0s?password=" + pw, `bad zookeepersessiontimeout "0s": must be positive`},
+		{"zero dial timeout", "presto://c1;dialTimeout=0s?password=" + pw, `bad dialTimeout "0s": must be positive`},
+		{"bad response timeout", "presto://c1;responseTimeout=soon?password=" + pw, `bad responseTimeout "soon": want a duration`},
 		{"weights entry without =", "presto://c1;weights=c1?password=" + pw, `bad weights: entry "c1": want host:port=weight`},
 		{"weights bad weight", "presto://c1;weights=c1=0?password=" + pw, `bad weights: bad weight "0" for "c1:8080"`},
 		{"weights huge weight", "presto://c1;weights=c1=99999999999999999999?password=" + pw, `bad weight "99999999999999999999"`},
@@ -618,8 +630,9 @@ func TestParseDSNAmbiguousAtQuotesNothing(t *testing.T) {
 func TestNewConfigDefaults(t *testing.T) {
 	c := NewConfig()
 	if c.Namespace != "presto" || c.Strategy != "random" ||
-		c.SessionTimeout != 15*time.Second || c.ConnectTimeout != 10*time.Second {
-		t.Errorf("NewConfig() = %+v, want namespace presto, strategy random, timeouts 15s/10s", c)
+		c.SessionTimeout != 15*time.Second || c.ConnectTimeout != 10*time.Second ||
+		c.DialTimeout != 5*time.Second || c.WriteTimeout != 10*time.Second || c.ResponseTimeout != 30*time.Second {
+		t.Errorf("NewConfig() = %+v, want namespace presto, strategy random, timeouts 15s/10s and 5s/10s/30s", c)
 	}
 	if c.Hosts != nil || c.Weights != nil || c.SessionProperties != nil || c.ClientTags != nil {
 		t.Errorf("NewConfig() = %+v, want nil slices and maps", c)

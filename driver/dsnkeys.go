@@ -78,6 +78,10 @@ const (
 	dsnKeyRetries   = "retries"
 	dsnKeyHashKey   = "hashKey"
 	dsnKeyLoadBound = "hashLoadBound"
+
+	dsnKeyDialTimeout     = "dialTimeout"
+	dsnKeyWriteTimeout    = "writeTimeout"
+	dsnKeyResponseTimeout = "responseTimeout"
 )
 
 // Names of the Presto client keys whose values (*Config).validate checks
@@ -184,6 +188,24 @@ var dsnKeys = []*dsnKey{
 		format: func(c *Config) (string, bool) {
 			return c.HealthCheckInterval.String(), c.HealthCheckInterval > 0
 		},
+	},
+	{
+		name: dsnKeyDialTimeout, kind: dsnOwn, section: dsnSectionMain, def: "`5s`",
+		doc:    "how long a connection to a coordinator may take; a coordinator that cannot be reached within it is failed over and ejected (see [RELIABILITY.md](RELIABILITY.md))",
+		parse:  func(c *Config, v string) error { return dsnSetDuration(&c.DialTimeout, v) },
+		format: func(c *Config) (string, bool) { return dsnFormatDuration(c.DialTimeout, dsnDefaultDialTimeout) },
+	},
+	{
+		name: dsnKeyWriteTimeout, kind: dsnOwn, section: dsnSectionMain, def: "`10s`",
+		doc:    "how long one write of a request may block (a coordinator that stopped reading); a statement not yet fully written is failed over",
+		parse:  func(c *Config, v string) error { return dsnSetDuration(&c.WriteTimeout, v) },
+		format: func(c *Config) (string, bool) { return dsnFormatDuration(c.WriteTimeout, dsnDefaultWriteTimeout) },
+	},
+	{
+		name: dsnKeyResponseTimeout, kind: dsnOwn, section: dsnSectionMain, def: "`30s`",
+		doc:    "how long a coordinator may take to start answering a request it was sent (Presto answers a statement at once and long-polls about 1 s); then the statement fails with a `StatementError`, never resent",
+		parse:  func(c *Config, v string) error { return dsnSetDuration(&c.ResponseTimeout, v) },
+		format: func(c *Config) (string, bool) { return dsnFormatDuration(c.ResponseTimeout, dsnDefaultResponseTimeout) },
 	},
 	{
 		name: "zone", kind: dsnOwn, section: dsnSectionMain, def: "`$ZKPRESTO_ZONE`",

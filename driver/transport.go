@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkpresto/zkpresto/internal/protocol"
@@ -38,6 +39,11 @@ type attempt struct {
 	// the driver cancels the query on the coordinator itself.
 	caller context.Context
 	ctx    attemptContext
+	// url holds the coordinator's URL of the attempt's first request sent
+	// to placeholderHost (its submission), so that rewriting it costs no
+	// allocation of its own; urlUsed says it is taken.
+	url     url.URL
+	urlUsed atomic.Bool
 }
 
 func newAttempt(ra *routing.Attempt, caller context.Context) *attempt {
@@ -183,14 +189,18 @@ func (t *routingTransport) target(req *http.Request, a *attempt, submission bool
 	}
 	r := req.WithContext(ctx)
 	if placeholder {
-		u := *req.URL
+		u := &a.url
+		if !a.urlUsed.CompareAndSwap(false, true) {
+			u = new(url.URL) // a later request may still read the first one's
+		}
+		*u = *req.URL
 		u.Host = a.Node.Addr
 		if t.forceTLS || a.Node.Scheme == "https" {
 			u.Scheme = "https"
 		} else {
 			u.Scheme = "http"
 		}
-		r.URL, r.Host = &u, a.Node.Addr
+		r.URL, r.Host = u, a.Node.Addr
 	}
 	// The Presto client asks for gzip and decodes it itself; the header
 	// stays, so that Go neither adds its own nor decodes.

@@ -62,7 +62,10 @@ func (c *Config) validate() error {
 	for _, t := range []struct {
 		key string
 		d   time.Duration
-	}{{dsnKeySession, c.SessionTimeout}, {dsnKeyConnect, c.ConnectTimeout}} {
+	}{
+		{dsnKeySession, c.SessionTimeout}, {dsnKeyConnect, c.ConnectTimeout},
+		{dsnKeyDialTimeout, c.DialTimeout}, {dsnKeyWriteTimeout, c.WriteTimeout}, {dsnKeyResponseTimeout, c.ResponseTimeout},
+	} {
 		if t.d < 0 {
 			return badValue(t.key, t.d.String(), errDSNNotPositive)
 		}

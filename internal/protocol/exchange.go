@@ -209,9 +209,17 @@ func IsSubmission(req *http.Request) bool {
 }
 
 // Trace returns ctx with e's client trace, which notes when a submission
-// was fully written: the context for a submission's request.
+// was fully written and checks a reused connection before the submission
+// is written on it (see checkReused): the context for a submission's
+// request.
 func (e *Exchange) Trace(ctx context.Context) context.Context {
 	if e.trace.WroteRequest == nil {
+		// The transport tries again (on a fresh connection) only a request
+		// of which nothing was written, so each try starts unwritten: a
+		// first try that failed in its final flush, after WroteRequest,
+		// must not make a retry that could not connect count as sent.
+		e.trace.GetConn = func(string) { e.written.Store(false) }
+		e.trace.GotConn = checkReused
 		e.trace.WroteRequest = func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
 				e.written.Store(true)

@@ -1,0 +1,74 @@
+package protocol
+
+import (
+	"crypto/tls"
+	"net/http/httptrace"
+	"syscall"
+	"time"
+)
+
+// checkIdle retires c, before anything is written on it, when its peer has
+// closed it or sent bytes nobody asked for. It reports whether c was
+// retired. It allocates nothing.
+func (c *conn) checkIdle() bool {
+	if c.raw == nil {
+		return false
+	}
+	c.peekMu.Lock()
+	defer c.peekMu.Unlock()
+	c.peekOK = true
+	if err := c.raw.Control(c.peekFunc); err != nil || c.peekOK {
+		return false
+	}
+	c.retired.Store(true)
+	return true
+}
+
+// pastDeadline makes every write on a connection fail at once.
+var pastDeadline = time.Unix(1, 0)
+
+// checkReused is the GotConn hook of a submission's trace. A connection
+// taken from the idle pool may have been closed by the coordinator
+// (restart, idle timeout) without the transport's background reader having
+// noticed yet; a statement written on it would fail after it was "sent"
+// although no coordinator read it. So a reused connection is peeked at
+// (without reading: the background reader holds the read side) and, when
+// its peer has closed it, made to fail its next write before anything is
+// written. The transport then retries the request on a fresh connection,
+// which it does for a reused connection on which nothing was written when
+// the body can be rewound (the Presto client's bodies can: they set
+// GetBody).
+func checkReused(info httptrace.GotConnInfo) {
+	if !info.Reused || info.Conn == nil {
+		return
+	}
+	nc := info.Conn
+	if tc, ok := nc.(*tls.Conn); ok {
+		if tc.ConnectionState().NegotiatedProtocol == "h2" {
+			// HTTP/2 multiplexes streams on the connection, and its reader
+			// handles GOAWAY and closes itself.
+			return
+		}
+		nc = tc.NetConn()
+	}
+	switch c := nc.(type) {
+	case *conn:
+		c.checkIdle()
+	case syscall.Conn:
+		// A connection of another transport's dialer: a write deadline in
+		// the past has the same effect as retiring it.
+		if raw, err := c.SyscallConn(); err == nil && !peekRaw(raw) {
+			_ = info.Conn.SetWriteDeadline(pastDeadline)
+		}
+	}
+}
+
+// peekRaw reports whether the connection behind raw looks usable; see
+// peekIdle.
+func peekRaw(raw syscall.RawConn) bool {
+	ok := true
+	if err := raw.Control(func(fd uintptr) { ok = peekIdle(fd) }); err != nil {
+		return true
+	}
+	return ok
+}

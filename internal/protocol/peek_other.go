@@ -1,0 +1,7 @@
+//go:build !unix || aix
+
+package protocol
+
+// peekIdle cannot peek on this platform and reports every connection
+// usable, as the transport would assume without it.
+func peekIdle(uintptr) bool { return true }

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -282,10 +283,28 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()
 		return nil, err
 	}
 	if body.page != nil {
-		e.noteFirstNext(body.page.Bytes())
+		page := body.page.Bytes()
+		if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+			// Coordinators compress for clients that ask, and the Presto client
+			// asks: without decoding, an abandoned submission's query could
+			// never be found to cancel.
+			page = gunzipHead(page, nextURIScan)
+		}
+		e.noteFirstNext(page)
 	}
 	resp.Body = body
 	return resp, nil
+}
+
+// gunzipHead returns up to n decoded bytes from the start of a gzip body;
+// what it could decode when the body is cut or broken.
+func gunzipHead(b []byte, n int) []byte {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil
+	}
+	head, _ := io.ReadAll(io.LimitReader(zr, int64(n)))
+	return head
 }
 
 // FollowUp sends a request of a statement that is already running. GETs of

@@ -23,6 +23,7 @@ const (
 	DefaultName         = "coordinator"
 	DefaultAddr         = "127.0.0.1:0"
 	DefaultVersion      = "0.289-zkpresto-sim"
+	DefaultTrinoVersion = "476-zkpresto-sim"
 	DefaultBatchRows    = 100
 	DefaultAbandonAfter = time.Minute
 	DefaultRecordLimit  = 10000
@@ -31,8 +32,31 @@ const (
 // finishedLimit bounds how many final answers are kept for replay after a query ends.
 const finishedLimit = 1024
 
+// maxHeaderBytes is how much request header a coordinator reads. Prepared statements travel
+// in headers and Presto and Trino servers accept about 2 MB of them; Go's default of 1 MB
+// would refuse what a real coordinator takes, so a gateway test could not send it through.
+const maxHeaderBytes = 4 << 20
+
 // ErrClosed is returned by Restart after Close.
 var ErrClosed = errors.New("coordinator: closed")
+
+// Flavour is the server a coordinator stands in for: it decides the prefix of the headers it
+// reads and of those it answers with.
+type Flavour string
+
+// The flavours. PrestoDB speaks X-Presto-* headers, Trino X-Trino-* ones.
+const (
+	Presto Flavour = "presto"
+	Trino  Flavour = "trino"
+)
+
+// prefix is the flavour's header prefix.
+func (f Flavour) prefix() string {
+	if f == Trino {
+		return "X-Trino-"
+	}
+	return "X-Presto-"
+}
 
 // Options configures a simulated coordinator. The zero value is usable.
 type Options struct {
@@ -43,8 +67,27 @@ type Options struct {
 	// Latency is the server-side time a statement takes before its results are final,
 	// counted from submission and spent across polls. See also SetLatency.
 	Latency time.Duration
-	// Version is reported as nodeVersion.version by /v1/info; default "0.289-zkpresto-sim".
+	// Version is reported as nodeVersion.version by /v1/info; default "0.289-zkpresto-sim",
+	// or "476-zkpresto-sim" for Trino.
 	Version string
+	// Flavour is the server simulated; default Presto. A Presto coordinator answers with
+	// X-Presto-* headers and reads X-Presto-* and, unless StrictPrefix is set, X-Trino-*
+	// session headers; a Trino coordinator answers with X-Trino-* headers and ignores
+	// X-Presto-* ones, as Trino does, so a test sees whether a proxy translated them.
+	Flavour Flavour
+	// StrictPrefix makes a Presto coordinator ignore X-Trino-* headers, as PrestoDB does.
+	StrictPrefix bool
+	// HonourForwarded makes the coordinator build nextUri, partialCancelUri and infoUri from
+	// the forwarding headers of each request, like Trino with
+	// http-server.process-forwarded=true: X-Forwarded-Proto, -Host, -Port and -Prefix for
+	// Trino; X-Forwarded-Proto and X-Presto-Prefix-Url for Presto. Without it they are
+	// recorded and otherwise ignored.
+	HonourForwarded bool
+	// NoGzip turns off compressing statement answers for clients that accept gzip.
+	NoGzip bool
+	// PageDelay is how long each poll waits before answering once the statement is ready:
+	// slow pages. The slow(ms) marker sets it for one statement. See also SetPageDelay.
+	PageDelay time.Duration
 	// Starting makes the node start in the starting state; see SetStarting.
 	Starting bool
 	// BatchRows is the number of rows(N) rows sent per poll; default 100.
@@ -62,8 +105,17 @@ func (o Options) withDefaults() Options {
 	if o.Addr == "" {
 		o.Addr = DefaultAddr
 	}
+	if o.Flavour == "" {
+		o.Flavour = Presto
+	}
 	if o.Version == "" {
 		o.Version = DefaultVersion
+		if o.Flavour == Trino {
+			o.Version = DefaultTrinoVersion
+		}
+	}
+	if o.PageDelay < 0 {
+		o.PageDelay = 0
 	}
 	if o.Latency < 0 {
 		o.Latency = 0
@@ -94,6 +146,14 @@ type Request struct {
 	ClientTags []string
 	// Trino reports that the session headers used the X-Trino- prefix.
 	Trino bool
+	// TransactionID is the transaction the statement ran in, from X-*-Transaction-Id
+	// (empty outside a transaction; "NONE", which Java clients send, counts as none).
+	TransactionID string
+	// PreparedStatements names the statements of the X-*-Prepared-Statement headers, in
+	// the order they came.
+	PreparedStatements []string
+	// Wire tells how the HTTP request arrived.
+	Wire
 	// Rejected reports that the statement was refused: 503 while starting, empty SQL, or a
 	// bad or duplicate pre-minted query id.
 	Rejected bool
@@ -104,7 +164,46 @@ type Request struct {
 func (r Request) clone() Request {
 	r.SessionProperties = maps.Clone(r.SessionProperties)
 	r.ClientTags = slices.Clone(r.ClientTags)
+	r.PreparedStatements = slices.Clone(r.PreparedStatements)
+	r.Wire = r.Wire.clone()
 	return r
+}
+
+// Wire is what a test may check about how an HTTP request reached the coordinator, such as
+// whether a proxy translated, compressed or forwarded it.
+type Wire struct {
+	// PrestoHeaders and TrinoHeaders count the request headers named X-Presto-* and
+	// X-Trino-*, whichever the coordinator reads.
+	PrestoHeaders, TrinoHeaders int
+	// HeaderBytes is the size of the request headers: names, values and separators.
+	HeaderBytes int
+	// AcceptGzip reports that the client accepts gzip-compressed answers.
+	AcceptGzip bool
+	// Gzipped reports that the answer was sent gzip-compressed.
+	Gzipped bool
+	// Forwarded holds the Forwarded, X-Forwarded-* and X-Presto-Prefix-Url headers as
+	// received, honoured or not; nil when there were none.
+	Forwarded http.Header
+}
+
+func (w Wire) clone() Wire {
+	w.Forwarded = w.Forwarded.Clone()
+	return w
+}
+
+// Call is one HTTP request to the statement or query resources (/v1/statement/...,
+// /v1/query/...): submissions, polls, HEADs and cancellations alike.
+type Call struct {
+	// Method and Path are the request's method and URL path.
+	Method, Path string
+	// QueryID is the query the request was about (empty for a refused submission).
+	QueryID string
+	// Status is the status answered; 0 when the connection was broken instead.
+	Status int
+	// Time is when the request was received.
+	Time time.Time
+	// Wire tells how the request arrived.
+	Wire
 }
 
 // Coordinator is a simulated Presto coordinator. All methods are safe for concurrent use.
@@ -114,9 +213,14 @@ type Coordinator struct {
 	batchRows int
 	abandon   time.Duration
 	idSuffix  string // distinguishes query ids of different coordinators
+	flavour   Flavour
+	strict    bool
+	forwarded bool // honour forwarding headers
+	gzip      bool
 
 	latency     atomic.Int64 // nanoseconds
 	answerDelay atomic.Int64 // nanoseconds a submission's answer waits after acceptance
+	pageDelay   atomic.Int64 // nanoseconds a poll waits once the statement is ready
 	openConns   atomic.Int64 // HTTP connections open now
 	starting    atomic.Bool
 	statements  atomic.Int64
@@ -138,7 +242,10 @@ type Coordinator struct {
 	records   []Request // ring of submissions, oldest at recHead once full
 	recHead   int
 	recLimit  int
+	calls     []Call // ring of HTTP requests, oldest at callHead once full
+	callHead  int
 	users     map[string]int64
+	txns      map[string]time.Time // open transactions and when they started
 	lastSweep time.Time
 }
 
@@ -169,6 +276,9 @@ func (s *serving) enter() bool {
 // Start starts a coordinator listening on opts.Addr.
 func Start(opts Options) (*Coordinator, error) {
 	opts = opts.withDefaults()
+	if opts.Flavour != Presto && opts.Flavour != Trino {
+		return nil, fmt.Errorf("coordinator: unknown flavour %q (want %q or %q)", opts.Flavour, Presto, Trino)
+	}
 	c := &Coordinator{
 		name:      opts.Name,
 		version:   opts.Version,
@@ -180,8 +290,14 @@ func Start(opts Options) (*Coordinator, error) {
 		finished:  make(map[string]*finishedQuery),
 		recLimit:  opts.RecordLimit,
 		users:     make(map[string]int64),
+		txns:      make(map[string]time.Time),
+		flavour:   opts.Flavour,
+		strict:    opts.StrictPrefix,
+		forwarded: opts.HonourForwarded,
+		gzip:      !opts.NoGzip,
 	}
 	c.latency.Store(int64(opts.Latency))
+	c.pageDelay.Store(int64(opts.PageDelay))
 	c.starting.Store(opts.Starting)
 	if err := c.listen(); err != nil {
 		return nil, err
@@ -228,6 +344,7 @@ func (c *Coordinator) listen() error {
 	s.srv = &http.Server{
 		Handler:           c.routes(s),
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ConnState: func(_ net.Conn, state http.ConnState) {
 			switch state {
 			case http.StateNew:
@@ -276,6 +393,31 @@ func (c *Coordinator) Requests() []Request {
 	return out
 }
 
+// Calls returns the most recent requests to the statement and query resources, oldest
+// first (at most Options.RecordLimit).
+func (c *Coordinator) Calls() []Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Call, 0, len(c.calls))
+	for i := range c.calls {
+		call := c.calls[(c.callHead+i)%len(c.calls)]
+		call.Wire = call.Wire.clone()
+		out = append(out, call)
+	}
+	return out
+}
+
+// Flavour returns the server the coordinator simulates.
+func (c *Coordinator) Flavour() Flavour { return c.flavour }
+
+// Transactions returns how many transactions are open: started and neither committed nor
+// rolled back. Stop forgets them, as a coordinator that dies loses its transactions.
+func (c *Coordinator) Transactions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.txns)
+}
+
 // Users returns the number of submissions per user, counted like Statements.
 func (c *Coordinator) Users() map[string]int64 {
 	c.mu.Lock()
@@ -292,6 +434,9 @@ func (c *Coordinator) Running() int64 {
 
 // SetLatency changes the latency of statements submitted from now on.
 func (c *Coordinator) SetLatency(d time.Duration) { c.latency.Store(int64(max(d, 0))) }
+
+// SetPageDelay changes Options.PageDelay for polls from now on.
+func (c *Coordinator) SetPageDelay(d time.Duration) { c.pageDelay.Store(int64(max(d, 0))) }
 
 // SetAnswerDelay makes each submission wait d after the query was accepted
 // (it runs, and Running counts it) before its answer is written: a
@@ -336,6 +481,7 @@ func (c *Coordinator) stopLocked() error {
 	}
 	clear(c.active)
 	clear(c.finished)
+	clear(c.txns)
 	c.finOrder = c.finOrder[:0]
 	c.finHead = 0
 	c.mu.Unlock()
@@ -380,8 +526,29 @@ func (c *Coordinator) record(r Request) {
 	c.recHead = (c.recHead + 1) % len(c.records)
 }
 
+// recordCall stores an HTTP request to the statement or query resources.
+func (c *Coordinator) recordCall(call Call) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.calls) < c.recLimit {
+		c.calls = append(c.calls, call)
+		return
+	}
+	c.calls[c.callHead] = call
+	c.callHead = (c.callHead + 1) % len(c.calls)
+}
+
+// transactionOpen reports whether id names an open transaction.
+func (c *Coordinator) transactionOpen(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.txns[id]
+	return ok
+}
+
 // admit registers a new query, dropping abandoned ones first. It reports false when the id
-// is already taken (possible with pre-minted ids).
+// is already taken (possible with pre-minted ids). It opens or closes the transaction the
+// statement starts or ends, so the next statement of the client sees the change.
 func (c *Coordinator) admit(q *query, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -402,6 +569,12 @@ func (c *Coordinator) admit(q *query, now time.Time) bool {
 		}
 	}
 	c.active[q.id] = q
+	if id := q.plan.beginTxn; id != "" {
+		c.txns[id] = now
+	}
+	if id := q.plan.endTxn; id != "" {
+		delete(c.txns, id)
+	}
 	return true
 }
 
@@ -418,13 +591,13 @@ func (c *Coordinator) lookup(id string) (*query, *finishedQuery) {
 // end retires q with its final answer unless it ended already; it reports whether it did.
 // token is the poll the final answer belongs to; anyToken marks a canceled or abandoned query,
 // whose final answer goes to every later poll.
-func (c *Coordinator) end(q *query, final answer, token int64, anyToken bool) bool {
+func (c *Coordinator) end(q *query, final *answer, token int64, anyToken bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.endLocked(q, final, token, anyToken)
 }
 
-func (c *Coordinator) endLocked(q *query, final answer, token int64, anyToken bool) bool {
+func (c *Coordinator) endLocked(q *query, final *answer, token int64, anyToken bool) bool {
 	if c.active[q.id] != q {
 		return false
 	}
@@ -432,7 +605,10 @@ func (c *Coordinator) endLocked(q *query, final answer, token int64, anyToken bo
 	if anyToken {
 		q.cancel()
 	}
-	f := &finishedQuery{slug: q.slug, final: final, token: token, anyToken: anyToken}
+	f := &finishedQuery{
+		slug: q.slug, final: final, token: token, anyToken: anyToken,
+		req: q.req, created: q.created, ended: time.Now(), rows: q.sent.Load(),
+	}
 	if len(c.finOrder) < finishedLimit {
 		c.finOrder = append(c.finOrder, q.id)
 	} else {

@@ -1,18 +1,47 @@
-// Package coordinator simulates Presto coordinators on the loopback interface, so the driver's
-// tests, benchmarks and demo can run where no Presto server can be installed.
+// Package coordinator simulates Presto and Trino coordinators on the loopback interface, so
+// the driver's and the gateway's tests, benchmarks and demo can run where no Presto or Trino
+// server can be installed.
 //
-// A Coordinator speaks enough of the Presto client protocol for presto-go-client: statements are
-// submitted with POST /v1/statement (or PUT /v1/statement/{queryId} with a pre-minted id), the
-// SQL text in the body and the session in X-Presto-* headers (X-Trino-* is accepted as well).
-// Results come back as JSON QueryResults and are paged through absolute nextUri links built
-// from the request's Host header; DELETE on a nextUri cancels the query. Unlike a generic test
-// double it counts statements per node and per user, records what reached it, and lets a test
-// add latency, mark the node as starting, or kill it and bring it back on the same port.
+// A Coordinator speaks enough of the client protocol for presto-go-client and for a gateway
+// between clients and coordinators: statements are submitted with POST /v1/statement (or
+// PUT /v1/statement/{queryId} with a pre-minted id), the SQL text in the body and the
+// session in headers. Results come back as JSON QueryResults and are paged through absolute
+// nextUri links; DELETE on a nextUri cancels the query. Unlike a generic test double it
+// counts statements per node and per user, records what reached it (Requests for
+// submissions, Calls for every statement and query request), and lets a test add latency,
+// mark the node as starting, or kill it and bring it back on the same port.
+//
+// # Flavours
+//
+// Options.Flavour is Presto (the default) or Trino. A coordinator answers with its flavour's
+// headers (X-Presto-* or X-Trino-*). A Presto one reads X-Presto-* session headers and also
+// X-Trino-* ones, unless StrictPrefix is set; a Trino one ignores X-Presto-* headers, as
+// Trino does, so a test sees whether a proxy translated them. Either way Request and Call
+// count the headers of each prefix that arrived.
 //
 // # Statements
 //
-// The simulator does not parse SQL; it recognises two markers anywhere in the statement text
-// (case-insensitive) and otherwise describes the request:
+// The simulator does not parse SQL. These session statements (the whole statement text,
+// case-insensitive) answer FINISHED with one boolean row and the response header real
+// servers send, named with the flavour's prefix:
+//
+//   - SET SESSION a.b = 'v' → Set-Session: a.b=v (URL-encoded); RESET SESSION a.b →
+//     Clear-Session.
+//   - USE catalog.schema → Set-Catalog and Set-Schema; USE schema → Set-Schema.
+//   - SET PATH p → Set-Path; SET ROLE r [IN catalog] → Set-Role.
+//   - SET SESSION AUTHORIZATION u → Set-Authorization-User; RESET SESSION AUTHORIZATION
+//     → Reset-Authorization-User (Trino only; Presto answers NOT_SUPPORTED).
+//   - PREPARE name FROM sql → Added-Prepare: name=sql (URL-encoded);
+//     DEALLOCATE PREPARE name → Deallocated-Prepare.
+//   - EXECUTE name [USING a, b] runs the statement of that name from the client's
+//     Prepared-Statement header, with the parameters in place of its ? marks; without
+//     the header it fails with NOT_FOUND, as on a real server. Servers accept about 2 MB
+//     of headers and so does the simulator (4 MB; Go's default is 1 MB).
+//   - START TRANSACTION → Started-Transaction-Id with a fresh UUID; COMMIT and ROLLBACK
+//     → Clear-Transaction-Id. A statement carrying an unknown Transaction-Id fails with
+//     UNKNOWN_TRANSACTION; Stop forgets every transaction, as a dead node does.
+//
+// Any other statement is read for markers anywhere in its text (case-insensitive):
 //
 //   - fail('message') — the query fails with a Presto query error whose message is the
 //     given text (a doubled single quote stands for one), with errorName
@@ -20,8 +49,17 @@
 //     It wins over rows(N).
 //   - rows(N) — e.g. SELECT * FROM rows(1000): N rows with one bigint column n holding
 //     1..N in order, sent in batches of Options.BatchRows rows, one batch per poll.
+//   - bigrows(N, BYTES) — N rows of n bigint and s varchar, s being BYTES copies of one
+//     letter (see BigrowsValue). Pages are written while they are sent, never held, so
+//     BatchRows 10 and bigrows(100, 16777216) make 160 MB pages without holding one in memory.
+//   - sleep(ms) — the statement runs ms longer, and every poll answers within 100 ms,
+//     RUNNING, with splits completing and processedRows, processedBytes and
+//     progressPercentage growing, for progress displays and cancellation.
+//   - slow(ms) — each poll waits ms before answering once the statement is ready: slow
+//     pages (Options.PageDelay does the same for every statement).
 //   - anything else — one row of varchar columns coordinator, user, catalog, schema,
-//     source and query, telling which node served the statement and what reached it.
+//     source and query, telling which node served the statement and what reached it
+//     (for EXECUTE, the prepared statement that ran).
 //
 // # Life of a query
 //
@@ -29,10 +67,33 @@
 // Presto. Each GET of a nextUri then waits until the statement's latency (Options.Latency,
 // measured from submission) has passed, but at most one second per poll, and answers RUNNING
 // without data while it has not; after that each poll returns the next batch, and the last
-// one is FINISHED (or FAILED) without a nextUri. Re-sending the previous GET replays its
-// answer, so an idempotent retry of a page is safe. A finished query is forgotten, apart
-// from a bounded record of recent final answers; a query that nobody polls for
-// Options.AbandonAfter is dropped, as Presto abandons queries whose client went away.
+// one is FINISHED (or FAILED) without a nextUri. Answers with a nextUri past the first carry
+// a partialCancelUri; DELETE on it ends the output, and the query finishes with the rows
+// sent. Re-sending the previous GET replays its answer, so an idempotent retry of a page is
+// safe; HEAD on a link answers the status a GET would get without consuming the page. A
+// finished query is forgotten, apart from a bounded record of recent final answers; a query
+// that nobody polls for Options.AbandonAfter is dropped, as Presto abandons queries whose
+// client went away.
+//
+// GET /v1/query/{queryId} answers the query's state (QUEUED, RUNNING, FINISHED or FAILED)
+// while it runs and for a while after, 410 for an unknown one; DELETE /v1/query/{queryId}
+// cancels it and answers 204, also for unknown queries, as Presto and Trino do.
+//
+// # On the wire
+//
+// Statement answers are gzip-compressed for clients that send Accept-Encoding: gzip, unless
+// Options.NoGzip is set. Links are built from the request's Host header. With
+// Options.HonourForwarded they are built instead from the forwarding headers, as Trino does
+// with http-server.process-forwarded=true: X-Forwarded-Proto, -Host, -Port and -Prefix for
+// Trino; for Presto, X-Forwarded-Proto and X-Presto-Prefix-Url, after which PrestoDB puts
+// its own URI URL-encoded. Without it they are recorded (Wire.Forwarded) and ignored.
+//
+// # What is not simulated
+//
+// There is no SQL, no types beyond varchar, bigint and boolean, no authentication, no
+// spooling protocol (X-Trino-Query-Data-Encoding is ignored and data is always inline), no
+// web UI behind infoUri, no resource groups or queueing, and a transaction neither isolates
+// nor aborts anything: it is an id the coordinator hands out and checks.
 //
 // # Failure simulation
 //

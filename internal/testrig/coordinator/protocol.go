@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"compress/gzip"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -11,11 +12,16 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
 // maxPollWait caps how long one poll waits for a statement's latency, like Presto's maxWait.
 const maxPollWait = time.Second
+
+// progressInterval is how often a poll of a sleep(ms) statement answers while it runs, so
+// that a progress display has something to show.
+const progressInterval = 100 * time.Millisecond
 
 // maxStatementBytes bounds the SQL text a submission may carry.
 const maxStatementBytes = 16 << 20
@@ -23,16 +29,21 @@ const maxStatementBytes = 16 << 20
 // routes returns the HTTP handler for one listen generation.
 func (c *Coordinator) routes(s *serving) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/statement", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /v1/statement", c.recorded(func(w http.ResponseWriter, r *http.Request) {
 		c.handleSubmit(w, r, "", s)
-	})
-	mux.HandleFunc("PUT /v1/statement/{queryId}", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("PUT /v1/statement/{queryId}", c.recorded(func(w http.ResponseWriter, r *http.Request) {
 		c.handleSubmit(w, r, r.PathValue("queryId"), s)
-	})
-	mux.HandleFunc("GET /v1/statement/{phase}/{queryId}/{slug}/{token}", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("GET /v1/statement/{phase}/{queryId}/{slug}/{token}", c.recorded(func(w http.ResponseWriter, r *http.Request) {
 		c.handlePoll(w, r, s)
-	})
-	mux.HandleFunc("DELETE /v1/statement/{phase}/{queryId}/{slug}/{token}", c.handleCancel)
+	}))
+	// Registered apart from GET, which would otherwise serve HEAD and consume the page.
+	mux.HandleFunc("HEAD /v1/statement/{phase}/{queryId}/{slug}/{token}", c.recorded(c.handleHead))
+	mux.HandleFunc("DELETE /v1/statement/{phase}/{queryId}/{slug}/{token}", c.recorded(c.handleCancel))
+	mux.HandleFunc("DELETE /v1/statement/partialCancel/{queryId}/{stage}/{slug}/{token}", c.recorded(c.handlePartialCancel))
+	mux.HandleFunc("GET /v1/query/{queryId}", c.recorded(c.handleQueryInfo))
+	mux.HandleFunc("DELETE /v1/query/{queryId}", c.recorded(c.handleQueryCancel))
 	mux.HandleFunc("GET /v1/info", c.handleInfo)
 	mux.HandleFunc("GET /v1/info/state", c.handleState)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -48,38 +59,153 @@ func (c *Coordinator) routes(s *serving) http.Handler {
 	})
 }
 
-// header returns a session header sent with either the X-Presto- or the X-Trino- prefix,
-// and whether the Trino prefix was used.
-func header(r *http.Request, name string) (string, bool) {
-	if v := r.Header.Get("X-Presto-" + name); v != "" {
-		return v, false
+// recorder captures what a handler answered, for Calls.
+type recorder struct {
+	http.ResponseWriter
+	status  int
+	queryID string // set by a submission once it has an id
+}
+
+func (rec *recorder) WriteHeader(status int) {
+	if rec.status == 0 {
+		rec.status = status
+	}
+	rec.ResponseWriter.WriteHeader(status)
+}
+
+func (rec *recorder) Write(b []byte) (int, error) {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return rec.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
+
+// recorded wraps a handler of the statement or query resources so that Calls lists the
+// request, also when the handler breaks the connection.
+func (c *Coordinator) recorded(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rec := &recorder{ResponseWriter: w, queryID: r.PathValue("queryId")}
+		call := Call{Method: r.Method, Path: r.URL.Path, Time: time.Now(), Wire: c.wire(r)}
+		defer func() {
+			call.Status, call.QueryID = rec.status, rec.queryID
+			call.Gzipped = rec.Header().Get("Content-Encoding") == "gzip"
+			c.recordCall(call)
+		}()
+		h(rec, r)
+	}
+}
+
+// setQueryID tells the recorder the id a submission was given.
+func setQueryID(w http.ResponseWriter, id string) {
+	if rec, ok := w.(*recorder); ok {
+		rec.queryID = id
+	}
+}
+
+// header returns a session header the coordinator reads, and whether it came with the
+// X-Trino- prefix. A Presto coordinator prefers X-Presto-* and, unless strict, also takes
+// X-Trino-*; a Trino coordinator reads X-Trino-* only.
+func (c *Coordinator) header(r *http.Request, name string) (string, bool) {
+	if c.flavour != Trino {
+		if v := r.Header.Get("X-Presto-" + name); v != "" {
+			return v, false
+		}
+		if c.strict {
+			return "", false
+		}
 	}
 	v := r.Header.Get("X-Trino-" + name)
 	return v, v != ""
 }
 
 // headerValues is header for headers that may be repeated.
-func headerValues(r *http.Request, name string) ([]string, bool) {
-	if v := r.Header.Values("X-Presto-" + name); len(v) > 0 {
-		return v, false
+func (c *Coordinator) headerValues(r *http.Request, name string) ([]string, bool) {
+	if c.flavour != Trino {
+		if v := r.Header.Values("X-Presto-" + name); len(v) > 0 {
+			return v, false
+		}
+		if c.strict {
+			return nil, false
+		}
 	}
 	v := r.Header.Values("X-Trino-" + name)
 	return v, len(v) > 0
 }
 
+// forwardingHeaders are the headers a proxy sets to tell a server how the client reached it.
+var forwardingHeaders = []string{
+	"Forwarded", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host",
+	"X-Forwarded-Port", "X-Forwarded-Prefix", "X-Presto-Prefix-Url",
+}
+
+// wire describes how r arrived.
+func (c *Coordinator) wire(r *http.Request) Wire {
+	var w Wire
+	for name, values := range r.Header {
+		switch {
+		case strings.HasPrefix(name, "X-Presto-"):
+			w.PrestoHeaders++
+		case strings.HasPrefix(name, "X-Trino-"):
+			w.TrinoHeaders++
+		}
+		for _, v := range values {
+			w.HeaderBytes += len(name) + len(": ") + len(v) + len("\r\n")
+		}
+	}
+	for _, name := range forwardingHeaders {
+		if v := r.Header.Values(name); len(v) > 0 {
+			if w.Forwarded == nil {
+				w.Forwarded = make(http.Header)
+			}
+			w.Forwarded[name] = append([]string(nil), v...)
+		}
+	}
+	w.AcceptGzip = acceptsGzip(r)
+	return w
+}
+
+// acceptsGzip reports whether the request's Accept-Encoding allows gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, line := range r.Header.Values("Accept-Encoding") {
+		for item := range strings.SplitSeq(line, ",") {
+			name, params, _ := strings.Cut(strings.TrimSpace(item), ";")
+			if !strings.EqualFold(strings.TrimSpace(name), "gzip") {
+				continue
+			}
+			q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+			if q == "q=0" || q == "q=0.0" || q == "q=0.00" || q == "q=0.000" {
+				return false
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// gzipFor reports whether statement answers to r go out compressed.
+func (c *Coordinator) gzipFor(r *http.Request) bool { return c.gzip && acceptsGzip(r) }
+
 // parseRequest reads the session headers of a submission.
-func parseRequest(r *http.Request, sql string, now time.Time) Request {
-	req := Request{SQL: sql, Time: now}
-	var trino [8]bool
-	req.User, trino[0] = header(r, "User")
-	req.Catalog, trino[1] = header(r, "Catalog")
-	req.Schema, trino[2] = header(r, "Schema")
-	req.Source, trino[3] = header(r, "Source")
-	req.ClientInfo, trino[4] = header(r, "Client-Info")
-	req.TimeZone, trino[5] = header(r, "Time-Zone")
-	var sessions, tags []string
-	sessions, trino[6] = headerValues(r, "Session")
-	tags, trino[7] = headerValues(r, "Client-Tags")
+func (c *Coordinator) parseRequest(r *http.Request, sql string, now time.Time) (Request, map[string]string) {
+	req := Request{SQL: sql, Time: now, Wire: c.wire(r)}
+	var trino [10]bool
+	req.User, trino[0] = c.header(r, "User")
+	req.Catalog, trino[1] = c.header(r, "Catalog")
+	req.Schema, trino[2] = c.header(r, "Schema")
+	req.Source, trino[3] = c.header(r, "Source")
+	req.ClientInfo, trino[4] = c.header(r, "Client-Info")
+	req.TimeZone, trino[5] = c.header(r, "Time-Zone")
+	req.TransactionID, trino[6] = c.header(r, "Transaction-Id")
+	if strings.EqualFold(req.TransactionID, "NONE") {
+		req.TransactionID = ""
+	}
+	var sessions, tags, prepared []string
+	sessions, trino[7] = c.headerValues(r, "Session")
+	tags, trino[8] = c.headerValues(r, "Client-Tags")
+	prepared, trino[9] = c.headerValues(r, "Prepared-Statement")
 	for _, t := range trino {
 		req.Trino = req.Trino || t
 	}
@@ -105,17 +231,67 @@ func parseRequest(r *http.Request, sql string, now time.Time) Request {
 			}
 		}
 	}
-	return req
+	statements, names := parsePrepared(prepared)
+	req.PreparedStatements = names
+	return req, statements
 }
 
-// baseURL is the scheme and authority the client used, so nextUri links reach this node
-// through whatever address the client dialled.
-func (c *Coordinator) baseURL(r *http.Request) string {
+// linker makes the absolute URIs a coordinator hands out for one request.
+type linker struct {
+	base string // scheme://host[:port][prefix]
+	wrap string // Presto's X-Presto-Prefix-Url: the URI goes after it, URL-encoded
+}
+
+// abs returns the URI of path. The zero linker leaves path relative.
+func (l linker) abs(path string) string {
+	u := l.base + path
+	if l.wrap != "" {
+		return l.wrap + url.QueryEscape(u)
+	}
+	return u
+}
+
+// links returns the linker for r: the scheme and authority the client used, so the links
+// reach this node through whatever address it dialled; or, when forwarding headers are
+// honoured, the address the proxy says the client used.
+func (c *Coordinator) links(r *http.Request) linker {
 	host := r.Host
 	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); host == "" && ok {
 		host = local.String()
 	}
-	return "http://" + host
+	scheme := "http"
+	if !c.forwarded {
+		return linker{base: scheme + "://" + host}
+	}
+	if p := strings.ToLower(firstValue(r.Header.Get("X-Forwarded-Proto"))); p == "http" || p == "https" {
+		scheme = p
+	}
+	if c.flavour != Trino {
+		// PrestoDB puts its own URI, URL-encoded, after the prefix the proxy gave.
+		return linker{base: scheme + "://" + host, wrap: r.Header.Get("X-Presto-Prefix-Url")}
+	}
+	if h := firstValue(r.Header.Get("X-Forwarded-Host")); h != "" {
+		host = h
+	}
+	if port := firstValue(r.Header.Get("X-Forwarded-Port")); port != "" {
+		name := host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			name = h
+		}
+		host = net.JoinHostPort(strings.Trim(name, "[]"), port)
+	}
+	prefix := strings.TrimSuffix(firstValue(r.Header.Get("X-Forwarded-Prefix")), "/")
+	if prefix != "" && !strings.HasPrefix(prefix, "/") {
+		prefix = "/" + prefix
+	}
+	return linker{base: scheme + "://" + host + prefix}
+}
+
+// firstValue is the first of a comma-separated list of values, as each proxy on the way
+// appends its own.
+func firstValue(v string) string {
+	first, _, _ := strings.Cut(v, ",")
+	return strings.TrimSpace(first)
 }
 
 // validQueryID accepts the characters of Presto query ids, so an id can go into a URL as is.
@@ -149,12 +325,16 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 	}
 	now := time.Now()
 	c.statements.Add(1)
-	req := parseRequest(r, string(body), now)
+	req, prepared := c.parseRequest(r, string(body), now)
 	switch {
 	case c.starting.Load():
 		req.Rejected = true
 		c.record(req)
-		writeError(w, http.StatusServiceUnavailable, "Presto server is still initializing")
+		server := "Presto"
+		if c.flavour == Trino {
+			server = "Trino"
+		}
+		writeError(w, http.StatusServiceUnavailable, server+" server is still initializing")
 		return
 	case strings.TrimSpace(req.SQL) == "":
 		req.Rejected = true
@@ -173,28 +353,39 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 		id = c.newQueryID(now)
 	}
 	req.QueryID = id
+	setQueryID(w, id)
+	p := c.planStatement(req, prepared)
 	q := &query{
 		id:          id,
 		slug:        "x" + strings.ToLower(rand.Text()),
 		coordinator: c.name,
+		flavour:     c.flavour,
 		batchRows:   c.batchRows,
-		req:         req,
-		plan:        planStatement(req.SQL),
+		plan:        p,
 		created:     now,
-		readyAt:     now.Add(time.Duration(c.latency.Load())),
+		readyAt:     now.Add(time.Duration(c.latency.Load()) + p.sleep),
 		canceled:    make(chan struct{}),
 		token:       1,
 	}
+	q.tokenNow.Store(1)
 	q.touched.Store(now.UnixNano())
-	switch q.plan.kind {
-	case describeRequest:
+	switch {
+	case p.kind == describeRequest:
 		q.columns = describeColumns
-	case generateRows:
+	case p.kind == generateRows && p.width > 0:
+		q.columns = bigrowsColumns
+	case p.kind == generateRows:
 		q.columns = rowsColumns
+	case p.kind == sessionStatement:
+		q.columns = resultColumns
 	}
+	req.Gzipped = c.gzipFor(r)
+	q.req = req
 	if !c.admit(q, now) {
 		req.Rejected = true
 		req.QueryID = ""
+		req.Gzipped = false
+		setQueryID(w, "")
 		c.record(req)
 		writeError(w, http.StatusConflict, "query "+id+" already exists")
 		return
@@ -208,19 +399,27 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 			t.Stop()
 		}
 	}
-	writeAnswer(w, q.queuedAnswer(c.baseURL(r), now))
+	c.writeAnswer(w, r, q.queuedAnswer(c.links(r), now))
 }
 
-func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serving) {
-	id, slug := r.PathValue("queryId"), r.PathValue("slug")
+// pollToken reads the path of a query link.
+func pollToken(w http.ResponseWriter, r *http.Request) (id, slug string, token int64, ok bool) {
 	token, err := strconv.ParseInt(r.PathValue("token"), 10, 64)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad token "+strconv.Quote(r.PathValue("token")))
+		return "", "", 0, false
+	}
+	return r.PathValue("queryId"), r.PathValue("slug"), token, true
+}
+
+func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serving) {
+	id, slug, token, ok := pollToken(w, r)
+	if !ok {
 		return
 	}
 	q, done := c.lookup(id)
 	if q == nil {
-		c.replayFinished(w, id, slug, token, done)
+		c.replayFinished(w, r, id, slug, token, done)
 		return
 	}
 	if q.slug != slug {
@@ -234,16 +433,25 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 	defer func() { q.touched.Store(time.Now().UnixNano()) }()
 	switch {
 	case token == q.token-1 && q.last != nil:
-		writeAnswer(w, q.last)
+		c.writeAnswer(w, r, q.last)
 		return
 	case token != q.token:
 		writeError(w, http.StatusGone, fmt.Sprintf("query %s: token %d is not current (expected %d)", id, token, q.token))
 		return
 	}
 
-	if wait := time.Until(q.readyAt); wait > 0 && !q.isCanceled() {
-		// Waiting less than the abandonment limit keeps a polled query from being dropped.
-		timer := time.NewTimer(min(wait, maxPollWait, c.abandon/2))
+	// Waiting less than the abandonment limit keeps a polled query from being dropped.
+	var wait time.Duration
+	if until := time.Until(q.readyAt); until > 0 {
+		wait = min(until, maxPollWait, c.abandon/2)
+		if q.plan.sleep > 0 {
+			wait = min(wait, progressInterval)
+		}
+	} else {
+		wait = min(q.pageDelay(c), c.abandon/2)
+	}
+	if wait > 0 && !q.isCanceled() {
+		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
 		case <-q.canceled:
@@ -261,32 +469,65 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 		// Canceled or abandoned while waiting: the final answer is on record.
 		_, done := c.lookup(id)
 		if done != nil {
-			writeAnswer(w, done.final)
+			c.writeAnswer(w, r, done.final)
 		} else {
-			writeAnswer(w, q.canceledAnswer())
+			c.writeAnswer(w, r, q.canceledAnswer())
 		}
 		return
 	}
 
-	ans, final := q.nextAnswer(c.baseURL(r), time.Now())
+	ans, final := q.nextAnswer(c.links(r), time.Now())
 	q.last = ans
 	q.token++
+	q.tokenNow.Store(q.token)
+	q.polled.Store(true)
 	if final {
 		c.end(q, ans, token, false)
 	}
-	writeAnswer(w, ans)
+	c.writeAnswer(w, r, ans)
+}
+
+// pageDelay is how long a poll of q waits once q is ready: slow(ms), or the coordinator's.
+func (q *query) pageDelay(c *Coordinator) time.Duration {
+	if q.plan.hasPageDelay {
+		return q.plan.pageDelay
+	}
+	return time.Duration(c.pageDelay.Load())
 }
 
 // replayFinished answers a poll for a query that is no longer active.
-func (c *Coordinator) replayFinished(w http.ResponseWriter, id, slug string, token int64, done *finishedQuery) {
+func (c *Coordinator) replayFinished(w http.ResponseWriter, r *http.Request, id, slug string, token int64, done *finishedQuery) {
 	switch {
 	case done == nil || done.slug != slug:
 		writeError(w, http.StatusNotFound, "query "+id+" not found")
 	case done.anyToken || done.token == token:
-		writeAnswer(w, done.final)
+		c.writeAnswer(w, r, done.final)
 	default:
 		writeError(w, http.StatusGone, fmt.Sprintf("query %s has finished; token %d is not current", id, token))
 	}
+}
+
+// handleHead answers HEAD on a nextUri with the status a GET would get, without waiting
+// and without consuming the page, so a proxy can probe a link safely.
+func (c *Coordinator) handleHead(w http.ResponseWriter, r *http.Request) {
+	id, slug, token, ok := pollToken(w, r)
+	if !ok {
+		return
+	}
+	status := http.StatusOK
+	q, done := c.lookup(id)
+	switch {
+	case q != nil && q.slug == slug:
+		if current := q.tokenNow.Load(); token != current && (token != current-1 || token < 1) {
+			status = http.StatusGone
+		}
+	case q != nil || done == nil || done.slug != slug:
+		status = http.StatusNotFound
+	case !done.anyToken && done.token != token:
+		status = http.StatusGone
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
 }
 
 func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
@@ -304,6 +545,99 @@ func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
 	// Presto answers 204; presto-go-client treats every status but 200 as a failed cancel,
 	// so answer 200 with the canceled state and no error.
 	writeJSON(w, http.StatusOK, queryResults{ID: id, Warnings: []struct{}{}, Stats: stats{State: "CANCELED"}})
+}
+
+// handlePartialCancel stops a query's output, as Trino does when a client has read all the
+// rows it wants: the query finishes with the rows sent so far.
+func (c *Coordinator) handlePartialCancel(w http.ResponseWriter, r *http.Request) {
+	id, slug := r.PathValue("queryId"), r.PathValue("slug")
+	q, done := c.lookup(id)
+	switch {
+	case q != nil && q.slug == slug:
+		q.partial.Store(true)
+	case done != nil && done.slug == slug:
+	default:
+		writeError(w, http.StatusNotFound, "query "+id+" not found")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleQueryCancel is DELETE /v1/query/{queryId}, how trino-go-client, the Node clients and
+// kill_query cancel. Like Presto and Trino it answers 204 whether or not the query is known.
+func (c *Coordinator) handleQueryCancel(w http.ResponseWriter, r *http.Request) {
+	if q, _ := c.lookup(r.PathValue("queryId")); q != nil {
+		c.end(q, q.canceledAnswer(), 0, true)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Wire format of the query resource, the part of Presto's QueryInfo clients read.
+type (
+	queryInfo struct {
+		QueryID    string         `json:"queryId"`
+		State      string         `json:"state"`
+		Scheduled  bool           `json:"scheduled"`
+		Self       string         `json:"self"`
+		Query      string         `json:"query"`
+		Session    sessionInfo    `json:"session"`
+		QueryStats queryInfoStats `json:"queryStats"`
+		ErrorType  string         `json:"errorType,omitempty"`
+		ErrorCode  *errorCode     `json:"errorCode,omitempty"`
+	}
+	sessionInfo struct {
+		QueryID       string `json:"queryId"`
+		TransactionID string `json:"transactionId,omitempty"`
+		User          string `json:"user"`
+		Source        string `json:"source,omitempty"`
+		Catalog       string `json:"catalog,omitempty"`
+		Schema        string `json:"schema,omitempty"`
+	}
+	queryInfoStats struct {
+		CreateTime      time.Time  `json:"createTime"`
+		EndTime         *time.Time `json:"endTime,omitempty"`
+		ElapsedTime     string     `json:"elapsedTime"`
+		OutputPositions int64      `json:"outputPositions"`
+	}
+	errorCode struct {
+		Code int    `json:"code"`
+		Name string `json:"name"`
+		Type string `json:"type"`
+	}
+)
+
+// handleQueryInfo is GET /v1/query/{queryId}: the query's state while it runs and for a
+// while after it ended; 410 Gone, as Trino answers, for a query it does not know.
+func (c *Coordinator) handleQueryInfo(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("queryId")
+	q, done := c.lookup(id)
+	now := time.Now()
+	info := queryInfo{QueryID: id, Self: c.links(r).abs("/v1/query/" + id)}
+	var req Request
+	switch {
+	case q != nil:
+		req = q.req
+		info.State, info.Scheduled = "QUEUED", false
+		if q.polled.Load() {
+			info.State, info.Scheduled = "RUNNING", true
+		}
+		info.QueryStats = queryInfoStats{CreateTime: q.created, ElapsedTime: formatDuration(now.Sub(q.created)), OutputPositions: q.sent.Load()}
+	case done != nil:
+		req = done.req
+		info.State, info.Scheduled = done.final.state, true
+		end := done.ended
+		info.QueryStats = queryInfoStats{CreateTime: done.created, EndTime: &end, ElapsedTime: formatDuration(end.Sub(done.created)), OutputPositions: done.rows}
+		if e := done.final.err; e != nil {
+			info.ErrorType = e.ErrorType
+			info.ErrorCode = &errorCode{Code: e.ErrorCode, Name: e.ErrorName, Type: e.ErrorType}
+		}
+	default:
+		writeError(w, http.StatusGone, "query "+id+" not found")
+		return
+	}
+	info.Query = req.SQL
+	info.Session = sessionInfo{QueryID: id, TransactionID: req.TransactionID, User: req.User, Source: req.Source, Catalog: req.Catalog, Schema: req.Schema}
+	writeJSON(w, http.StatusOK, info)
 }
 
 func (c *Coordinator) handleInfo(w http.ResponseWriter, _ *http.Request) {
@@ -333,10 +667,35 @@ func (c *Coordinator) handleState(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, state)
 }
 
-func writeAnswer(w http.ResponseWriter, a answer) {
-	w.Header().Set("Content-Type", "application/json")
+// gzipWriters keeps compressors between answers: each costs about a megabyte to set up.
+var gzipWriters = sync.Pool{New: func() any {
+	gz, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed) // a valid level never fails
+	return gz
+}}
+
+// writeAnswer sends a statement answer with the headers its statement sets, compressed
+// when the client accepts gzip.
+func (c *Coordinator) writeAnswer(w http.ResponseWriter, r *http.Request, a *answer) {
+	h := w.Header()
+	for name, values := range a.header {
+		h[name] = values
+	}
+	h.Set("Content-Type", "application/json")
+	if !c.gzipFor(r) {
+		w.WriteHeader(http.StatusOK)
+		_ = a.writeTo(w) // a failed write means the client is gone; nothing to do
+		return
+	}
+	h.Set("Content-Encoding", "gzip")
+	h.Add("Vary", "Accept-Encoding")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(a) // a failed write means the client is gone; nothing to do
+	gz := gzipWriters.Get().(*gzip.Writer)
+	gz.Reset(w)
+	if a.writeTo(gz) == nil {
+		_ = gz.Close()
+	}
+	gz.Reset(io.Discard) // drop the reference to w before pooling
+	gzipWriters.Put(gz)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,8 +1,12 @@
 package coordinator
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,46 +16,129 @@ import (
 )
 
 var (
-	failMarker = regexp.MustCompile(`(?i)\bfail\s*\(\s*'((?:[^']|'')*)'\s*\)`)
-	rowsMarker = regexp.MustCompile(`(?i)\brows\s*\(\s*(\d+)\s*\)`)
+	failMarker    = regexp.MustCompile(`(?i)\bfail\s*\(\s*'((?:[^']|'')*)'\s*\)`)
+	rowsMarker    = regexp.MustCompile(`(?i)\brows\s*\(\s*(\d+)\s*\)`)
+	bigrowsMarker = regexp.MustCompile(`(?i)\bbigrows\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)`)
+	sleepMarker   = regexp.MustCompile(`(?i)\bsleep\s*\(\s*(\d+)\s*\)`)
+	slowMarker    = regexp.MustCompile(`(?i)\bslow\s*\(\s*(\d+)\s*\)`)
 )
 
 // Presto's standard error codes for the failures the simulator produces.
 const (
-	errGenericUser  = 0
-	errAbandoned    = 2
-	errUserCanceled = 3
+	errGenericUser        = 0
+	errAbandoned          = 2
+	errUserCanceled       = 3
+	errNotFound           = 5
+	errNotSupported       = 13
+	errUnknownTransaction = 20
+	errNotInTransaction   = 21
+)
+
+// Limits of the markers, so a typo cannot ask for an answer no machine can build.
+const (
+	maxRowBytes   = 256 << 20 // bigrows(N, BYTES): BYTES per row
+	maxMarkerWait = time.Hour // sleep(ms) and slow(ms)
+)
+
+// What sleep(ms) reports while it runs: progress grows evenly towards these totals.
+const (
+	progressSplits   = 100
+	progressRunning  = 8
+	progressRows     = 1_000_000
+	progressRowBytes = 100
 )
 
 // statementKind says what a statement produces.
 type statementKind int
 
 const (
-	describeRequest statementKind = iota // one row describing the request
-	generateRows                         // rows(N)
-	failQuery                            // fail('msg')
+	describeRequest  statementKind = iota // one row describing the request
+	generateRows                          // rows(N) or bigrows(N, BYTES)
+	failQuery                             // fail('msg') or a refused session statement
+	sessionStatement                      // SET SESSION, USE, PREPARE, START TRANSACTION, ...
 )
 
 // plan is what the simulator decided to do with a statement.
 type plan struct {
-	kind    statementKind
-	rows    int64
-	failure string
+	kind  statementKind
+	sql   string // the statement that runs: for EXECUTE, the prepared text with its parameters
+	rows  int64
+	width int // bigrows: bytes of the string column; 0 for rows(N)
+
+	failCode int
+	failName string
+	failure  string
+
+	sleep        time.Duration // sleep(ms): extra running time, with progress in the stats
+	pageDelay    time.Duration // slow(ms): wait before each page once ready
+	hasPageDelay bool
+
+	// Session statements: the result of the statement and the response headers (named
+	// without their X-Presto-/X-Trino- prefix) that carry it back to the client.
+	updateType string
+	header     http.Header
+	// Transaction bookkeeping done when the statement is admitted.
+	beginTxn, endTxn string
 }
 
-// planStatement reads the markers documented in the package comment.
-func planStatement(sql string) plan {
+func failPlan(code int, name, message string) plan {
+	return plan{kind: failQuery, failCode: code, failName: name, failure: message}
+}
+
+// planMarkers reads the markers documented in the package comment.
+func planMarkers(sql string) plan {
+	p := plan{kind: describeRequest, sql: sql}
+	// A cheap look for each marker's name first: statements can be megabytes long (a
+	// prepared statement header allows 2 MB), and most hold no marker at all.
+	lower := strings.ToLower(sql)
+	has := func(name string) bool { return strings.Contains(lower, name) }
+	if !has("sleep") && !has("slow") && !has("fail") && !has("rows") {
+		return p
+	}
+	if m := sleepMarker.FindStringSubmatch(sql); m != nil {
+		d, ok := markerMillis(m[1])
+		if !ok {
+			return failPlan(errGenericUser, "GENERIC_USER_ERROR", fmt.Sprintf("sleep(%s): longer than %v", m[1], maxMarkerWait))
+		}
+		p.sleep = d
+	}
+	if m := slowMarker.FindStringSubmatch(sql); m != nil {
+		d, ok := markerMillis(m[1])
+		if !ok {
+			return failPlan(errGenericUser, "GENERIC_USER_ERROR", fmt.Sprintf("slow(%s): longer than %v", m[1], maxMarkerWait))
+		}
+		p.pageDelay, p.hasPageDelay = d, true
+	}
 	if m := failMarker.FindStringSubmatch(sql); m != nil {
-		return plan{kind: failQuery, failure: strings.ReplaceAll(m[1], "''", "'")}
+		f := failPlan(errGenericUser, "GENERIC_USER_ERROR", strings.ReplaceAll(m[1], "''", "'"))
+		f.sleep, f.pageDelay, f.hasPageDelay = p.sleep, p.pageDelay, p.hasPageDelay
+		return f
+	}
+	if m := bigrowsMarker.FindStringSubmatch(sql); m != nil {
+		n, err1 := strconv.ParseInt(m[1], 10, 64)
+		w, err2 := strconv.Atoi(m[2])
+		if err1 != nil || err2 != nil || w > maxRowBytes {
+			return failPlan(errGenericUser, "GENERIC_USER_ERROR", fmt.Sprintf("bigrows(%s, %s): out of range (at most %d bytes a row)", m[1], m[2], maxRowBytes))
+		}
+		p.kind, p.rows, p.width = generateRows, n, w
+		return p
 	}
 	if m := rowsMarker.FindStringSubmatch(sql); m != nil {
 		n, err := strconv.ParseInt(m[1], 10, 64)
 		if err != nil {
-			return plan{kind: failQuery, failure: fmt.Sprintf("rows(%s): row count out of range", m[1])}
+			return failPlan(errGenericUser, "GENERIC_USER_ERROR", fmt.Sprintf("rows(%s): row count out of range", m[1]))
 		}
-		return plan{kind: generateRows, rows: n}
+		p.kind, p.rows = generateRows, n
 	}
-	return plan{kind: describeRequest}
+	return p
+}
+
+func markerMillis(s string) (time.Duration, bool) {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms > maxMarkerWait.Milliseconds() {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
 }
 
 // query is a statement the coordinator accepted and has not finished.
@@ -59,6 +146,7 @@ type query struct {
 	id          string
 	slug        string // guards the nextUri links against guessing and cross-talk
 	coordinator string // name reported in describe rows
+	flavour     Flavour
 	batchRows   int
 	req         Request
 	plan        plan
@@ -67,14 +155,17 @@ type query struct {
 	columns     []column
 	touched     atomic.Int64 // unix nanos of the last submission or poll, for abandonment
 	sent        atomic.Int64 // rows sent so far; written by polls, read by cancel and sweep too
+	polled      atomic.Bool  // a poll was answered: the query is no longer QUEUED
+	tokenNow    atomic.Int64 // token, readable by HEAD without waiting for a poll's lock
+	partial     atomic.Bool  // partialCancelUri was deleted: no more rows are produced
 
 	canceled   chan struct{}
 	cancelOnce sync.Once
 
 	// mu serialises polls; the fields below are guarded by it.
 	mu    sync.Mutex
-	token int64  // token the next poll must carry
-	last  answer // answer to the previous token, replayed on a retried poll
+	token int64   // token the next poll must carry
+	last  *answer // answer to the previous token, replayed on a retried poll
 }
 
 func (q *query) cancel() { q.cancelOnce.Do(func() { close(q.canceled) }) }
@@ -88,28 +179,115 @@ func (q *query) isCanceled() bool {
 	}
 }
 
-// answer is an encoded QueryResults document.
-type answer []byte
-
-// finishedQuery is what remains of a query after it ended: its final answer for replay.
-type finishedQuery struct {
-	slug     string
-	final    answer
-	token    int64
-	anyToken bool // canceled or abandoned: every poll gets the final answer
+// answer is an encoded QueryResults document. Pages of generated rows are not held in
+// memory: the document is kept as the parts before and after its data array, and the rows
+// are written while the answer is sent, so a replayed or a 160 MB page costs nothing to keep.
+type answer struct {
+	head   []byte // the whole document, or the part before the data array
+	tail   []byte // the part after the data array; only with rows
+	rows   *page
+	header http.Header // response headers, already prefixed for the flavour
+	state  string
+	err    *queryError
 }
 
-// Wire format of QueryResults, as presto-go-client decodes it.
+// page is a run of generated rows: first..first+count-1, with a string of width bytes each
+// for bigrows.
+type page struct {
+	first, count int64
+	width        int
+}
+
+// writeTo sends the whole document.
+func (a *answer) writeTo(w io.Writer) error {
+	if a.rows == nil {
+		_, err := w.Write(a.head)
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	_, _ = bw.Write(a.head)
+	a.rows.writeTo(bw)
+	_, _ = bw.Write(a.tail)
+	return bw.Flush() // bufio keeps the first write error and reports it here
+}
+
+// writeTo writes the rows as a JSON array, the way json.Marshal would.
+func (p *page) writeTo(w *bufio.Writer) {
+	var num [20]byte
+	_ = w.WriteByte('[')
+	for i := range p.count {
+		n := p.first + i
+		if i > 0 {
+			_ = w.WriteByte(',')
+		}
+		_ = w.WriteByte('[')
+		_, _ = w.Write(strconv.AppendInt(num[:0], n, 10))
+		if p.width > 0 {
+			_, _ = w.WriteString(`,"`)
+			fill := fillFor(n)
+			for left := p.width; left > 0; {
+				k := min(left, len(fill))
+				_, _ = w.Write(fill[:k])
+				left -= k
+			}
+			_ = w.WriteByte('"')
+		}
+		_ = w.WriteByte(']')
+		if _, err := w.Write(nil); err != nil {
+			return // the client is gone: bufio keeps the error, so stop producing rows
+		}
+	}
+	_ = w.WriteByte(']')
+}
+
+// BigrowsValue returns the string that bigrows(N, BYTES) puts in row n: BYTES copies of
+// one lower-case letter, 'a' for row 1, 'b' for row 2, and so on round the alphabet, so a
+// test can check a large page arrived whole and in order without keeping a copy.
+func BigrowsValue(n int64, width int) string {
+	return strings.Repeat(string(rune('a'+(n-1)%26)), width)
+}
+
+var (
+	fillOnce sync.Once
+	fills    [26][]byte
+)
+
+func fillFor(n int64) []byte {
+	fillOnce.Do(func() {
+		for i := range fills {
+			fills[i] = bytes.Repeat([]byte{byte('a' + i)}, 16<<10)
+		}
+	})
+	return fills[(n-1)%26]
+}
+
+// finishedQuery is what remains of a query after it ended: its final answer for replay and
+// what GET /v1/query/{queryId} reports.
+type finishedQuery struct {
+	slug     string
+	final    *answer
+	token    int64
+	anyToken bool // canceled or abandoned: every poll gets the final answer
+	req      Request
+	created  time.Time
+	ended    time.Time
+	rows     int64
+}
+
+// Wire format of QueryResults, with the fields in the order Presto writes them.
 type (
 	queryResults struct {
-		ID       string      `json:"id"`
-		InfoURI  string      `json:"infoUri"`
-		NextURI  string      `json:"nextUri,omitempty"`
-		Columns  []column    `json:"columns,omitempty"`
-		Data     any         `json:"data,omitempty"`
-		Stats    stats       `json:"stats"`
-		Error    *queryError `json:"error,omitempty"`
-		Warnings []struct{}  `json:"warnings"`
+		ID               string      `json:"id"`
+		InfoURI          string      `json:"infoUri"`
+		PartialCancelURI string      `json:"partialCancelUri,omitempty"`
+		NextURI          string      `json:"nextUri,omitempty"`
+		Columns          []column    `json:"columns,omitempty"`
+		Data             any         `json:"data,omitempty"`
+		Stats            stats       `json:"stats"`
+		Error            *queryError `json:"error,omitempty"`
+		Warnings         []struct{}  `json:"warnings"`
+		UpdateType       string      `json:"updateType,omitempty"`
+		rows             *page       // streamed in place of Data
 	}
 	column struct {
 		Name          string        `json:"name"`
@@ -121,16 +299,22 @@ type (
 		Arguments []struct{} `json:"arguments"`
 	}
 	stats struct {
-		State             string `json:"state"`
-		Queued            bool   `json:"queued"`
-		Scheduled         bool   `json:"scheduled"`
-		Nodes             int    `json:"nodes"`
-		TotalSplits       int    `json:"totalSplits"`
-		CompletedSplits   int    `json:"completedSplits"`
-		WallTimeMillis    int64  `json:"wallTimeMillis"`
-		QueuedTimeMillis  int64  `json:"queuedTimeMillis"`
-		ElapsedTimeMillis int64  `json:"elapsedTimeMillis"`
-		ProcessedRows     int64  `json:"processedRows"`
+		State              string   `json:"state"`
+		Queued             bool     `json:"queued"`
+		Scheduled          bool     `json:"scheduled"`
+		Nodes              int      `json:"nodes"`
+		TotalSplits        int      `json:"totalSplits"`
+		QueuedSplits       int      `json:"queuedSplits"`
+		RunningSplits      int      `json:"runningSplits"`
+		CompletedSplits    int      `json:"completedSplits"`
+		CPUTimeMillis      int64    `json:"cpuTimeMillis"`
+		WallTimeMillis     int64    `json:"wallTimeMillis"`
+		QueuedTimeMillis   int64    `json:"queuedTimeMillis"`
+		ElapsedTimeMillis  int64    `json:"elapsedTimeMillis"`
+		ProcessedRows      int64    `json:"processedRows"`
+		ProcessedBytes     int64    `json:"processedBytes"`
+		PeakMemoryBytes    int64    `json:"peakMemoryBytes"`
+		ProgressPercentage *float64 `json:"progressPercentage,omitempty"`
 	}
 	queryError struct {
 		Message     string      `json:"message"`
@@ -148,26 +332,34 @@ type (
 	}
 )
 
-func varchar(name string) column {
-	return column{Name: name, Type: "varchar", TypeSignature: typeSignature{RawType: "varchar", Arguments: []struct{}{}}}
+func typed(name, typ string) column {
+	return column{Name: name, Type: typ, TypeSignature: typeSignature{RawType: typ, Arguments: []struct{}{}}}
 }
+
+func varchar(name string) column { return typed(name, "varchar") }
 
 var (
 	describeColumns = []column{
 		varchar("coordinator"), varchar("user"), varchar("catalog"),
 		varchar("schema"), varchar("source"), varchar("query"),
 	}
-	rowsColumns = []column{{Name: "n", Type: "bigint", TypeSignature: typeSignature{RawType: "bigint", Arguments: []struct{}{}}}}
+	rowsColumns    = []column{typed("n", "bigint")}
+	bigrowsColumns = []column{typed("n", "bigint"), varchar("s")}
+	resultColumns  = []column{typed("result", "boolean")}
 )
 
-func newQueryError(code int, name, message string) *queryError {
+func (q *query) newError(code int, name, message string) *queryError {
+	exception := "com.facebook.presto.spi.PrestoException"
+	if q.flavour == Trino {
+		exception = "io.trino.spi.TrinoException"
+	}
 	return &queryError{
 		Message:   message,
 		ErrorCode: code,
 		ErrorName: name,
 		ErrorType: "USER_ERROR",
 		FailureInfo: failureInfo{
-			Type:       "com.facebook.presto.spi.PrestoException",
+			Type:       exception,
 			Message:    message,
 			Suppressed: []struct{}{},
 			Stack:      []string{},
@@ -176,11 +368,11 @@ func newQueryError(code int, name, message string) *queryError {
 }
 
 // results returns a QueryResults skeleton for q in the given state.
-func (q *query) results(state string, now time.Time) queryResults {
+func (q *query) results(l linker, state string, now time.Time) queryResults {
 	elapsed := now.Sub(q.created).Milliseconds()
 	r := queryResults{
 		ID:       q.id,
-		InfoURI:  "/ui/query.html?" + q.id,
+		InfoURI:  l.abs("/ui/query.html?" + q.id),
 		Warnings: []struct{}{},
 		Stats: stats{
 			State:             state,
@@ -192,89 +384,141 @@ func (q *query) results(state string, now time.Time) queryResults {
 			ProcessedRows:     q.sent.Load(),
 		},
 	}
+	if q.plan.sleep > 0 {
+		q.progress(&r.Stats, now)
+	}
 	if state != "QUEUED" {
 		r.Columns = q.columns
 	}
 	return r
 }
 
+// progress fills in the stats of a sleep(ms) statement: from submission until it is ready,
+// splits complete and rows and bytes are processed at an even pace, as a CLI shows them.
+func (q *query) progress(s *stats, now time.Time) {
+	f := 1.0
+	if span := q.readyAt.Sub(q.created); span > 0 {
+		f = min(1, max(0, float64(now.Sub(q.created))/float64(span)))
+	}
+	done := int(f * progressSplits)
+	s.TotalSplits = progressSplits
+	s.CompletedSplits = done
+	s.RunningSplits = min(progressRunning, progressSplits-done)
+	s.QueuedSplits = progressSplits - done - s.RunningSplits
+	rows := int64(f * progressRows)
+	s.ProcessedRows = max(s.ProcessedRows, rows)
+	s.ProcessedBytes = rows * progressRowBytes
+	s.CPUTimeMillis = s.WallTimeMillis
+	s.PeakMemoryBytes = 1 << 20
+	pct := f * 100
+	s.ProgressPercentage = &pct
+}
+
 // link returns the absolute URI of the poll that carries token.
-func (q *query) link(base, phase string, token int64) string {
-	return base + "/v1/statement/" + phase + "/" + q.id + "/" + q.slug + "/" + strconv.FormatInt(token, 10)
+func (q *query) link(l linker, phase string, token int64) string {
+	return l.abs("/v1/statement/" + phase + "/" + q.id + "/" + q.slug + "/" + strconv.FormatInt(token, 10))
+}
+
+// partialCancelLink is the partialCancelUri of the answer whose nextUri carries token.
+func (q *query) partialCancelLink(l linker, token int64) string {
+	return l.abs("/v1/statement/partialCancel/" + q.id + "/0/" + q.slug + "/" + strconv.FormatInt(token, 10))
 }
 
 // queuedAnswer is the answer to the submission.
-func (q *query) queuedAnswer(base string, now time.Time) answer {
-	r := q.results("QUEUED", now)
-	r.InfoURI = base + r.InfoURI
-	r.NextURI = q.link(base, "queued", q.token)
+func (q *query) queuedAnswer(l linker, now time.Time) *answer {
+	r := q.results(l, "QUEUED", now)
+	r.NextURI = q.link(l, "queued", q.token)
 	return encode(r)
 }
 
 // nextAnswer builds the answer to the poll carrying q.token and reports whether it is final.
 // The caller holds q.mu.
-func (q *query) nextAnswer(base string, now time.Time) (answer, bool) {
-	next := q.link(base, "executing", q.token+1)
+func (q *query) nextAnswer(l linker, now time.Time) (*answer, bool) {
+	next, partialCancel := q.link(l, "executing", q.token+1), q.partialCancelLink(l, q.token+1)
 	if now.Before(q.readyAt) {
-		r := q.results("RUNNING", now)
-		r.InfoURI = base + r.InfoURI
-		r.NextURI = next
+		r := q.results(l, "RUNNING", now)
+		r.NextURI, r.PartialCancelURI = next, partialCancel
 		return encode(r), false
 	}
 	switch q.plan.kind {
 	case failQuery:
-		return q.failedAnswer(base, now, newQueryError(errGenericUser, "GENERIC_USER_ERROR", q.plan.failure)), true
+		return q.failedAnswer(l, now, q.newError(q.plan.failCode, q.plan.failName, q.plan.failure)), true
 	case generateRows:
 		sent := q.sent.Load()
 		count := min(q.plan.rows-sent, int64(q.batchRows))
-		batch := make([][1]int64, count)
-		for i := range batch {
-			batch[i][0] = sent + int64(i) + 1
+		stopped := q.partial.Load()
+		if stopped {
+			count = 0
 		}
 		q.sent.Store(sent + count)
-		final := sent+count >= q.plan.rows
+		final := stopped || sent+count >= q.plan.rows
 		state := "RUNNING"
 		if final {
 			state = "FINISHED"
 		}
-		r := q.results(state, now)
-		r.InfoURI = base + r.InfoURI
+		r := q.results(l, state, now)
 		if count > 0 {
-			r.Data = batch
+			r.rows = &page{first: sent + 1, count: count, width: q.plan.width}
 		}
 		if !final {
-			r.NextURI = next
+			r.NextURI, r.PartialCancelURI = next, partialCancel
 		}
 		return encode(r), final
+	case sessionStatement:
+		r := q.results(l, "FINISHED", now)
+		r.Data = [][]bool{{true}}
+		r.UpdateType = q.plan.updateType
+		a := encode(r)
+		a.header = prefixed(q.flavour, q.plan.header)
+		return a, true
 	default:
 		q.sent.Store(1)
-		r := q.results("FINISHED", now)
-		r.InfoURI = base + r.InfoURI
+		r := q.results(l, "FINISHED", now)
 		req := q.req
-		r.Data = [][]string{{q.coordinator, req.User, req.Catalog, req.Schema, req.Source, req.SQL}}
+		r.Data = [][]string{{q.coordinator, req.User, req.Catalog, req.Schema, req.Source, q.plan.sql}}
 		return encode(r), true
 	}
 }
 
+// prefixed names h's headers with the flavour's prefix.
+func prefixed(f Flavour, h http.Header) http.Header {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(http.Header, len(h))
+	for name, values := range h {
+		out[http.CanonicalHeaderKey(f.prefix()+name)] = values
+	}
+	return out
+}
+
 // failedAnswer is a final FAILED answer carrying qe.
-func (q *query) failedAnswer(base string, now time.Time, qe *queryError) answer {
-	r := q.results("FAILED", now)
-	r.InfoURI = base + r.InfoURI
+func (q *query) failedAnswer(l linker, now time.Time, qe *queryError) *answer {
+	r := q.results(l, "FAILED", now)
 	r.Error = qe
 	return encode(r)
 }
 
-func (q *query) canceledAnswer() answer {
-	return q.failedAnswer("", time.Now(), newQueryError(errUserCanceled, "USER_CANCELED", "Query was canceled"))
+func (q *query) canceledAnswer() *answer {
+	return q.failedAnswer(linker{}, time.Now(), q.newError(errUserCanceled, "USER_CANCELED", "Query was canceled"))
 }
 
-func (q *query) abandonedAnswer() answer {
-	return q.failedAnswer("", time.Now(), newQueryError(errAbandoned, "ABANDONED_QUERY", "Query "+q.id+" was abandoned by the client"))
+func (q *query) abandonedAnswer() *answer {
+	return q.failedAnswer(linker{}, time.Now(), q.newError(errAbandoned, "ABANDONED_QUERY", "Query "+q.id+" was abandoned by the client"))
 }
+
+// dataMarker stands for the data array of a streamed page while the rest is encoded. Only
+// generated rows are streamed, and their documents hold no text a user chose, so the
+// marker cannot occur anywhere else in them.
+var dataMarker = []byte(`"\u0000rows\u0000"`)
 
 // encode marshals r. Only strings, numbers and slices of them are encoded, so it does not
 // fail in practice; should it, the client gets a FAILED answer instead of a broken one.
-func encode(r queryResults) answer {
+func encode(r queryResults) *answer {
+	a := &answer{state: r.Stats.State, err: r.Error}
+	if r.rows != nil {
+		r.Data = json.RawMessage(dataMarker)
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		b, _ = json.Marshal(queryResults{
@@ -283,6 +527,15 @@ func encode(r queryResults) answer {
 			Stats:    stats{State: "FAILED"},
 			Error:    &queryError{Message: "encode results: " + err.Error(), ErrorName: "GENERIC_INTERNAL_ERROR", ErrorType: "INTERNAL_ERROR"},
 		})
+		a.head, a.state = b, "FAILED"
+		return a
 	}
-	return b
+	if r.rows != nil {
+		if head, tail, ok := bytes.Cut(b, dataMarker); ok {
+			a.head, a.tail, a.rows = head, tail, r.rows
+			return a
+		}
+	}
+	a.head = b
+	return a
 }

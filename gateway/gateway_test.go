@@ -444,3 +444,47 @@ func TestNoCoordinatorIs503(t *testing.T) {
 		t.Fatalf("all coordinators down: %s, want 503", resp.Status)
 	}
 }
+
+// A transaction through two replicas: the gateway wraps the transaction
+// id, so every statement of it goes to the coordinator that started it,
+// with the coordinator's own id.
+func TestTransactionStaysOnItsCoordinator(t *testing.T) {
+	s := newSetup(t, 3, coordinator.Options{})
+	db, err := sql.Open("presto", s.dsn("alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := tx.Exec(fmt.Sprintf("SELECT %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var holder *coordinator.Coordinator
+	for _, c := range s.coords {
+		for _, r := range c.Requests() {
+			if r.TransactionID != "" {
+				if holder != nil && holder != c {
+					t.Fatalf("statements of one transaction ran on %s and %s", holder.Name(), c.Name())
+				}
+				holder = c
+				if strings.HasPrefix(r.TransactionID, "zk~") {
+					t.Fatalf("the coordinator got the wrapped id %q", r.TransactionID)
+				}
+			}
+		}
+	}
+	if holder == nil {
+		t.Fatal("no statement carried the transaction id")
+	}
+	if n := holder.Transactions(); n != 0 {
+		t.Fatalf("%d transactions still open after COMMIT", n)
+	}
+}

@@ -42,7 +42,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		body = gz
 	}
 	h.Del("Content-Encoding")
-	if isJSON(resp.Header) {
+	if rewritable(resp) {
 		public := g.publicBase(r)
 		body = rewrite.New(body, func(_ rewrite.Field, uri string) (string, error) {
 			return g.gatewayURI(public, base, uri)
@@ -142,9 +142,15 @@ func queryIDOf(path, rawQuery string) string {
 	return ""
 }
 
-func isJSON(h http.Header) bool {
-	ct := h.Get("Content-Type")
-	return ct == "" || strings.Contains(ct, "json")
+// rewritable reports whether resp's body is a protocol answer whose URIs
+// are rewritten: a JSON body, or an untyped one on a 200; never an empty
+// one (a 204 to a DELETE).
+func rewritable(resp *http.Response) bool {
+	if resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified || resp.ContentLength == 0 {
+		return false
+	}
+	ct := resp.Header.Get("Content-Type")
+	return strings.Contains(ct, "json") || (ct == "" && resp.StatusCode == http.StatusOK)
 }
 
 func acceptsGzip(r *http.Request) bool {

@@ -119,6 +119,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveToken(w, r)
 	case path == "/v1/statement" && r.Method == http.MethodPost:
 		g.serveSubmit(w, r)
+	case path == "/v1/statement" && r.Method == http.MethodHead:
+		g.serveStatementHead(w, r)
 	case strings.HasPrefix(path, "/v1/query/"):
 		g.serveQuery(w, r)
 	case path == "/v1/info" && (r.Method == http.MethodGet || r.Method == http.MethodHead):

@@ -165,3 +165,52 @@ func (g *Gateway) cancelAnswered(resp *http.Response, base string) {
 		}
 	})
 }
+
+// serveStatementHead routes HEAD /v1/statement, which clients send to check
+// their credentials without starting a query (trino-go-client's Ping, JDBC's
+// validateConnection): the gateway checks none, so a coordinator does, and
+// the client gets its status (200 from Trino since 469, 405 from older
+// servers and Presto, which clients take as "cannot check", 401 for
+// credentials it rejects). Nothing runs, so a coordinator that fails is no
+// reason to fail the check: another one is asked.
+func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
+	if g.draining.Load() {
+		g.stats.add("info", http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, errGatewayName, "", "zkpresto gateway is draining")
+		return
+	}
+	header := outboundHeader(r)
+	req := &strategy.Request{User: clientHeader(header, "User"), Source: clientHeader(header, "Source")}
+	var resp *http.Response
+	var base string
+	a, err := g.router.Run(r.Context(), req, nil, func(ra *routing.Attempt) (routing.Outcome, error) {
+		base = g.baseOf(ra.Node)
+		out, err := http.NewRequestWithContext(r.Context(), http.MethodHead, base+"/v1/statement", nil)
+		if err != nil {
+			return routing.Invalid, err
+		}
+		out.Header = header
+		var e protocol.Exchange
+		resp, err = protocol.FollowUp(g.transport, out, &e, nil)
+		switch {
+		case err == nil:
+			return routing.Answered, nil
+		case e.Invalid() != nil:
+			return routing.Invalid, err
+		case r.Context().Err() != nil:
+			return routing.Abandoned, err
+		}
+		return routing.NotSent, err
+	})
+	if err != nil {
+		if r.Context().Err() == nil {
+			g.submitFailed(w, err)
+		}
+		return
+	}
+	defer a.End(nil)
+	g.stats.add("info", resp.StatusCode)
+	if err := g.relay(w, r, resp, base); err != nil {
+		panic(http.ErrAbortHandler)
+	}
+}

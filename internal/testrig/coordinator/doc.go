@@ -79,6 +79,9 @@
 // while it runs and for a while after, 410 for an unknown one; DELETE /v1/query/{queryId}
 // cancels it and answers 204, also for unknown queries, as Presto and Trino do.
 //
+// HEAD /v1/statement, which clients send to check credentials without starting a query,
+// answers 200 on a Trino coordinator (as Trino does since 469) and 405 on a Presto one.
+//
 // # On the wire
 //
 // Statement answers are gzip-compressed for clients that send Accept-Encoding: gzip, unless

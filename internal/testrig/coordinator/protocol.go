@@ -38,6 +38,7 @@ func (c *Coordinator) routes(s *serving) http.Handler {
 	mux.HandleFunc("GET /v1/statement/{phase}/{queryId}/{slug}/{token}", c.recorded(func(w http.ResponseWriter, r *http.Request) {
 		c.handlePoll(w, r, s)
 	}))
+	mux.HandleFunc("HEAD /v1/statement", c.recorded(c.handleStatementHead))
 	// Registered apart from GET, which would otherwise serve HEAD and consume the page.
 	mux.HandleFunc("HEAD /v1/statement/{phase}/{queryId}/{slug}/{token}", c.recorded(c.handleHead))
 	mux.HandleFunc("DELETE /v1/statement/{phase}/{queryId}/{slug}/{token}", c.recorded(c.handleCancel))
@@ -505,6 +506,18 @@ func (c *Coordinator) replayFinished(w http.ResponseWriter, r *http.Request, id,
 	default:
 		writeError(w, http.StatusGone, fmt.Sprintf("query %s has finished; token %d is not current", id, token))
 	}
+}
+
+// handleStatementHead answers HEAD /v1/statement, which clients send to check their
+// credentials without starting a query (JDBC's validateConnection, trino-go-client's
+// Ping): Trino answers it since 469; Presto has no such resource and answers 405.
+func (c *Coordinator) handleStatementHead(w http.ResponseWriter, _ *http.Request) {
+	if c.flavour != Trino {
+		w.Header().Set("Allow", http.MethodPost)
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // handleHead answers HEAD on a nextUri with the status a GET would get, without waiting

@@ -391,3 +391,16 @@ func TestTransactionErrors(t *testing.T) {
 		t.Fatalf("statement of a transaction lost in a restart = %+v", final.Error)
 	}
 }
+
+// HEAD /v1/statement checks credentials without starting a query: Trino
+// answers 200, Presto has no such resource and answers 405.
+func TestStatementHead(t *testing.T) {
+	for flavour, want := range map[Flavour]int{Trino: http.StatusOK, Presto: http.StatusMethodNotAllowed} {
+		c := start(t, Options{Flavour: flavour})
+		resp, _ := exchange(t, http.MethodHead, c.URL()+"/v1/statement", nil, "")
+		if resp.StatusCode != want || c.Statements() != 0 {
+			t.Fatalf("%s: HEAD /v1/statement answered %s and started %d statements, want %d and none",
+				flavour, resp.Status, c.Statements(), want)
+		}
+	}
+}

@@ -115,7 +115,10 @@ func (k *Keys) Verify(token, binding string) (string, error) {
 		return "", ErrMalformed
 	}
 	coordChars, macText, ok := strings.Cut(rest, ".")
-	if !ok || len(coordChars) == 0 || len(coordChars) > maxCoordChars || len(macText) != macChars {
+	if !ok || len(coordChars) == 0 || len(coordChars) > maxCoordChars || len(macText) != macChars ||
+		!base64URL(coordChars) || !base64URL(macText) {
+		// The decoder skips line breaks; checking the alphabet first keeps
+		// one spelling per token.
 		return "", ErrMalformed
 	}
 	// Decoding needs bytes; copying the text into arrays on the stack
@@ -202,4 +205,16 @@ func Split(path string) (token, rest string, ok bool) {
 		return "", "", false
 	}
 	return after[:i], after[i:], true
+}
+
+// base64URL reports whether s holds only characters of the base64url
+// alphabet (no padding).
+func base64URL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

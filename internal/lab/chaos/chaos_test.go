@@ -46,7 +46,7 @@ func TestQuickRunNeverDuplicatesAStatement(t *testing.T) {
 	}
 	// The schedule did happen, and the driver failed over because of it.
 	f := rep.Faults
-	if f.Crashes == 0 || f.Recoveries != f.Crashes || f.StartingPhases == 0 || f.LeaderKills != 1 {
+	if f.Crashes == 0 || f.Recoveries != f.Crashes || f.StartingPhases == 0 || f.LeaderKills == 0 {
 		t.Errorf("faults %+v", f)
 	}
 	if len(rep.FaultErrors) != 0 {

@@ -55,6 +55,18 @@ type Exchange struct {
 	// it; most never do).
 	firstNext    [320]byte
 	firstNextLen atomic.Int32
+	// gzipHead holds the start of a compressed submission answer, decoded
+	// only when its nextUri is asked for: decoding every answer would cost
+	// every statement a gzip reader.
+	gzipHead    [nextURIScan]byte
+	gzipHeadLen int // under mu
+
+	// pageHead holds the start of the latest compressed page, decoded only
+	// when Running is asked (rows closed early): whether its query still
+	// runs is in it.
+	pageHead    [nextURIScan]byte
+	pageHeadLen int         // under mu
+	pagePending atomic.Bool // pageHead waits to be decoded
 
 	trace httptrace.ClientTrace // notes the end of the submission's write
 }
@@ -162,13 +174,31 @@ func (e *Exchange) Written() bool { return e.written.Load() }
 
 // Running reports whether the latest response named a nextUri: the query
 // may still be running on the coordinator.
-func (e *Exchange) Running() bool { return e.running.Load() }
+func (e *Exchange) Running() bool {
+	if e.pagePending.Load() {
+		e.mu.Lock()
+		if e.pagePending.Load() {
+			e.running.Store(gzipHeadContains(e.pageHead[:e.pageHeadLen], nextURIKey))
+			e.pagePending.Store(false)
+		}
+		e.mu.Unlock()
+	}
+	return e.running.Load()
+}
 
 // LastURL returns the latest follow-up URL requested, or before the first
 // one the submission's nextUri; nil when neither is known.
 func (e *Exchange) LastURL() *url.URL {
 	if u := e.lastURL.Load(); u != nil {
 		return u
+	}
+	if e.firstNextLen.Load() == 0 {
+		e.mu.Lock()
+		if e.gzipHeadLen > 0 {
+			e.noteFirstNext(gunzipHead(e.gzipHead[:e.gzipHeadLen], nextURIScan))
+			e.gzipHeadLen = 0
+		}
+		e.mu.Unlock()
 	}
 	if n := e.firstNextLen.Load(); n > 0 {
 		if u, err := url.Parse(string(e.firstNext[:n])); err == nil {
@@ -285,12 +315,16 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()
 	if body.page != nil {
 		page := body.page.Bytes()
 		if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
-			// Coordinators compress for clients that ask, and the Presto client
-			// asks: without decoding, an abandoned submission's query could
-			// never be found to cancel.
-			page = gunzipHead(page, nextURIScan)
+			// Coordinators compress for clients that ask, and the Presto
+			// client asks: without decoding, an abandoned submission's query
+			// could never be found to cancel. Kept, and decoded by LastURL
+			// when that happens.
+			e.mu.Lock()
+			e.gzipHeadLen = copy(e.gzipHead[:], page)
+			e.mu.Unlock()
+		} else {
+			e.noteFirstNext(page)
 		}
-		e.noteFirstNext(page)
 	}
 	resp.Body = body
 	return resp, nil
@@ -299,13 +333,53 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()
 // gunzipHead returns up to n decoded bytes from the start of a gzip body;
 // what it could decode when the body is cut or broken.
 func gunzipHead(b []byte, n int) []byte {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil
-	}
-	head, _ := io.ReadAll(io.LimitReader(zr, int64(n)))
-	return head
+	out := make([]byte, n)
+	return out[:gunzipInto(b, out)]
 }
+
+// gzipHeadContains reports whether the decoded start of gzip body b holds
+// key, without allocating once the pool is warm: rows closed early ask it
+// for every statement.
+func gzipHeadContains(b, key []byte) bool {
+	d := getGunzipper()
+	defer gunzippers.Put(d)
+	return bytes.Contains(d.out[:d.decode(b, d.out[:])], key)
+}
+
+// gunzipInto decodes the start of gzip body b into out and returns how
+// many bytes it decoded.
+func gunzipInto(b, out []byte) int {
+	d := getGunzipper()
+	defer gunzippers.Put(d)
+	return d.decode(b, out)
+}
+
+// gunzipper is a reusable gzip decoder over a byte slice, with room for
+// the decoded head.
+type gunzipper struct {
+	src bytes.Reader
+	zr  gzip.Reader
+	out [nextURIScan]byte
+}
+
+func getGunzipper() *gunzipper {
+	if d, ok := gunzippers.Get().(*gunzipper); ok {
+		return d
+	}
+	return new(gunzipper)
+}
+
+func (d *gunzipper) decode(b, out []byte) int {
+	d.src.Reset(b)
+	if err := d.zr.Reset(&d.src); err != nil {
+		return 0
+	}
+	n, _ := io.ReadFull(&d.zr, out)
+	return n
+}
+
+// gunzippers recycles the decoders of gunzipInto.
+var gunzippers sync.Pool
 
 // FollowUp sends a request of a statement that is already running. GETs of
 // a nextUri are idempotent and retried on the same coordinator after a
@@ -381,7 +455,11 @@ func (e *Exchange) body(resp *http.Response, release func()) (*Body, error) {
 		b.page = page
 		b.ReadCloser = nil
 		head := page.Bytes()[:min(page.Len(), nextURIScan)]
-		b.found = b.found || bytes.Contains(head, nextURIKey)
+		if resp.Header.Get("Content-Encoding") == "gzip" {
+			b.gzipped, b.found, b.head = true, false, head
+		} else {
+			b.found = bytes.Contains(head, nextURIKey)
+		}
 		b.scanned = nextURIScan
 	}
 	return b, nil
@@ -418,6 +496,8 @@ type Body struct {
 	tailLen       int
 	scanned       int
 	found         bool
+	gzipped       bool   // a whole compressed page: its head is decoded if asked
+	head          []byte // the start of the page, in page's buffer
 	closed        bool
 }
 
@@ -456,11 +536,20 @@ func (b *Body) Close() error {
 	}
 	if !b.closed {
 		b.closed = true
+		if b.gzipped {
+			b.e.mu.Lock()
+			b.e.pageHeadLen = copy(b.e.pageHead[:], b.head)
+			b.head = nil
+			b.e.pagePending.Store(true)
+			b.e.mu.Unlock()
+		} else {
+			b.e.pagePending.Store(false)
+			b.e.running.Store(b.found)
+		}
 		if b.page != nil {
 			putPage(b.page)
 			b.page = nil
 		}
-		b.e.running.Store(b.found)
 		if b.release != nil {
 			b.release()
 		}
@@ -479,6 +568,8 @@ func CancelQuery(ctx context.Context, client *http.Client, u *url.URL) error {
 	if err != nil {
 		return fmt.Errorf("cancelling query at %s: %w", u.Redacted(), err)
 	}
+	// The answer is thrown away: not worth a gzip reader.
+	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := client.Do(req)
 	if err != nil {
 		return err // *url.Error names the URL

@@ -399,7 +399,7 @@ func BenchmarkGatewayStream(b *testing.B) {
 // large page: its client read the first memReadBytes of the page and then
 // stopped reading, the slowest client there is.
 const (
-	memQueries   = 32
+	memQueries   = 128
 	memReadBytes = 64 << 10
 	memSettle    = 500 * time.Millisecond
 )

@@ -13,9 +13,11 @@ FUZZTIME    ?= 15s
 all: test
 
 # Installs what the tests and the demo need that Go does not fetch itself:
-# Debian's zookeeper package (and its Java runtime).
+# Debian's zookeeper package (and its Java runtime), and Debian's nginx (the
+# nginx test rig's tests and the gateway's benchmarks against it).
 deps:
 	bash scripts/install-zookeeper.sh
+	bash scripts/install-nginx.sh
 
 demo: deps
 	$(GO) run ./cmd/zkpresto-lab demo
@@ -48,7 +50,8 @@ fuzz:
 # pick and rebuild costs, consistent hashing, the driver's cost per
 # statement against the bare Presto client, the discovery path against a
 # new ZooKeeper session per connect, membership latency, and the balance
-# simulation (tables and docs/loadsim-p99.svg).
+# simulation (tables and docs/loadsim-p99.svg), and the gateway against
+# nginx (added latency, statements/s, streaming MB/s, memory per query).
 BENCHCOUNT ?= 6
 bench:
 	bash scripts/install-zookeeper.sh
@@ -60,3 +63,10 @@ bench:
 	$(GO) test -run '^$$' -bench 'DiscoveryPath|MembershipLatency' -benchtime 300x -count $(BENCHCOUNT) ./discovery/ | tee bench-discovery.txt
 	$(GO) run $(BENCHSTAT) -col /scheme bench-discovery.txt
 	$(GO) run ./cmd/zkpresto-lab simulate --markdown --svg docs/loadsim-p99.svg
+	bash scripts/install-nginx.sh
+	$(GO) test -run '^$$' -bench '^BenchmarkGateway(RoundTrip|Throughput)$$' -benchtime 1000x -count $(BENCHCOUNT) ./gateway/ | tee bench-gateway.txt
+	$(GO) run $(BENCHSTAT) -col /path bench-gateway.txt
+	$(GO) test -run '^$$' -bench '^BenchmarkGatewayStream$$' -benchtime 20x -count $(BENCHCOUNT) ./gateway/ | tee bench-gateway-stream.txt
+	$(GO) run $(BENCHSTAT) -col /path bench-gateway-stream.txt
+	$(GO) test -run '^$$' -bench '^BenchmarkGatewayMemory$$' -benchtime 1x -count $(BENCHCOUNT) ./gateway/ | tee bench-gateway-memory.txt
+	$(GO) run $(BENCHSTAT) -col /path bench-gateway-memory.txt

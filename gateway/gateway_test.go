@@ -27,7 +27,16 @@ import (
 	"github.com/zkpresto/zkpresto/routing"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// testMainCleanups run when every test and benchmark has ended.
+var testMainCleanups []func()
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
+		for _, f := range testMainCleanups {
+			f()
+		}
+	}))
+}
 
 // testKeys is a routing-token secret for tests: one key of 32 bytes, hex.
 const testKeys = "k1:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"

@@ -133,6 +133,12 @@ func (r *Reader) Read(p []byte) (int, error) {
 	}
 	n := copy(p, r.s.out[r.off:])
 	r.off += n
+	if r.off == len(r.s.out) && r.err == io.EOF {
+		// The last bytes come with the EOF, as net/http's bodies give
+		// theirs: the relay then knows the answer is complete and ends it
+		// without first flushing it as if the coordinator had paused.
+		return n, io.EOF
+	}
 	return n, nil
 }
 

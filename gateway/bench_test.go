@@ -1,0 +1,546 @@
+//go:build linux
+
+package gateway_test
+
+// The gateway against nginx, the floor for any proxy (BENCHMARKS.md, "The
+// gateway against nginx"). Every benchmark runs one coordinator simulator
+// and the same client over three paths: straight to the coordinator
+// (/path=direct), through `zkpresto gateway` as its own process, built from
+// ./cmd/zkpresto (/path=gateway), and through nginx as a plain streaming
+// reverse proxy (/path=nginx, internal/testrig/nginx). The coordinator is a
+// Trino one that honours X-Forwarded-*: behind nginx it builds its links on
+// nginx's address, so every request of a statement goes through nginx, as
+// every request goes through the gateway, which rewrites the links itself
+// (and sends no forwarding header but X-Forwarded-For). The client checks
+// that each nextUri is on the address it started from.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/internal/testrig/nginx"
+)
+
+var paths = []string{"direct", "gateway", "nginx"}
+
+// benchRig is one coordinator and the three ways to it.
+type benchRig struct {
+	coord *coordinator.Coordinator
+	gw    *gatewayProcess
+	ngx   *nginx.Proxy
+}
+
+func (r *benchRig) base(path string) string {
+	switch path {
+	case "gateway":
+		return r.gw.url
+	case "nginx":
+		return r.ngx.URL()
+	}
+	return r.coord.URL()
+}
+
+func newBenchRig(b *testing.B, opts coordinator.Options) *benchRig {
+	b.Helper()
+	opts.Flavour = coordinator.Trino
+	opts.HonourForwarded = true
+	c, err := coordinator.Start(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return &benchRig{coord: c, gw: startGatewayProcess(b, c.Addr()), ngx: nginx.StartT(b, nginx.Options{Upstream: c.Addr()})}
+}
+
+// The gateway binary, built once per test binary into a directory removed
+// when the benchmarks end (TestMain's cleanup).
+var (
+	gatewayBuild struct {
+		once sync.Once
+		dir  string
+		bin  string
+		err  error
+	}
+)
+
+func init() { testMainCleanups = append(testMainCleanups, removeGatewayBinary) }
+
+func removeGatewayBinary() {
+	if gatewayBuild.dir != "" {
+		os.RemoveAll(gatewayBuild.dir)
+	}
+}
+
+func gatewayBinary(b *testing.B) string {
+	b.Helper()
+	gatewayBuild.once.Do(func() {
+		gatewayBuild.dir, gatewayBuild.err = os.MkdirTemp("", "zkpresto-gateway-bench-")
+		if gatewayBuild.err != nil {
+			return
+		}
+		gatewayBuild.bin = filepath.Join(gatewayBuild.dir, "zkpresto")
+		out, err := exec.Command("go", "build", "-o", gatewayBuild.bin, "github.com/zkpresto/zkpresto/cmd/zkpresto").CombinedOutput()
+		if err != nil {
+			gatewayBuild.err = fmt.Errorf("go build ./cmd/zkpresto: %v\n%s", err, out)
+		}
+	})
+	if gatewayBuild.err != nil {
+		b.Fatal(gatewayBuild.err)
+	}
+	return gatewayBuild.bin
+}
+
+// plainClient asks the processes for their health and metrics on
+// connections of its own, closed after each request.
+var plainClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
+// gatewayProcess is `zkpresto gateway` in front of one coordinator.
+type gatewayProcess struct {
+	cmd *exec.Cmd
+	url string
+}
+
+func startGatewayProcess(b *testing.B, coordAddr string) *gatewayProcess {
+	b.Helper()
+	cmd := exec.Command(gatewayBinary(b), "gateway", "--listen", "127.0.0.1:0", "--log-level", "error",
+		"--drain-timeout", "1s", "--dsn", "presto://"+coordAddr+"/")
+	cmd.Env = append(os.Environ(), "ZKPRESTO_GATEWAY_SECRET="+testKeys)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan struct{})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		announce := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`)
+		for sc.Scan() {
+			if m := announce.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		cmd.Wait()
+		close(exited)
+	}()
+	b.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	g := &gatewayProcess{cmd: cmd}
+	select {
+	case g.url = <-addr:
+	case <-exited:
+		b.Fatalf("zkpresto gateway exited: %s", stderr.String())
+	case <-time.After(30 * time.Second):
+		b.Fatalf("zkpresto gateway did not announce its address: %s", stderr.String())
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := plainClient.Get(g.url + "/_zk/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("zkpresto gateway not healthy: %v %s", err, stderr.String())
+		}
+	}
+	return g
+}
+
+// benchClient is the one client of every path: it POSTs a statement and
+// GETs each nextUri until there is none, reading every byte and decoding
+// only the head of each answer (the nextUri comes before the data).
+type benchClient struct {
+	http *http.Client
+}
+
+// newBenchClient keeps up to conns connections per host. With gzip the
+// client asks for compressed answers, as presto-go-client (Go's transport)
+// and the JVM clients do.
+func newBenchClient(conns int, gzip bool) *benchClient {
+	return &benchClient{http: &http.Client{Transport: &http.Transport{
+		MaxIdleConnsPerHost: conns,
+		DisableCompression:  !gzip,
+		IdleConnTimeout:     time.Minute,
+	}}}
+}
+
+func (c *benchClient) close() { c.http.CloseIdleConnections() }
+
+// statement runs sql through base and returns the bytes of the answers'
+// bodies (after decompression).
+func (c *benchClient) statement(base, sql string) (int64, error) {
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/statement", strings.NewReader(sql))
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for {
+		req.Header.Set("X-Trino-User", "bench")
+		next, n, err := c.do(req)
+		total += n
+		if err != nil || next == "" {
+			return total, err
+		}
+		if !strings.HasPrefix(next, base+"/") {
+			return total, fmt.Errorf("nextUri %q leaves %s", next, base)
+		}
+		if req, err = http.NewRequest(http.MethodGet, next, nil); err != nil {
+			return total, err
+		}
+	}
+}
+
+var nextURIKey = []byte(`"nextUri":"`)
+
+// headBytes is how much of an answer is searched for its nextUri.
+const headBytes = 8 << 10
+
+func (c *benchClient) do(req *http.Request) (next string, n int64, err error) {
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	var head [headBytes]byte
+	m, err := io.ReadFull(resp.Body, head[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", int64(m), err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", int64(m), fmt.Errorf("%s %s: %d %s", req.Method, req.URL, resp.StatusCode, head[:m])
+	}
+	rest, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		return "", int64(m) + rest, err
+	}
+	h := head[:m]
+	if bytes.Contains(h, []byte(`"error":{`)) {
+		return "", int64(m) + rest, fmt.Errorf("statement failed: %s", h)
+	}
+	i := bytes.Index(h, nextURIKey)
+	if i < 0 {
+		return "", int64(m) + rest, nil
+	}
+	start := i + len(nextURIKey) - 1
+	end := bytes.IndexByte(h[start+1:], '"')
+	if end < 0 {
+		return "", int64(m) + rest, errors.New("nextUri beyond the head of the answer")
+	}
+	if err := json.Unmarshal(h[start:start+end+2], &next); err != nil {
+		return "", int64(m) + rest, err
+	}
+	return next, int64(m) + rest, nil
+}
+
+// smallStatement is the statement of the round-trip and throughput
+// benchmarks: 10 rows of one bigint, answered in one page after the queued
+// answer to the POST.
+const smallStatement = "SELECT * FROM rows(10)"
+
+// BenchmarkGatewayRoundTrip is the latency a proxy adds: one statement
+// (POST, then GET of its pages) at a time, with a small result; p50-ns and
+// p99-ns are the percentiles of the statements' durations.
+func BenchmarkGatewayRoundTrip(b *testing.B) {
+	rig := newBenchRig(b, coordinator.Options{})
+	for _, path := range paths {
+		b.Run("path="+path, func(b *testing.B) {
+			c := newBenchClient(4, true)
+			defer c.close()
+			base := rig.base(path)
+			if _, err := c.statement(base, smallStatement); err != nil { // a warm connection
+				b.Fatal(err)
+			}
+			durations := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				if _, err := c.statement(base, smallStatement); err != nil {
+					b.Fatal(err)
+				}
+				durations = append(durations, time.Since(start))
+			}
+			b.StopTimer()
+			reportPercentiles(b, durations)
+		})
+	}
+}
+
+func reportPercentiles(b *testing.B, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	at := func(q float64) float64 { return float64(d[min(len(d)-1, int(q*float64(len(d))))].Nanoseconds()) }
+	b.ReportMetric(at(0.50), "p50-ns")
+	b.ReportMetric(at(0.99), "p99-ns")
+}
+
+// throughputClients is the number of concurrent clients of
+// BenchmarkGatewayThroughput.
+const throughputClients = 64
+
+// BenchmarkGatewayThroughput is statements per second with 64 concurrent
+// clients, each running the small statement over and over.
+func BenchmarkGatewayThroughput(b *testing.B) {
+	rig := newBenchRig(b, coordinator.Options{})
+	for _, path := range paths {
+		b.Run("path="+path, func(b *testing.B) {
+			c := newBenchClient(2*throughputClients, true)
+			defer c.close()
+			base := rig.base(path)
+			warm(b, c, base, throughputClients)
+			procs := max(1, runtime.GOMAXPROCS(0))
+			b.SetParallelism((throughputClients + procs - 1) / procs)
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.statement(base, smallStatement); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "stmts/s")
+		})
+	}
+}
+
+// warm opens n connections to base by running n statements at once.
+func warm(b *testing.B, c *benchClient, base string, n int) {
+	b.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			if _, err := c.statement(base, smallStatement); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+// Streaming: one page of streamRows rows of streamRowBytes bytes (32 MiB
+// of data in a page of about as many bytes).
+const (
+	streamRows     = 32
+	streamRowBytes = 1 << 20
+)
+
+// BenchmarkGatewayStream is MB/s for a statement with one large page.
+// The client asks for no compression: these pages (one letter repeated)
+// compress about 1000:1, so with gzip the figure would be the
+// compressor's, not the relay's.
+func BenchmarkGatewayStream(b *testing.B) {
+	rig := newBenchRig(b, coordinator.Options{BatchRows: streamRows})
+	sql := fmt.Sprintf("SELECT * FROM bigrows(%d, %d)", streamRows, streamRowBytes)
+	for _, path := range paths {
+		b.Run("path="+path, func(b *testing.B) {
+			c := newBenchClient(4, false)
+			defer c.close()
+			base := rig.base(path)
+			n, err := c.statement(base, sql)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(n)
+			b.ResetTimer()
+			for b.Loop() {
+				got, err := c.statement(base, sql)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got != n {
+					b.Fatalf("%d bytes, the first statement had %d", got, n)
+				}
+			}
+		})
+	}
+}
+
+// Memory: memQueries statements at once, each stuck in the middle of one
+// large page: its client read the first memReadBytes of the page and then
+// stopped reading, the slowest client there is.
+const (
+	memQueries   = 128
+	memReadBytes = 64 << 10
+	memSettle    = 500 * time.Millisecond
+)
+
+// BenchmarkGatewayMemory is what a proxy process holds per query in flight,
+// for two page sizes: (resident set with memQueries stuck queries −
+// resident set before) / memQueries, as rss-B/query; for the gateway also
+// its Go heap in use (go_memstats_heap_inuse_bytes from /_zk/metrics), as
+// heap-B/query. nginx's resident set is its master's and workers'.
+func BenchmarkGatewayMemory(b *testing.B) {
+	for _, page := range []int{32 << 20, 256 << 20} {
+		rows := page / (32 << 20) * 8
+		if rows == 0 {
+			rows = 1
+		}
+		sql := fmt.Sprintf("SELECT * FROM bigrows(%d, %d)", rows, page/rows)
+		b.Run(fmt.Sprintf("page=%dMiB", page>>20), func(b *testing.B) {
+			rig := newBenchRig(b, coordinator.Options{BatchRows: rows, AbandonAfter: 10 * time.Second})
+			for _, path := range []string{"gateway", "nginx"} {
+				b.Run("path="+path, func(b *testing.B) {
+					base := rig.base(path)
+					pids := func() []int { return []int{rig.gw.cmd.Process.Pid} }
+					if path == "nginx" {
+						pids = rig.ngx.Pids
+					}
+					var rssSum, heapSum float64
+					for b.Loop() {
+						rss, heap := stuckQueries(b, base, sql, pids, path == "gateway")
+						rssSum += rss
+						heapSum += heap
+					}
+					b.ReportMetric(rssSum/float64(b.N), "rss-B/query")
+					if path == "gateway" {
+						b.ReportMetric(heapSum/float64(b.N), "heap-B/query")
+					}
+				})
+			}
+		})
+	}
+}
+
+// stuckQueries runs memQueries statements through base, each stopped
+// reading in its large page, and returns the growth of the processes'
+// resident set and (withHeap) of the gateway's heap per query.
+func stuckQueries(b *testing.B, base, sql string, pids func() []int, withHeap bool) (rss, heap float64) {
+	b.Helper()
+	c := newBenchClient(2*memQueries, false)
+	defer c.close()
+	// A first query, so that what a process allocates once is in the
+	// baseline.
+	warmPage(b, c, base, sql)
+	time.Sleep(memSettle)
+	rss0, heap0 := residentSet(b, pids()), 0.0
+	if withHeap {
+		heap0 = heapInuse(b, base)
+	}
+	var bodies []io.Closer
+	defer func() {
+		for _, body := range bodies {
+			body.Close()
+		}
+	}()
+	for range memQueries {
+		bodies = append(bodies, openPage(b, c, base, sql))
+	}
+	time.Sleep(memSettle)
+	rss1, heap1 := residentSet(b, pids()), 0.0
+	if withHeap {
+		heap1 = heapInuse(b, base)
+	}
+	return (rss1 - rss0) / memQueries, (heap1 - heap0) / memQueries
+}
+
+// openPage submits sql, GETs its first page, reads memReadBytes of it and
+// returns its body, unread from there.
+func openPage(b *testing.B, c *benchClient, base, sql string) io.Closer {
+	b.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/statement", strings.NewReader(sql))
+	req.Header.Set("X-Trino-User", "bench")
+	next, _, err := c.do(req)
+	if err != nil || next == "" {
+		b.Fatalf("submit: %q, %v", next, err)
+	}
+	resp, err := c.http.Get(next)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.CopyN(io.Discard, resp.Body, memReadBytes); err != nil || resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		b.Fatalf("page: %d, %v", resp.StatusCode, err)
+	}
+	return resp.Body
+}
+
+// warmPage has one query stop in its page and lets it go.
+func warmPage(b *testing.B, c *benchClient, base, sql string) {
+	b.Helper()
+	openPage(b, c, base, sql).Close()
+}
+
+// residentSet is the sum of VmRSS over pids, in bytes.
+func residentSet(b *testing.B, pids []int) float64 {
+	b.Helper()
+	var total float64
+	for _, pid := range pids {
+		s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for line := range strings.Lines(string(s)) {
+			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += kb * 1024
+			}
+		}
+	}
+	return total
+}
+
+// heapInuse reads go_memstats_heap_inuse_bytes from the gateway's metrics.
+func heapInuse(b *testing.B, base string) float64 {
+	b.Helper()
+	resp, err := plainClient.Get(base + "/_zk/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return v
+		}
+	}
+	b.Fatalf("no go_memstats_heap_inuse_bytes in %s/_zk/metrics", base)
+	return 0
+}

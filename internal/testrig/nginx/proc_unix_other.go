@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package nginx
+
+import "syscall"
+
+func setParentDeathSignal(*syscall.SysProcAttr) {}

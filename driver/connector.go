@@ -32,7 +32,8 @@ type connectorOptions struct {
 }
 
 // WithLogger sends the driver's logs to logger. Without it the driver logs
-// nothing.
+// nothing but the warning that the DSN names an unknown strategy, which goes
+// to slog.Default().
 func WithLogger(logger *slog.Logger) Option {
 	return func(o *connectorOptions) { o.logger = logger }
 }
@@ -118,6 +119,13 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	router, err := routing.New(c.routingConfig(o.strategy, o.policy))
 	if err != nil {
 		return nil, err
+	}
+	if o.logger == nil && o.strategy == nil && c.cfg.Strategy != "" {
+		if _, known := strategy.Lookup(c.cfg.Strategy); !known {
+			// Never silent: without a logger of the caller's, the default one.
+			slog.Default().Warn("zkpresto: unknown strategy, using "+strategy.Default,
+				"name", c.cfg.Strategy, "known", strategy.Names())
+		}
 	}
 	c.router = router
 	rt := &routingTransport{

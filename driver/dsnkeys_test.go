@@ -71,7 +71,9 @@ func dsnREADMESection(section string) string {
 	if section != dsnSectionMain {
 		return b.String()
 	}
-	b.WriteString("| anything else | — | a Presto session property, as the Presto Go client does |\n\n")
+	b.WriteString("| anything else | — | a Presto session property, as the Presto Go client does; its name must be one Presto can have " +
+		"(`[a-z_][a-z0-9_]*`, optionally `catalog.property`), and a near miss of a key above (the same but for case, or 2 edits away; " +
+		"1 for a key of up to 5 letters) is refused with the key to write instead |\n\n")
 	var client []string
 	for _, k := range dsnKeys {
 		if k.kind == dsnClient {

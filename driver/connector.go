@@ -352,9 +352,10 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// hasTLS mirrors the Presto client's rule: any ssl_* key means https.
+// hasTLS mirrors the Presto client's rule, any ssl_* key means https, and
+// adds SSL=true.
 func (c *Config) hasTLS() bool {
-	return c.SSLCert != "" || c.SSLKey != "" || c.SSLCA != "" || c.SSLSkipVerify
+	return c.SSL || c.SSLCert != "" || c.SSLKey != "" || c.SSLCA != "" || c.SSLSkipVerify
 }
 
 func transportOf(c *http.Client) http.RoundTripper {

@@ -163,6 +163,9 @@ type Config struct {
 	SSLCA string
 	// SSLSkipVerify disables verification of the server certificate.
 	SSLSkipVerify bool
+	// SSL asks for https to the coordinators without any TLS file (the
+	// system's CA certificates), as the Presto JDBC driver's SSL=true does.
+	SSL bool
 	// SessionProperties are the Presto session properties: every key that is
 	// not one of the above, verbatim. nil when none.
 	SessionProperties map[string]string
@@ -232,6 +235,12 @@ var errDSNAtAfterHosts = errors.New(`unexpected "@" outside the user info: ` +
 var errDSNAmbiguousAt = errors.New(`ambiguous "@": the text before it reads both as ` +
 	`user:password and as hosts followed by ";" or "?" parameters; percent-encode "@" as %40 in a value, ` +
 	`or ";" and "?" in a password`)
+
+// errDSNFragment is the error for a "#" part, as Hive and Kyuubi URLs end
+// with #hivevar:name=value: Presto has no such variables, and dropping the
+// part would run statements without what it asked for.
+var errDSNFragment = errors.New(`a "#" part (Hive variables, as in #hivevar:name=value) is not supported: ` +
+	`Presto has no Hive variables; remove it, or percent-encode "#" as %23 in a value`)
 
 // dsnSplitUserinfo finds the user info at the start of rest, the DSN after
 // "://", by its "@" before anything else, so that no part of a password is
@@ -332,6 +341,11 @@ func dsnParse(dsn string) (*Config, error) {
 			}
 			params = append(params, dsnParam{key: dsnKeyPassword, value: password, inUserinfo: true})
 		}
+	}
+
+	if strings.Contains(rest, "#") {
+		// Not quoted: it may follow a password in a value.
+		return nil, errDSNFragment
 	}
 
 	// The host list ends at the first "/", ";" or "?"; then the path runs to
@@ -490,6 +504,10 @@ func (a *dsnApplier) apply(p dsnParam) error {
 		}
 		if a.cfg.SessionProperties == nil {
 			a.cfg.SessionProperties = make(map[string]string)
+		}
+		if old, dup := a.cfg.SessionProperties[p.key]; dup && old != p.value {
+			// Set by sessionProperties=.
+			return fmt.Errorf("session property %q given twice with different values", p.key)
 		}
 		a.cfg.SessionProperties[p.key] = p.value
 		return nil

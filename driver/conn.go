@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -45,7 +46,38 @@ var (
 	_ driver.Validator          = (*Conn)(nil)
 	_ driver.SessionResetter    = (*Conn)(nil)
 	_ driver.NamedValueChecker  = (*Conn)(nil)
+	_ driver.Pinger             = (*Conn)(nil)
 )
+
+// Ping proves that a coordinator answers: one GET /v1/info on a coordinator
+// the strategy picks (inside a transaction, the transaction's), which must
+// say it is ready. A coordinator that does not answer, or says it is
+// starting, counts as failed before accepting a statement: it is ejected
+// and Ping tries another, as a statement would, up to the DSN's retries.
+func (c *Conn) Ping(ctx context.Context) error {
+	if c.closed.Load() || c.broken.Load() {
+		return driver.ErrBadConn
+	}
+	a, err := c.connector.router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
+		base := ra.Node.URL()
+		if c.connector.cfg.hasTLS() {
+			base = "https://" + ra.Node.Addr
+		}
+		info := protocol.ProbeInfo(ctx, c.connector.checkClient, base)
+		switch {
+		case info.Verdict == protocol.Up:
+			return routing.Answered, nil
+		case ctx.Err() != nil:
+			return routing.Abandoned, fmt.Errorf("zkpresto: ping of %s: %w", ra.Node.Addr, ctx.Err())
+		}
+		return routing.NotSent, info.Err
+	})
+	if err != nil {
+		return err
+	}
+	a.End(nil)
+	return nil
+}
 
 // Node returns the coordinator of the connection's latest statement (nil
 // before the first). Inside a transaction it is the transaction's

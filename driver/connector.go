@@ -203,7 +203,8 @@ func (c *Connector) Router() *routing.Router { return c.router }
 // Connect returns a new connection. The first call opens discovery (for
 // ZooKeeper: joins or opens the shared session, bounded by
 // zooKeeperConnectTimeout) and fails when there is no coordinator, so that
-// db.Ping checks discovery; statements then pick their coordinators.
+// a pool never holds a connection to nothing; statements then pick their
+// coordinators. db.Ping goes further: Conn.Ping asks a coordinator.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err := c.router.Open(ctx); err != nil {
 		return nil, err

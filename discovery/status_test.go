@@ -104,7 +104,7 @@ func TestOpenZooKeeperClosedPort(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("gave up after %s, want about 300ms", took)
 	}
-	for _, want := range []string{dead, "no session within 300ms", "last connection error"} {
+	for _, want := range []string{dead, "every server refused the connection", "last connection error"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}

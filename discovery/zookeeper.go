@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -328,6 +329,8 @@ func (w *zkWatch) start(parent context.Context) (err error) {
 	ctx, cancel := context.WithTimeout(parent, w.cfg.ConnectTimeout)
 	defer cancel()
 
+	var refused atomic.Int64
+	allRefused := make(chan struct{})
 	zcfg := zkconn.Config{
 		Servers:        w.cfg.Servers,
 		SessionTimeout: w.cfg.SessionTimeout,
@@ -337,7 +340,16 @@ func (w *zkWatch) start(parent context.Context) (err error) {
 		Logger:         w.log,
 		// Remembered for the error of a connect that times out, which
 		// would otherwise only say that no session came.
-		OnDialError: func(err error) { w.lastDial.Store(&dialFailure{msg: err.Error()}) },
+		OnDialError: func(err error) {
+			w.lastDial.Store(&dialFailure{msg: err.Error()})
+			// go-zookeeper dials the servers in turn: as many refusals in a
+			// row as there are servers means every one of them refused.
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				refused.Store(0)
+			} else if refused.Add(1) == int64(len(w.cfg.Servers)) {
+				close(allRefused)
+			}
+		},
 	}
 	if w.cfg.TLS != nil {
 		if zcfg.TLS, err = w.cfg.TLS.config(); err != nil {
@@ -359,6 +371,12 @@ func (w *zkWatch) start(parent context.Context) (err error) {
 	for conn.State() != zk.StateHasSession {
 		select {
 		case <-w.sessionCh:
+		case <-allRefused:
+			msg := "every server refused the connection (nothing listens on the port)"
+			if f := w.lastDial.Load(); f != nil {
+				msg += "; last connection error: " + f.msg
+			}
+			return w.errorf("%s", msg)
 		case <-ctx.Done():
 			msg := fmt.Sprintf("no session within %s (state %s)", w.cfg.ConnectTimeout, conn.State())
 			if parent.Err() != nil {
@@ -378,7 +396,7 @@ func (w *zkWatch) start(parent context.Context) (err error) {
 
 	// The first listing happens here so that a new connector sees nodes at once.
 	var wake <-chan zk.Event
-	err = w.bounded(ctx, func() error {
+	err = w.bounded(ctx, parent, func() error {
 		var err error
 		wake, err = w.refresh()
 		return err
@@ -399,8 +417,9 @@ func (w *zkWatch) noAuthProblem() string {
 }
 
 // bounded runs fn, closing the connection when ctx ends first so that fn
-// returns; it then returns ctx's error.
-func (w *zkWatch) bounded(ctx context.Context, fn func() error) error {
+// returns; it then returns ctx's error, naming the deadline that fired:
+// the caller's (parent) or the connect timeout.
+func (w *zkWatch) bounded(ctx, parent context.Context, fn func() error) error {
 	done := make(chan error, 1)
 	go func() { done <- fn() }()
 	select {
@@ -409,7 +428,10 @@ func (w *zkWatch) bounded(ctx context.Context, fn func() error) error {
 	case <-ctx.Done():
 		w.conn.Close()
 		<-done
-		return fmt.Errorf("no answer within %s: %w", w.cfg.ConnectTimeout, ctx.Err())
+		if parent.Err() != nil {
+			return fmt.Errorf("no answer before the caller gave up: %w", parent.Err())
+		}
+		return fmt.Errorf("no answer within %s (zooKeeperConnectTimeout): %w", w.cfg.ConnectTimeout, ctx.Err())
 	}
 }
 
@@ -452,7 +474,12 @@ func (w *zkWatch) setConnected(connected bool, server string) {
 		w.st.StaleSince = time.Time{}
 	} else {
 		w.st.StaleSince = time.Now()
-		w.log.Warn("ZooKeeper connection lost; serving the last known coordinators", "nodes", len(w.pub.Snapshot().Nodes))
+		if w.closing() {
+			// Our own Close: not news.
+			w.log.Debug("ZooKeeper connection closed")
+		} else {
+			w.log.Warn("ZooKeeper connection lost; serving the last known coordinators", "nodes", len(w.pub.Snapshot().Nodes))
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package discovery_test
 
 import (
 	"context"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -178,5 +179,51 @@ func TestZooKeeperNamespaceCreatedLater(t *testing.T) {
 	waitSnapshot(t, d, "the node in the new namespace", func(s *discovery.Snapshot) bool { return len(s.Nodes) == 1 })
 	if st := d.Status(); st.Problem != "" {
 		t.Fatalf("status %+v after the namespace appeared", st)
+	}
+}
+
+// TestCloseLogsNoWarning checks that closing the discoverer, an ordinary
+// shutdown, is not logged as a lost connection.
+func TestCloseLogsNoWarning(t *testing.T) {
+	f := fleet.StartT(t, fleet.Options{})
+	var logs testutil.Buffer
+	cfg := discovery.ZooKeeperConfig{Servers: strings.Split(f.Ensemble(), ","), Path: "/" + f.Namespace, Logger: logs.Logger()}
+	d, err := discovery.OpenZooKeeper(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "WARN") {
+		t.Fatalf("Close logged a warning:\n%s", logs.String())
+	}
+}
+
+// TestRefusedEnsembleFailsFast checks that an ensemble whose every server
+// refuses the connection is reported as soon as each has refused, not
+// after the whole connect timeout, with the ensemble named.
+func TestRefusedEnsembleFailsFast(t *testing.T) {
+	var servers []string
+	for range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers = append(servers, l.Addr().String())
+		l.Close() // a closed loopback port refuses at once
+	}
+	cfg := discovery.ZooKeeperConfig{Servers: servers, Path: "/presto", ConnectTimeout: 10 * time.Second}
+	start := time.Now()
+	d, err := discovery.OpenZooKeeper(context.Background(), cfg)
+	if err == nil {
+		d.Close()
+		t.Fatal("opened a discoverer on two closed ports")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("took %v to report refused ports, want well under the 10s connect timeout", took)
+	}
+	if !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), cfg.Ensemble()) {
+		t.Fatalf("error %q does not name the ensemble and the refusal", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -44,7 +45,39 @@ var (
 	_ driver.ConnPrepareContext = (*Conn)(nil)
 	_ driver.Validator          = (*Conn)(nil)
 	_ driver.SessionResetter    = (*Conn)(nil)
+	_ driver.NamedValueChecker  = (*Conn)(nil)
+	_ driver.Pinger             = (*Conn)(nil)
 )
+
+// Ping proves that a coordinator answers: one GET /v1/info on a coordinator
+// the strategy picks (inside a transaction, the transaction's), which must
+// say it is ready. A coordinator that does not answer, or says it is
+// starting, counts as failed before accepting a statement: it is ejected
+// and Ping tries another, as a statement would, up to the DSN's retries.
+func (c *Conn) Ping(ctx context.Context) error {
+	if c.closed.Load() || c.broken.Load() {
+		return driver.ErrBadConn
+	}
+	a, err := c.connector.router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
+		base := ra.Node.URL()
+		if c.connector.cfg.hasTLS() {
+			base = "https://" + ra.Node.Addr
+		}
+		info := protocol.ProbeInfo(ctx, c.connector.checkClient, base)
+		switch {
+		case info.Verdict == protocol.Up:
+			return routing.Answered, nil
+		case ctx.Err() != nil:
+			return routing.Abandoned, fmt.Errorf("zkpresto: ping of %s: %w", ra.Node.Addr, ctx.Err())
+		}
+		return routing.NotSent, info.Err
+	})
+	if err != nil {
+		return err
+	}
+	a.End(nil)
+	return nil
+}
 
 // Node returns the coordinator of the connection's latest statement (nil
 // before the first). Inside a transaction it is the transaction's
@@ -52,16 +85,21 @@ var (
 func (c *Conn) Node() *discovery.Node { return c.last.Load() }
 
 // QueryContext runs a query on a coordinator the strategy picks (failing
-// over while the statement provably never reached one).
+// over while the statement provably never reached one). The arguments
+// replace the query's ? placeholders (see interpolate).
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	q, ok := c.session.(driver.QueryerContext)
 	if !ok {
 		return nil, driver.ErrSkip
 	}
+	query, err := interpolate(query, args)
+	if err != nil {
+		return nil, err
+	}
 	var rows driver.Rows
 	a, err := c.submit(ctx, func(ctx context.Context) error {
 		var err error
-		rows, err = q.QueryContext(ctx, query, args)
+		rows, err = q.QueryContext(ctx, query, nil)
 		return err
 	})
 	if err != nil {
@@ -70,16 +108,21 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	return newRows(rows, a, c.connector), nil
 }
 
-// ExecContext runs a statement on a coordinator the strategy picks.
+// ExecContext runs a statement on a coordinator the strategy picks, with
+// the arguments in place of its ? placeholders as QueryContext does.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	e, ok := c.session.(driver.ExecerContext)
 	if !ok {
 		return nil, driver.ErrSkip
 	}
+	query, err := interpolate(query, args)
+	if err != nil {
+		return nil, err
+	}
 	var res driver.Result
 	a, err := c.submit(ctx, func(ctx context.Context) error {
 		var err error
-		res, err = e.ExecContext(ctx, query, args)
+		res, err = e.ExecContext(ctx, query, nil)
 		return err
 	})
 	if err != nil {
@@ -158,7 +201,7 @@ func (c *Conn) Prepare(query string) (driver.Stmt, error) {
 
 // PrepareContext returns a statement that runs through this connection.
 // Presto has no server-side prepare step the client uses; parameters are
-// interpolated by the Presto client at execution.
+// interpolated by the driver at execution.
 func (c *Conn) PrepareContext(_ context.Context, query string) (driver.Stmt, error) {
 	if c.closed.Load() || c.broken.Load() {
 		return nil, driver.ErrBadConn

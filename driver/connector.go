@@ -32,7 +32,8 @@ type connectorOptions struct {
 }
 
 // WithLogger sends the driver's logs to logger. Without it the driver logs
-// nothing.
+// nothing but the warning that the DSN names an unknown strategy, which goes
+// to slog.Default().
 func WithLogger(logger *slog.Logger) Option {
 	return func(o *connectorOptions) { o.logger = logger }
 }
@@ -119,6 +120,13 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.logger == nil && o.strategy == nil && c.cfg.Strategy != "" {
+		if _, known := strategy.Lookup(c.cfg.Strategy); !known {
+			// Never silent: without a logger of the caller's, the default one.
+			slog.Default().Warn("zkpresto: unknown strategy, using "+strategy.Default,
+				"name", c.cfg.Strategy, "known", strategy.Names())
+		}
+	}
 	c.router = router
 	rt := &routingTransport{
 		next:       next,
@@ -195,7 +203,8 @@ func (c *Connector) Router() *routing.Router { return c.router }
 // Connect returns a new connection. The first call opens discovery (for
 // ZooKeeper: joins or opens the shared session, bounded by
 // zooKeeperConnectTimeout) and fails when there is no coordinator, so that
-// db.Ping checks discovery; statements then pick their coordinators.
+// a pool never holds a connection to nothing; statements then pick their
+// coordinators. db.Ping goes further: Conn.Ping asks a coordinator.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err := c.router.Open(ctx); err != nil {
 		return nil, err
@@ -344,9 +353,10 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// hasTLS mirrors the Presto client's rule: any ssl_* key means https.
+// hasTLS mirrors the Presto client's rule, any ssl_* key means https, and
+// adds SSL=true.
 func (c *Config) hasTLS() bool {
-	return c.SSLCert != "" || c.SSLKey != "" || c.SSLCA != "" || c.SSLSkipVerify
+	return c.SSL || c.SSLCert != "" || c.SSLKey != "" || c.SSLCA != "" || c.SSLSkipVerify
 }
 
 func transportOf(c *http.Client) http.RoundTripper {

@@ -344,7 +344,7 @@ func TestDiscoveryErrorsNameEnsembleAndPath(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		err = db.PingContext(ctx)
-		assertErr(t, err, password, dead, "no session within 300ms")
+		assertErr(t, err, password, dead, "every server refused the connection")
 		if ctx.Err() != nil {
 			t.Fatalf("Ping ran into the test's deadline instead of the 300ms connect timeout")
 		}
@@ -397,4 +397,30 @@ func ExampleNewConnector() {
 	defer db.Close()
 	fmt.Println(cfg.Ensemble(), cfg.ZooKeeperPath(), cfg.Strategy)
 	// Output: zk1:2181,zk2:2181 /presto weighted
+}
+
+func TestQueryArgumentsArePositionalAndNamedOnesRefused(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	db := openPerStatement(t, "presto://"+c.Addr()+"/hive/default?user=alice")
+	ctx := context.Background()
+	var s served
+	err = db.QueryRowContext(ctx, "SELECT 'a?' AS x /* ? */, ? -- ?", "v").
+		Scan(&s.Coordinator, &s.User, &s.Catalog, &s.Schema, &s.Source, &s.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "SELECT 'a?' AS x /* ? */, 'v' -- ?"; s.Query != want {
+		t.Fatalf("coordinator got %q, want %q", s.Query, want)
+	}
+	err = db.QueryRowContext(ctx, "SELECT 1 WHERE a = ? AND b = ?", sql.Named("b", "x"), sql.Named("a", 1)).Scan(new(string))
+	if err == nil || !strings.Contains(err.Error(), "named arguments") {
+		t.Fatalf("named arguments: %v, want a refusal", err)
+	}
+	if _, err := db.ExecContext(ctx, "SELECT ?", 1, 2); err == nil || !strings.Contains(err.Error(), "placeholder") {
+		t.Fatalf("two arguments for one placeholder: %v", err)
+	}
 }

@@ -163,6 +163,9 @@ type Config struct {
 	SSLCA string
 	// SSLSkipVerify disables verification of the server certificate.
 	SSLSkipVerify bool
+	// SSL asks for https to the coordinators without any TLS file (the
+	// system's CA certificates), as the Presto JDBC driver's SSL=true does.
+	SSL bool
 	// SessionProperties are the Presto session properties: every key that is
 	// not one of the above, verbatim. nil when none.
 	SessionProperties map[string]string
@@ -232,6 +235,12 @@ var errDSNAtAfterHosts = errors.New(`unexpected "@" outside the user info: ` +
 var errDSNAmbiguousAt = errors.New(`ambiguous "@": the text before it reads both as ` +
 	`user:password and as hosts followed by ";" or "?" parameters; percent-encode "@" as %40 in a value, ` +
 	`or ";" and "?" in a password`)
+
+// errDSNFragment is the error for a "#" part, as Hive and Kyuubi URLs end
+// with #hivevar:name=value: Presto has no such variables, and dropping the
+// part would run statements without what it asked for.
+var errDSNFragment = errors.New(`a "#" part (Hive variables, as in #hivevar:name=value) is not supported: ` +
+	`Presto has no Hive variables; remove it, or percent-encode "#" as %23 in a value`)
 
 // dsnSplitUserinfo finds the user info at the start of rest, the DSN after
 // "://", by its "@" before anything else, so that no part of a password is
@@ -332,6 +341,11 @@ func dsnParse(dsn string) (*Config, error) {
 			}
 			params = append(params, dsnParam{key: dsnKeyPassword, value: password, inUserinfo: true})
 		}
+	}
+
+	if strings.Contains(rest, "#") {
+		// Not quoted: it may follow a password in a value.
+		return nil, errDSNFragment
 	}
 
 	// The host list ends at the first "/", ";" or "?"; then the path runs to
@@ -485,8 +499,15 @@ func (a *dsnApplier) apply(p dsnParam) error {
 	a.seen[slot] = p
 
 	if k == nil {
+		if err := dsnCheckUnknownKey(p.key); err != nil {
+			return err
+		}
 		if a.cfg.SessionProperties == nil {
 			a.cfg.SessionProperties = make(map[string]string)
+		}
+		if old, dup := a.cfg.SessionProperties[p.key]; dup && old != p.value {
+			// Set by sessionProperties=.
+			return fmt.Errorf("session property %q given twice with different values", p.key)
 		}
 		a.cfg.SessionProperties[p.key] = p.value
 		return nil
@@ -501,6 +522,106 @@ func (a *dsnApplier) apply(p dsnParam) error {
 		return fmt.Errorf("bad %s %q: %w", p.key, p.value, err)
 	}
 	return nil
+}
+
+// dsnCheckUnknownKey checks a key that is none of the table's, which the
+// DSN would hand to Presto as a session property: it must be spelled as
+// one can be, and not be a near miss of one of our keys, which would
+// otherwise be ignored in silence.
+func dsnCheckUnknownKey(key string) error {
+	if dsnCheckHeaderText(key) != nil {
+		return nil // validate refuses it, naming the character
+	}
+	if name := dsnSuggestKey(key); name != "" {
+		return fmt.Errorf("unknown key %q: did you mean %s?", key, name)
+	}
+	if !dsnIsSessionPropertyName(key) {
+		return fmt.Errorf("unknown key %q: not one of the driver's keys, and not a Presto session property name "+
+			"(lower-case letters, digits and _, optionally catalog.property)", key)
+	}
+	return nil
+}
+
+// dsnSuggestKey returns the spelling of the table's key that key is a near
+// miss of, or "" when there is none: the same but for case, or at most 2
+// edits away ignoring case (1 for a spelling of up to 5 letters, so that
+// short session property names such as "mode" are not taken for "zone").
+func dsnSuggestKey(key string) string {
+	lower := strings.ToLower(key)
+	if len(lower) > dsnMaxSuggestLen {
+		return ""
+	}
+	best, bestDistance := "", 3
+	for _, sp := range dsnSpellings {
+		limit := 2
+		if len(sp.lower) <= 5 {
+			limit = 1
+		}
+		if d := len(lower) - len(sp.lower); d > limit || -d > limit {
+			continue
+		}
+		if d := dsnEditDistance(lower, sp.lower); d <= limit && d < bestDistance {
+			best, bestDistance = sp.spelling, d
+		}
+	}
+	return best
+}
+
+// dsnMaxSuggestLen bounds the keys dsnSuggestKey compares: longer than
+// any of ours by far.
+const dsnMaxSuggestLen = 64
+
+// dsnSpellings lists every spelling of the table's keys, with its
+// lower-case form, for dsnSuggestKey.
+var dsnSpellings = func() []struct{ spelling, lower string } {
+	var out []struct{ spelling, lower string }
+	for _, k := range dsnKeys {
+		for _, spelling := range append([]string{k.name}, k.aliases...) {
+			out = append(out, struct{ spelling, lower string }{spelling, strings.ToLower(spelling)})
+		}
+	}
+	return out
+}()
+
+// dsnEditDistance is the Levenshtein distance between a and b, in bytes;
+// both are at most dsnMaxSuggestLen long.
+func dsnEditDistance(a, b string) int {
+	var rows [2][dsnMaxSuggestLen + 1]int
+	prev, cur := &rows[0], &rows[1]
+	for j := 0; j <= len(b); j++ {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// dsnIsSessionPropertyName reports whether s can name a Presto session
+// property: a lower-case identifier, optionally catalog.property, as
+// [a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)? matches.
+func dsnIsSessionPropertyName(s string) bool {
+	catalog, property, dotted := strings.Cut(s, ".")
+	ident := func(s string) bool {
+		if s == "" || s[0] >= '0' && s[0] <= '9' {
+			return false
+		}
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+				return false
+			}
+		}
+		return true
+	}
+	return ident(catalog) && (!dotted || ident(property))
 }
 
 // spell rewrites an error of (*Config).validate in the DSN's terms: the key

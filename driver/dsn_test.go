@@ -188,12 +188,12 @@ var dsnValidCases = []struct {
 		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
 	},
 	{
-		name: "client keys are case-sensitive, others are session properties",
-		dsn:  "presto://c1?User=bob&query_max_run_time=1h&Join_Distribution_Type=BROADCAST&empty=",
+		name: "other keys are session properties",
+		dsn:  "presto://c1?query_max_run_time=1h&hive.insert_existing_partitions_behavior=OVERWRITE&_x9=&empty=",
 		want: dsnWant(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.SessionProperties = map[string]string{
-				"User": "bob", "query_max_run_time": "1h", "Join_Distribution_Type": "BROADCAST", "empty": "",
+				"query_max_run_time": "1h", "hive.insert_existing_partitions_behavior": "OVERWRITE", "_x9": "", "empty": "",
 			}
 		}),
 	},
@@ -207,12 +207,12 @@ var dsnValidCases = []struct {
 	},
 	{
 		name: "percent-encoded keys",
-		dsn:  "presto://c1?%75ser=bob&we%69ghts=h=2&my%20prop=v",
+		dsn:  "presto://c1?%75ser=bob&we%69ghts=h=2&my%5Fprop=v",
 		want: dsnWant(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.User = "bob"
 			c.Weights = map[string]int{"h:8080": 2}
-			c.SessionProperties = map[string]string{"my prop": "v"}
+			c.SessionProperties = map[string]string{"my_prop": "v"}
 		}),
 	},
 	{
@@ -705,7 +705,7 @@ func TestFormatDSNRoundTrip(t *testing.T) {
 }
 
 func TestConfigStringRedacts(t *testing.T) {
-	cfg, err := ParseDSN("presto://alice:" + dsnTestPasswordEnc + "@c1/hive?s3_Password=hidden123&mode=visible")
+	cfg, err := ParseDSN("presto://alice:" + dsnTestPasswordEnc + "@c1/hive?s3_password=hidden123&mode=visible")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -722,8 +722,8 @@ func TestConfigStringRedacts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseDSN(String()) of %q: %v", s, err)
 	}
-	if redacted.Password != "xxxxx" || redacted.SessionProperties["s3_Password"] != "xxxxx" {
-		t.Errorf("ParseDSN(String()) = %+v, want password and s3_Password xxxxx", redacted)
+	if redacted.Password != "xxxxx" || redacted.SessionProperties["s3_password"] != "xxxxx" {
+		t.Errorf("ParseDSN(String()) = %+v, want password and s3_password xxxxx", redacted)
 	}
 	// The Config itself keeps the secrets, and FormatDSN carries them.
 	if cfg.Password != dsnTestPassword {
@@ -846,5 +846,34 @@ func TestConfigStringRedactsZooKeeperAuth(t *testing.T) {
 		if err != nil || full.ZooKeeperAuth != cfg.ZooKeeperAuth {
 			t.Errorf("FormatDSN() does not keep the credentials: %v, %v", full, err)
 		}
+	}
+}
+
+// TestUnknownKeysRefused checks that a key that is none of ours is refused
+// when it is a near miss of one (with the key to write instead), or when no
+// Presto session property can have its name, instead of being sent to
+// Presto as a session property and so ignored by the driver.
+func TestUnknownKeysRefused(t *testing.T) {
+	for _, tc := range []struct{ dsn, want string }{
+		{"presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperNamspace=typo", `unknown key "zooKeeperNamspace": did you mean zooKeeperNamespace?`},
+		{"presto://c1?User=bob", `unknown key "User": did you mean user?`},
+		{"presto://c1?SSL_CA=ca.pem", `unknown key "SSL_CA": did you mean ssl_ca?`},
+		{"presto://c1?retires=2", `did you mean retries?`},
+		{"presto://c1?client_tag=a", `did you mean client_tags?`},
+		{"presto://c1?Join_Distribution_Type=BROADCAST", `unknown key "Join_Distribution_Type": not one of the driver's keys, and not a Presto session property name`},
+		{"presto://c1?my%20prop=v", `unknown key "my prop": not one`},
+		{"presto://c1?hive.a.b=v", `unknown key "hive.a.b": not one`},
+		{"presto://c1?9lives=v", `unknown key "9lives": not one`},
+	} {
+		_, err := ParseDSN(tc.dsn)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseDSN(%q) = %v, want an error with %q", tc.dsn, err, tc.want)
+		}
+	}
+	cfg := NewConfig()
+	cfg.Hosts = []string{"c1:8080"}
+	cfg.SessionProperties = map[string]string{"Join_Distribution_Type": "x"}
+	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), `bad session property name "Join_Distribution_Type"`) {
+		t.Errorf("validate() of an upper-case session property: %v", err)
 	}
 }

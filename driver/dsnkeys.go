@@ -27,6 +27,7 @@ const (
 const (
 	dsnSectionMain     = "main"
 	dsnSectionSecurity = "security"
+	dsnSectionJDBC     = "jdbc"
 )
 
 // dsnKey describes one DSN key: everything ParseDSN, FormatDSN, the conflict
@@ -293,14 +294,14 @@ var dsnKeys = []*dsnKey{
 		format: func(c *Config) (string, bool) { return c.Password, c.Password != "" },
 		redact: func(string) string { return dsnRedacted },
 	},
-	dsnClientString(dsnKeySource, dsnDocClient, func(c *Config) *string { return &c.Source }),
+	dsnAlias(dsnClientString(dsnKeySource, dsnDocClient, func(c *Config) *string { return &c.Source }), "applicationNamePrefix"),
 	{
-		name: dsnKeyClientTags, kind: dsnClient, section: dsnSectionMain, def: "—", doc: dsnDocClient,
+		name: dsnKeyClientTags, aliases: []string{"clientTags"}, kind: dsnClient, section: dsnSectionMain, def: "—", doc: dsnDocClient,
 		parse:  func(c *Config, v string) error { c.ClientTags = dsnParseTags(v); return nil },
 		format: func(c *Config) (string, bool) { return strings.Join(c.ClientTags, ","), len(c.ClientTags) > 0 },
 	},
 	dsnClientString(dsnKeyClientInfo, dsnDocClient, func(c *Config) *string { return &c.ClientInfo }),
-	dsnClientString(dsnKeyTimeZone, dsnDocClient, func(c *Config) *string { return &c.TimeZone }),
+	dsnAlias(dsnClientString(dsnKeyTimeZone, dsnDocClient, func(c *Config) *string { return &c.TimeZone }), "timeZoneId"),
 	dsnClientString("ssl_cert", dsnDocSSL, func(c *Config) *string { return &c.SSLCert }),
 	dsnClientString("ssl_key", dsnDocSSL, func(c *Config) *string { return &c.SSLKey }),
 	dsnClientString("ssl_ca", dsnDocSSL, func(c *Config) *string { return &c.SSLCA }),
@@ -310,6 +311,100 @@ var dsnKeys = []*dsnKey{
 		parse:  func(c *Config, v string) error { return dsnSetBool(&c.SSLSkipVerify, v, dsnBoolExactCase) },
 		format: func(c *Config) (string, bool) { return "true", c.SSLSkipVerify },
 	},
+	{
+		name: "SSL", kind: dsnOwn, section: dsnSectionMain, def: "`false`",
+		doc:    "https to the coordinators, trusting the system's CA certificates (the Presto JDBC driver's key; any `ssl_*` key means https too)",
+		parse:  func(c *Config, v string) error { return dsnSetBool(&c.SSL, v, dsnBoolAnyCase) },
+		format: func(c *Config) (string, bool) { return "true", c.SSL },
+	},
+
+	// The Presto JDBC driver's keys that have no key of their own here:
+	// read into ours, or refused with what to write instead.
+	{
+		name: "sessionProperties", kind: dsnClient, section: dsnSectionJDBC, def: "—",
+		doc:    "`name:value;name:value`: session properties, as if each were given as `name=value`",
+		parse:  dsnParseJDBCSessionProperties,
+		format: dsnNeverFormatted,
+	},
+	{
+		name: "SSLVerification", kind: dsnClient, section: dsnSectionJDBC, def: "`FULL`",
+		doc: "`FULL`: verify the coordinators' certificates; `NONE`: as `ssl_skip_verify=true`; `CA` is refused",
+		parse: func(c *Config, v string) error {
+			switch v {
+			case "FULL":
+			case "NONE":
+				c.SSLSkipVerify = true
+			case "CA":
+				return errors.New("CA (the chain without the host name) is not supported: use FULL, or NONE (ssl_skip_verify=true)")
+			default:
+				return errors.New("want FULL or NONE")
+			}
+			return nil
+		},
+		format: dsnNeverFormatted,
+	},
+	dsnRefused("SSLTrustStorePath", "Java key stores are not read; use ssl_ca=<PEM file of CA certificates>"),
+	dsnRefused("SSLTrustStorePassword", "Java key stores are not read; use ssl_ca=<PEM file of CA certificates>"),
+	dsnRefused("SSLTrustStoreType", "Java key stores are not read; use ssl_ca=<PEM file of CA certificates>"),
+	dsnRefused("SSLKeyStorePath", "Java key stores are not read; use ssl_cert=<PEM certificate> and ssl_key=<PEM key>"),
+	dsnRefused("SSLKeyStorePassword", "Java key stores are not read; use ssl_cert=<PEM certificate> and ssl_key=<PEM key>"),
+	dsnRefused("SSLKeyStoreType", "Java key stores are not read; use ssl_cert=<PEM certificate> and ssl_key=<PEM key>"),
+	dsnRefused("extraCredentials", "extra credentials are not supported by the Presto Go client; remove the key"),
+	dsnRefused("accessToken", "token authentication is not supported; use user and password"),
+	dsnRefused("KerberosRemoteServiceName", "Kerberos is not supported; use user and password"),
+	dsnRefused("KerberosPrincipal", "Kerberos is not supported; use user and password"),
+	dsnRefused("KerberosKeytabPath", "Kerberos is not supported; use user and password"),
+	dsnRefused("KerberosConfigPath", "Kerberos is not supported; use user and password"),
+	dsnRefused("KerberosCredentialCachePath", "Kerberos is not supported; use user and password"),
+	dsnRefused("httpProxy", "set HTTP_PROXY and HTTPS_PROXY in the environment instead"),
+	dsnRefused("socksProxy", "set HTTPS_PROXY=socks5://host:port in the environment instead"),
+}
+
+// dsnAlias returns k with more spellings.
+func dsnAlias(k *dsnKey, aliases ...string) *dsnKey {
+	k.aliases = append(k.aliases, aliases...)
+	return k
+}
+
+// dsnNeverFormatted is the format function of a key FormatDSN writes in
+// other keys' terms.
+func dsnNeverFormatted(*Config) (string, bool) { return "", false }
+
+// dsnRefused describes a Presto JDBC driver key that the driver cannot
+// honour; parsing it fails with instead, which says what to write.
+func dsnRefused(name, instead string) *dsnKey {
+	return &dsnKey{
+		name: name, kind: dsnClient, opaque: true, section: dsnSectionJDBC, def: "refused", doc: instead,
+		parse: func(*Config, string) error {
+			return errors.New("the Presto JDBC driver's key is not supported: " + instead)
+		},
+		format: dsnNeverFormatted,
+	}
+}
+
+// dsnParseJDBCSessionProperties reads the Presto JDBC driver's
+// sessionProperties=name:value;name:value into the session properties.
+func dsnParseJDBCSessionProperties(c *Config, v string) error {
+	for _, entry := range strings.Split(v, ";") {
+		if entry == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(entry, ":")
+		if !ok {
+			return fmt.Errorf("entry %q: want name:value", entry)
+		}
+		if !dsnIsSessionPropertyName(name) {
+			return fmt.Errorf("entry %q: %q is not a session property name", entry, name)
+		}
+		if old, dup := c.SessionProperties[name]; dup && old != value {
+			return fmt.Errorf("session property %q given twice with different values", name)
+		}
+		if c.SessionProperties == nil {
+			c.SessionProperties = make(map[string]string)
+		}
+		c.SessionProperties[name] = value
+	}
+	return nil
 }
 
 // README meanings that several keys share.

@@ -71,15 +71,18 @@ func dsnREADMESection(section string) string {
 	if section != dsnSectionMain {
 		return b.String()
 	}
-	b.WriteString("| anything else | — | a Presto session property, as the Presto Go client does |\n\n")
+	b.WriteString("| anything else | — | a Presto session property, as the Presto Go client does; its name must be one Presto can have " +
+		"(`[a-z_][a-z0-9_]*`, optionally `catalog.property`), and a near miss of a key above (the same but for case, or 2 edits away; " +
+		"1 for a key of up to 5 letters) is refused with the key to write instead |\n\n")
 	var client []string
 	for _, k := range dsnKeys {
-		if k.kind == dsnClient {
+		if k.kind == dsnClient && k.section == dsnSectionMain {
 			client = append(client, quote(k.name))
 		}
 	}
 	b.WriteString("The Presto client keys (" + strings.Join(client, ", ") + ") match exactly, as the Presto client matches them;\n" +
-		"the other keys above are ours and match case-insensitively, aliases included.\n")
+		"the other keys above are ours and match case-insensitively, aliases included. The Presto JDBC driver's other keys are\n" +
+		"in [JDBC URLs](#jdbc-urls).\n")
 	return b.String()
 }
 
@@ -91,7 +94,7 @@ func TestREADMEDSNKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(data)
-	for _, section := range []string{dsnSectionMain, dsnSectionSecurity} {
+	for _, section := range []string{dsnSectionMain, dsnSectionSecurity, dsnSectionJDBC} {
 		begin, end := dsnREADMEBegin(section), dsnREADMEEnd(section)
 		i := strings.Index(text, begin)
 		j := strings.Index(text, end)
@@ -125,7 +128,7 @@ func TestDSNKeyTable(t *testing.T) {
 		if k.name == "" || k.parse == nil || k.format == nil || k.doc == "" || k.def == "" {
 			t.Errorf("key %q lacks a name, parse, format, doc or default", k.name)
 		}
-		if k.section != dsnSectionMain && k.section != dsnSectionSecurity {
+		if k.section != dsnSectionMain && k.section != dsnSectionSecurity && k.section != dsnSectionJDBC {
 			t.Errorf("key %q has an unknown README section %q", k.name, k.section)
 		}
 		if k.secret && (!k.opaque || k.redact == nil) {

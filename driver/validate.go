@@ -97,6 +97,9 @@ func (c *Config) validate() error {
 		if err := dsnCheckHeaderText(key); err != nil {
 			return fmt.Errorf("bad session property name %q: %v", key, err)
 		}
+		if !dsnIsSessionPropertyName(key) {
+			return fmt.Errorf("bad session property name %q: want lower-case letters, digits and _, optionally catalog.property", key)
+		}
 		if err := dsnCheckHeaderText(c.SessionProperties[key]); err != nil {
 			// The value is not quoted: it may be a password.
 			return fmt.Errorf("bad value for session property %q: %v", key, err)

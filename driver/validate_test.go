@@ -107,7 +107,7 @@ func TestHeaderTextRefusedByKey(t *testing.T) {
 	for _, tc := range []struct{ dsn, want string }{
 		{"presto://c1?user=al%01ice", "zkpresto: dsn: bad user: control character U+0001 at byte 2"},
 		{"presto://al%01ice:" + dsnTestPasswordEnc + "@c1", "zkpresto: dsn: bad user: control character U+0001 at byte 2"},
-		{"presto://c1;Source=x?source=a%09", "zkpresto: dsn: bad source: control character U+0009 at byte 1"},
+		{"presto://c1?source=a%09", "zkpresto: dsn: bad source: control character U+0009 at byte 1"},
 		{"presto://c1/hive%7F", "zkpresto: dsn: bad catalog: control character U+007F at byte 4"},
 		{"presto://c1?secret=" + dsnTestPasswordEnc + "%1B", `zkpresto: dsn: bad value for session property "secret": control character U+001B at byte 16`},
 	} {

@@ -153,14 +153,16 @@ func Lookup(name string) (canonical string, ok bool) {
 //	global_poll       —                                        in turn across clients (Options.Counter)
 //
 // An empty name means random. An unknown name also gets random, and a warning
-// on opts.Logger the first time the process sees that name.
+// on opts.Logger the first time the process sees that name; the name New
+// returns then says so: FallbackName(name).
 func New(name string, opts Options) (Strategy, string) {
 	e, ok := lookup(name)
 	if !ok {
+		e, _ = lookup(Default)
 		if name != "" {
 			warnUnknown(name, opts.Logger)
+			return e.factory(opts), FallbackName(name)
 		}
-		e, _ = lookup(Default)
 	}
 	if !e.user {
 		return e.factory(opts), e.name
@@ -186,6 +188,12 @@ func callFactory(f Factory, opts Options) (s Strategy, err error) {
 		return nil, errors.New("factory returned nil")
 	}
 	return s, nil
+}
+
+// FallbackName is the name New returns for the random strategy it uses in
+// place of the unknown strategy name: "random (fallback for unknown 'name')".
+func FallbackName(name string) string {
+	return Default + " (fallback for unknown '" + name + "')"
 }
 
 // warnUnknown logs that name is unknown, once per name in the process. A nil

@@ -98,13 +98,13 @@ func TestNewUnknownFallsBackToRandomWithOneWarning(t *testing.T) {
 	logger, logs := newLogger()
 	unknown := uniqueName("NoSuchStrategy")
 	// A nil logger is silent and does not use up the warning.
-	if _, got := New(unknown, Options{}); got != "random" {
-		t.Fatalf("New(%q) used %q, want random", unknown, got)
+	if _, got := New(unknown, Options{}); got != FallbackName(unknown) {
+		t.Fatalf("New(%q) used %q, want %q", unknown, got, FallbackName(unknown))
 	}
 	for _, name := range []string{unknown, strings.ToLower(unknown), unknown} {
 		s, got := New(name, Options{Logger: logger})
-		if got != "random" {
-			t.Fatalf("New(%q) used %q, want random", name, got)
+		if got != FallbackName(name) {
+			t.Fatalf("New(%q) used %q, want %q", name, got, FallbackName(name))
 		}
 		if _, ok := s.(*randomStrategy); !ok {
 			t.Fatalf("New(%q) built %T, want the random strategy", name, s)

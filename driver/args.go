@@ -1,0 +1,160 @@
+package driver
+
+import (
+	"database/sql/driver"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// errNamedArgument is the error for a sql.Named argument: Presto's
+// placeholders are positional, and binding a named argument by its position
+// would silently put values in the wrong places.
+var errNamedArgument = errors.New("zkpresto: named arguments (sql.Named) are not supported: Presto placeholders are positional; pass the values in the order of the ? placeholders")
+
+// CheckNamedValue implements driver.NamedValueChecker: it refuses named
+// arguments and leaves every other value to database/sql's default
+// conversion.
+func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
+	if nv.Name != "" {
+		return fmt.Errorf("%w (argument %d is named %q)", errNamedArgument, nv.Ordinal, nv.Name)
+	}
+	return driver.ErrSkip
+}
+
+// interpolate replaces the ? placeholders of query with args rendered as
+// SQL literals. A ? inside a string literal ('...', a quote doubled inside), a
+// quoted identifier ("...", likewise), a line comment (-- to the
+// end of the line) or a block comment (/* ... */) is not a placeholder. A
+// query without arguments is returned as it is, so that statements such as
+// PREPARE s FROM SELECT ? keep their placeholders.
+func interpolate(query string, args []driver.NamedValue) (string, error) {
+	if len(args) == 0 {
+		return query, nil
+	}
+	for i := range args {
+		if args[i].Name != "" {
+			return "", fmt.Errorf("%w (argument %d is named %q)", errNamedArgument, args[i].Ordinal, args[i].Name)
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16*len(args))
+	n := 0
+	var err error
+	scanPlaceholders(query, func(text string, placeholder bool) bool {
+		b.WriteString(text)
+		if !placeholder {
+			return true
+		}
+		n++
+		if n > len(args) {
+			return true // counted below
+		}
+		var lit string
+		if lit, err = sqlLiteral(args[n-1].Value); err != nil {
+			err = fmt.Errorf("zkpresto: argument %d: %w", n, err)
+			return false
+		}
+		b.WriteString(lit)
+		return true
+	})
+	if err != nil {
+		return "", err
+	}
+	if n != len(args) {
+		return "", fmt.Errorf("zkpresto: the statement has %d ? placeholder(s) outside literals and comments, and %d argument(s) were given", n, len(args))
+	}
+	return b.String(), nil
+}
+
+// scanPlaceholders splits query at its ? placeholders: emit gets each run
+// of text before a placeholder with placeholder set, and the text after the
+// last one with placeholder unset. It stops when emit returns false. An
+// unterminated literal or comment runs to the end of the query.
+func scanPlaceholders(query string, emit func(text string, placeholder bool) bool) {
+	start := 0
+	for i := 0; i < len(query); i++ {
+		switch c := query[i]; {
+		case c == '\'' || c == '"':
+			// A doubled quote inside is the quote itself: skipping to the
+			// next quote and carrying on reads it as two literals, which
+			// hold no placeholder either way.
+			j := strings.IndexByte(query[i+1:], c)
+			if j < 0 {
+				i = len(query)
+			} else {
+				i += j + 1
+			}
+		case c == '-' && i+1 < len(query) && query[i+1] == '-':
+			j := strings.IndexByte(query[i:], '\n')
+			if j < 0 {
+				i = len(query)
+			} else {
+				i += j
+			}
+		case c == '/' && i+1 < len(query) && query[i+1] == '*':
+			j := strings.Index(query[i+2:], "*/")
+			if j < 0 {
+				i = len(query)
+			} else {
+				i += j + 3
+			}
+		case c == '?':
+			if !emit(query[start:i], true) {
+				return
+			}
+			start = i + 1
+		}
+	}
+	emit(query[start:], false)
+}
+
+// sqlLiteral renders v, a value database/sql's default conversion produces,
+// as a Presto literal.
+func sqlLiteral(v driver.Value) (string, error) {
+	switch v := v.(type) {
+	case nil:
+		return "NULL", nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case float64:
+		switch {
+		case math.IsNaN(v):
+			return "nan()", nil
+		case math.IsInf(v, 1):
+			return "infinity()", nil
+		case math.IsInf(v, -1):
+			return "-infinity()", nil
+		}
+		// A DOUBLE literal: with an exponent, never read as a DECIMAL.
+		return strconv.FormatFloat(v, 'E', -1, 64), nil
+	case bool:
+		if v {
+			return "TRUE", nil
+		}
+		return "FALSE", nil
+	case string:
+		return "'" + strings.ReplaceAll(v, "'", "''") + "'", nil
+	case []byte:
+		return "X'" + hex.EncodeToString(v) + "'", nil
+	case time.Time:
+		return timestampLiteral(v), nil
+	}
+	return "", fmt.Errorf("unsupported type %T", v)
+}
+
+// timestampLiteral renders t as a TIMESTAMP literal with its zone, which
+// Presto reads as a timestamp with time zone: the zone's name when it is a
+// tz database name (Europe/Paris, UTC), else its offset (+02:00), so that
+// the instant is never shifted by the session's zone.
+func timestampLiteral(t time.Time) string {
+	zone := t.Location().String()
+	if !strings.Contains(zone, "/") && zone != "UTC" {
+		zone = t.Format("-07:00")
+	}
+	return "TIMESTAMP '" + t.Format("2006-01-02 15:04:05.000") + " " + zone + "'"
+}

@@ -55,9 +55,17 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, errGatewayName, id, "zkpresto gateway: "+r.Method+" is not a follow-up request")
 		return
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, base+rest+queryPart(r), nil)
+	g.forward(w, r, "followup", base+rest+queryPart(r), base, id, state == memberDeparted)
+}
+
+// forward sends r's method to target on the coordinator at base (a GET is
+// retried there on transport errors) and relays the answer. A failure is
+// the coordinator's: counted against it, and, for a coordinator that left
+// discovery (departed), the end of it: its tokens get 410 from then on.
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, base, id string, departed bool) {
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, nil)
 	if err != nil {
-		g.stats.add("followup", http.StatusBadRequest)
+		g.stats.add(kind, http.StatusBadRequest)
 		writeError(w, http.StatusBadRequest, errGatewayName, id, "zkpresto gateway: "+err.Error())
 		return
 	}
@@ -68,28 +76,29 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		if r.Context().Err() != nil {
 			return // the client went away
 		}
+		var re *protocol.RequestError
+		if errors.As(err, &re) {
+			g.stats.add(kind, http.StatusBadRequest)
+			writeError(w, http.StatusBadRequest, errGatewayName, id, "zkpresto gateway: "+re.Error())
+			return
+		}
 		g.router.Health().Failure(hostOf(base), err)
-		if state == memberDeparted {
+		if departed {
 			g.markGone(base)
-			g.stats.add("followup", http.StatusGone)
+			g.stats.add(kind, http.StatusGone)
 			writeError(w, http.StatusGone, errCoordinatorGone, id,
 				fmt.Sprintf("zkpresto gateway: query %s ran on coordinator %s, which left and no longer answers", id, hostOf(base)))
 			return
 		}
-		g.stats.add("followup", http.StatusInternalServerError)
-		var re *protocol.RequestError
-		status := http.StatusInternalServerError
-		if errors.As(err, &re) {
-			status = http.StatusBadRequest
-		}
-		writeError(w, status, errStatementFailure, id,
+		g.stats.add(kind, http.StatusInternalServerError)
+		writeError(w, http.StatusInternalServerError, errStatementFailure, id,
 			fmt.Sprintf("zkpresto gateway: coordinator %s failed for query %s: %v", hostOf(base), id, err))
 		return
 	}
-	g.stats.add("followup", resp.StatusCode)
+	g.stats.add(kind, resp.StatusCode)
 	if err := g.relay(w, r, resp, base); err != nil {
 		if r.Context().Err() == nil {
-			g.log.Warn("relaying a page failed; cutting the client's connection", "node", hostOf(base), "query", id, "err", err)
+			g.log.Warn("relaying an answer failed; cutting the client's connection", "node", hostOf(base), "query", id, "err", err)
 		}
 		panic(http.ErrAbortHandler)
 	}
@@ -131,27 +140,7 @@ func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, errQueryNotFound, id, "zkpresto gateway: no coordinator knows query "+id)
 		return
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, base+r.URL.EscapedPath(), nil)
-	if err != nil {
-		g.stats.add("query", http.StatusBadRequest)
-		writeError(w, http.StatusBadRequest, errGatewayName, id, "zkpresto gateway: "+err.Error())
-		return
-	}
-	out.Header = outboundHeader(r)
-	var e protocol.Exchange
-	resp, err := protocol.FollowUp(g.transport, out, &e, nil)
-	if err != nil {
-		if r.Context().Err() == nil {
-			g.stats.add("query", http.StatusInternalServerError)
-			writeError(w, http.StatusInternalServerError, errStatementFailure, id,
-				fmt.Sprintf("zkpresto gateway: coordinator %s failed for query %s: %v", hostOf(base), id, err))
-		}
-		return
-	}
-	g.stats.add("query", resp.StatusCode)
-	if err := g.relay(w, r, resp, base); err != nil {
-		panic(http.ErrAbortHandler)
-	}
+	g.forward(w, r, "query", base+r.URL.EscapedPath(), base, id, g.state(r.Context(), base) == memberDeparted)
 }
 
 // findQuery asks every listed coordinator for query id, at once.

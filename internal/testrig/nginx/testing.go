@@ -1,8 +1,9 @@
 package nginx
 
 import (
-	"os"
 	"testing"
+
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
 // StartT starts nginx for a test in front of upstream, in the test's
@@ -35,12 +36,5 @@ func StartT(tb testing.TB, opts Options) *Proxy {
 // the test, or fails it when the CI environment variable is set.
 func Require(tb testing.TB) {
 	tb.Helper()
-	err := Available()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		tb.Fatalf("nginx is required in CI: %v", err)
-	}
-	tb.Skipf("skipping: %v", err)
+	testutil.RequireTool(tb, "nginx", Available())
 }

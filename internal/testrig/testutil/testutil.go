@@ -6,6 +6,7 @@ package testutil
 import (
 	"bytes"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -51,4 +52,19 @@ func Eventually(tb testing.TB, timeout, poll time.Duration, what string, cond fu
 		}
 		time.Sleep(poll)
 	}
+}
+
+// RequireTool ends a test that needs an outside program (ZooKeeper, nginx)
+// when available reports it cannot run here: it skips the test, or fails it
+// when the CI environment variable is set, because CI must run these tests
+// (its scripts install what they need).
+func RequireTool(tb testing.TB, what string, available error) {
+	tb.Helper()
+	if available == nil {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		tb.Fatalf("%s is required in CI: %v", what, available)
+	}
+	tb.Skipf("skipping: %v", available)
 }

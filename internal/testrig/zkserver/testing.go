@@ -1,8 +1,9 @@
 package zkserver
 
 import (
-	"os"
 	"testing"
+
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
 // StartT starts a standalone server for a test and closes it when the test
@@ -54,12 +55,5 @@ func StartEnsembleT(tb testing.TB, n int) *Ensemble {
 // because CI must run these tests.
 func Require(tb testing.TB) {
 	tb.Helper()
-	err := Available()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		tb.Fatalf("ZooKeeper is required in CI: %v", err)
-	}
-	tb.Skipf("skipping: %v", err)
+	testutil.RequireTool(tb, "ZooKeeper", Available())
 }

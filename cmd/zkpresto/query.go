@@ -8,7 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -21,69 +25,140 @@ import (
 func init() { subcommands = append(subcommands, newQueryCommand) }
 
 type queryOptions struct {
-	dsn             string
+	// Where the coordinators are: exactly one of these.
+	dsn       string
+	server    string
+	zookeeper string
+	// Discovery settings over the DSN's.
+	namespace string
+	strategy  string
+	// The session, over the DSN's.
+	catalog  string
+	schema   string
+	user     string
+	source   string
+	sessions []string
+	// What to run.
+	execute string
+	file    string
+	// How to print it.
+	outputFormat    string
 	format          string
 	showCoordinator bool
 	timeout         time.Duration
+	logLevel        string
 }
 
 func newQueryCommand() *cobra.Command {
 	var o queryOptions
 	cmd := &cobra.Command{
 		Use:   "query [SQL]",
-		Short: "Run one SQL statement through the driver and print the result",
-		Long: `query runs one statement through the zkpresto driver, with discovery and the
-strategy the DSN names, and prints the result on stdout: an aligned table
-(the default), CSV with a header row, or JSON (an array with one object per
-row, keys in column order).
+		Short: "Run SQL through the driver and print the results, as presto-cli does",
+		Long: `query runs SQL through the zkpresto driver and prints the results on stdout.
+It takes presto-cli's flags with their meaning.
 
-The SQL is the arguments joined by spaces or, without arguments, standard
-input. A trailing semicolon is dropped (Presto rejects it). NULL shows as
-NULL in a table, as an empty field in CSV and as null in JSON.
+Where: --server URL is one coordinator (or a gateway), http://host[:port]
+(port 80 by default, as in presto-cli), used as is, without discovery;
+--zookeeper HOSTS discovers the coordinators registered under --namespace
+and balances statements with --strategy; --dsn (or $ZKPRESTO_DSN) is a full
+zkpresto DSN. --catalog, --schema, --user, --source and --session name=value
+(repeatable) set the session, over what the DSN says.
+
+What: --execute (-e) SQL, or --file (-f) FILE, or the arguments joined by
+spaces, or standard input. A trailing semicolon is dropped.
+
+How: --output-format takes presto-cli's formats: ALIGNED (a table with a
+row count), VERTICAL (a block per record), CSV (every value quoted, no
+header), CSV_HEADER, TSV (escaped with backslashes), TSV_HEADER, JSON (an
+object per line) and NULL (nothing). With --execute or --file the default is
+CSV, as in presto-cli's batch mode. --format table|csv|json keeps this
+command's original formats, and table is the default for SQL from the
+arguments or stdin. NULL shows as NULL in the text formats, as an empty
+field in CSV and TSV, as null in JSON.
 
 --show-coordinator prints which coordinator served the statement on stderr.
 A failed statement exits non-zero with Presto's message and the coordinator.`,
-		Example: `  zkpresto query --dsn "$DSN" 'SELECT * FROM system.runtime.nodes'
+		Example: `  zkpresto query --server http://coordinator:8080 --catalog hive --schema web -e 'SELECT count(*) FROM page_views'
+  zkpresto query --zookeeper zk1:2181,zk2:2181 --user alice --output-format ALIGNED -e 'SHOW CATALOGS'
+  zkpresto query --dsn "$DSN" 'SELECT * FROM system.runtime.nodes'
   export ZKPRESTO_DSN='presto://zk1:2181/hive/default;serviceDiscoveryMode=zooKeeper?user=alice'
-  zkpresto query --format csv 'SELECT 1 AS one' > one.csv
+  zkpresto query --output-format CSV_HEADER -f report.sql > report.csv
   echo 'SELECT current_user' | zkpresto query --format json --show-coordinator`,
-		PreRunE: applyEnvHook,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			if f.Changed("server") || f.Changed("zookeeper") {
+				// A location on the command line wins over $ZKPRESTO_DSN.
+				return nil
+			}
+			return applyEnv(f)
+		},
 		RunE: cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.dsn, "dsn", "", "the zkpresto DSN (required)")
-	f.StringVarP(&o.format, "format", "f", "table", "output format: table, csv or json")
+	f.StringVar(&o.server, "server", "", "one coordinator or gateway, http://host[:port]; no discovery")
+	f.StringVar(&o.zookeeper, "zookeeper", "", "discover coordinators in this ZooKeeper ensemble, host[:port],...")
+	f.StringVar(&o.namespace, "namespace", "", "with --zookeeper or --dsn: the namespace znode (default presto)")
+	f.StringVar(&o.strategy, "strategy", "", "with --zookeeper or --dsn: the load-balancing strategy (default random)")
+	f.StringVar(&o.dsn, "dsn", "", "a zkpresto DSN (instead of --server or --zookeeper)")
+	f.StringVar(&o.catalog, "catalog", "", "default catalog")
+	f.StringVar(&o.schema, "schema", "", "default schema")
+	f.StringVar(&o.user, "user", "", "user name (default: the DSN's, else $USER)")
+	f.StringVar(&o.source, "source", "", "the client source the coordinator records (default zkpresto-cli)")
+	f.StringArrayVar(&o.sessions, "session", nil, "a session property, name=value (repeatable)")
+	f.StringVarP(&o.execute, "execute", "e", "", "execute these statements and exit")
+	f.StringVarP(&o.file, "file", "f", "", "execute the statements of this file and exit")
+	f.StringVar(&o.outputFormat, "output-format", "", "presto-cli's output format: "+strings.Join(prestoFormats, ", "))
+	f.StringVar(&o.format, "format", "", "this command's original formats: table, csv or json")
 	f.BoolVar(&o.showCoordinator, "show-coordinator", false, "print the coordinator that served the statement on stderr")
 	f.DurationVar(&o.timeout, "timeout", 0, "cancel the statement after this long (default: no limit)")
+	f.StringVar(&o.logLevel, "log-level", "warn", "driver logs on stderr: debug, info, warn or error")
 	bindEnv(f, "dsn")
 	return cmd
 }
 
+// errNoCoordinator is the error of query without a location.
+var errNoCoordinator = errors.New("no coordinator given: --server URL, --zookeeper HOSTS, or --dsn (or $ZKPRESTO_DSN)")
+
+// legacyFormats are the --format names the first query command had, used
+// with -f before -f meant --file.
+var legacyFormats = map[string]bool{"table": true, "csv": true, "json": true}
+
 func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryOptions, args []string) error {
-	if o.dsn == "" {
-		return errNoDSN
+	if legacyFormats[o.file] && o.format == "" {
+		if _, err := os.Stat(o.file); err != nil {
+			// -f json from before -f was --file.
+			fmt.Fprintf(errOut, "reading -f %s as --format %s (-f is --file, as in presto-cli; use --output-format)\n", o.file, o.file)
+			o.format, o.file = o.file, ""
+		}
 	}
-	write, ok := resultWriters[o.format]
-	if !ok {
-		return fmt.Errorf("--format %q: want table, csv or json", o.format)
-	}
-	query, err := readSQL(in, args)
+	cfg, err := o.config()
 	if err != nil {
 		return err
 	}
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
+	batch := o.execute != "" || o.file != ""
+	write, err := o.resultWriter(batch)
+	if err != nil {
+		return err
 	}
-	connector, err := cli.OpenConnector(o.dsn)
+	logOut := &detachableWriter{w: errOut}
+	logger, err := newLogger(logOut, o.logLevel)
+	if err != nil {
+		return err
+	}
+	query, err := o.readSQL(in, args)
+	if err != nil {
+		return err
+	}
+	connector, err := zkdriver.NewConnector(cfg, zkdriver.WithLogger(logger))
 	if err != nil {
 		return err
 	}
 	db := sql.OpenDB(connector)
 	defer db.Close()
+	// Closing discovery logs its disconnection: not news for the user.
+	defer logOut.detach()
 
 	// One connection, so that the coordinator asked afterwards is the one
 	// that ran the statement.
@@ -92,6 +167,16 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 		return err
 	}
 	defer conn.Close()
+	return runStatement(ctx, conn, query, write, out, errOut, o)
+}
+
+// runStatement runs one statement on conn and prints its result.
+func runStatement(ctx context.Context, conn *sql.Conn, query string, write resultWriter, out, errOut io.Writer, o queryOptions) error {
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
 	rows, err := conn.QueryContext(ctx, query)
 	if err != nil {
 		return queryError(err, servedBy(conn))
@@ -108,6 +193,176 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 		fmt.Fprintln(errOut, "coordinator:", coordinator)
 	}
 	return nil
+}
+
+// newLogger returns the logger of --log-level: logfmt on w.
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	l, err := parseLogLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// detachableWriter writes to w until detached, and drops what comes
+// after: discovery may log while it closes, after the command returned.
+type detachableWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (d *detachableWriter) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.w == nil {
+		return len(p), nil
+	}
+	return d.w.Write(p)
+}
+
+func (d *detachableWriter) detach() {
+	d.mu.Lock()
+	d.w = nil
+	d.mu.Unlock()
+}
+
+// config builds the driver's configuration from the location flags (or
+// the DSN) and the session flags over it.
+func (o queryOptions) config() (*zkdriver.Config, error) {
+	given := 0
+	for _, s := range []string{o.dsn, o.server, o.zookeeper} {
+		if s != "" {
+			given++
+		}
+	}
+	if given > 1 {
+		return nil, errors.New("--server, --zookeeper and --dsn exclude each other: give one")
+	}
+	var cfg *zkdriver.Config
+	var err error
+	switch {
+	case o.server != "":
+		if o.namespace != "" || o.strategy != "" {
+			return nil, errors.New("--namespace and --strategy need discovery (--zookeeper or --dsn), not --server")
+		}
+		addr, err := serverAddr(o.server)
+		if err != nil {
+			return nil, err
+		}
+		if cfg, err = zkdriver.ParseDSN("presto://" + addr); err != nil {
+			return nil, fmt.Errorf("--server %q: %w", o.server, err)
+		}
+	case o.zookeeper != "":
+		if strings.ContainsAny(o.zookeeper, "/;?@&=") {
+			return nil, fmt.Errorf("--zookeeper %q: want host[:port] separated by commas", o.zookeeper)
+		}
+		if cfg, err = zkdriver.ParseDSN("presto://" + o.zookeeper + ";serviceDiscoveryMode=zooKeeper"); err != nil {
+			return nil, fmt.Errorf("--zookeeper %q: %w", o.zookeeper, err)
+		}
+	case o.dsn != "":
+		if cfg, err = zkdriver.ParseDSN(o.dsn); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, errNoCoordinator
+	}
+	if o.namespace != "" {
+		if !cfg.ZooKeeper {
+			return nil, errors.New("--namespace: the DSN has no discovery (serviceDiscoveryMode=zooKeeper)")
+		}
+		cfg.Namespace = strings.Trim(o.namespace, "/")
+	}
+	if o.strategy != "" {
+		cfg.Strategy = o.strategy
+	}
+	set := func(field *string, v string) {
+		if v != "" {
+			*field = v
+		}
+	}
+	set(&cfg.Catalog, o.catalog)
+	set(&cfg.Schema, o.schema)
+	set(&cfg.User, o.user)
+	set(&cfg.Source, o.source)
+	if cfg.User == "" {
+		cfg.User = os.Getenv("USER")
+	}
+	if cfg.Source == "" {
+		cfg.Source = "zkpresto-cli"
+	}
+	if cfg.Schema != "" && cfg.Catalog == "" {
+		return nil, errors.New("--schema needs a catalog (--catalog)")
+	}
+	for _, s := range o.sessions {
+		name, value, ok := strings.Cut(s, "=")
+		if !ok || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("--session %q: want name=value", s)
+		}
+		if cfg.SessionProperties == nil {
+			cfg.SessionProperties = map[string]string{}
+		}
+		cfg.SessionProperties[strings.TrimSpace(name)] = value
+	}
+	return cfg, nil
+}
+
+// serverAddr reads presto-cli's --server: http://host[:port] or
+// host[:port], port 80 by default.
+func serverAddr(server string) (string, error) {
+	rest := server
+	if scheme, after, ok := strings.Cut(server, "://"); ok {
+		switch strings.ToLower(scheme) {
+		case "http":
+		case "https":
+			return "", fmt.Errorf("--server %q: for TLS give --dsn with the ssl_* keys (see the README's DSN section)", server)
+		default:
+			return "", fmt.Errorf("--server %q: want http://host[:port]", server)
+		}
+		rest = after
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	if rest == "" || strings.ContainsAny(rest, "/;?@,&=") {
+		return "", fmt.Errorf("--server %q: want one http://host[:port]", server)
+	}
+	if _, _, err := net.SplitHostPort(rest); err != nil {
+		rest = net.JoinHostPort(strings.Trim(rest, "[]"), "80")
+	}
+	return rest, nil
+}
+
+// resultWriter prints one result set.
+type resultWriter func(io.Writer, *sql.Rows) error
+
+// resultWriter picks the output format: --output-format, else --format,
+// else presto-cli's batch default (CSV) for --execute and --file and the
+// original table otherwise.
+func (o queryOptions) resultWriter(batch bool) (resultWriter, error) {
+	switch {
+	case o.outputFormat != "" && o.format != "":
+		return nil, errors.New("--output-format and --format exclude each other: give one")
+	case o.format != "":
+		write, ok := resultWriters[o.format]
+		if !ok {
+			return nil, fmt.Errorf("--format %q: want table, csv or json (or --output-format with presto-cli's names)", o.format)
+		}
+		return write, nil
+	case o.outputFormat == "" && !batch:
+		return writeTable, nil
+	}
+	format := o.outputFormat
+	if format == "" {
+		format = formatCSV
+	}
+	if _, err := newPrinter(format, io.Discard); err != nil {
+		return nil, err
+	}
+	return func(w io.Writer, rows *sql.Rows) error {
+		p, err := newPrinter(format, w)
+		if err != nil {
+			return err
+		}
+		return printRows(rows, p)
+	}, nil
 }
 
 func queryError(err error, coordinator string) error {
@@ -133,10 +388,26 @@ func servedBy(conn *sql.Conn) string {
 	return url
 }
 
-// readSQL takes the statement from the arguments or, without any, stdin.
-func readSQL(in io.Reader, args []string) (string, error) {
-	query := strings.Join(args, " ")
-	if len(args) == 0 {
+// readSQL takes the SQL from --execute, --file, the arguments or, without
+// any, stdin.
+func (o queryOptions) readSQL(in io.Reader, args []string) (string, error) {
+	var query string
+	switch {
+	case o.execute != "" && (o.file != "" || len(args) > 0):
+		return "", errors.New("--execute excludes --file and SQL arguments")
+	case o.file != "" && len(args) > 0:
+		return "", errors.New("--file excludes SQL arguments")
+	case o.execute != "":
+		query = o.execute
+	case o.file != "":
+		b, err := os.ReadFile(o.file)
+		if err != nil {
+			return "", fmt.Errorf("--file: %w", err)
+		}
+		query = string(b)
+	case len(args) > 0:
+		query = strings.Join(args, " ")
+	default:
 		b, err := io.ReadAll(in)
 		if err != nil {
 			return "", fmt.Errorf("reading SQL from stdin: %w", err)
@@ -148,13 +419,13 @@ func readSQL(in io.Reader, args []string) (string, error) {
 		query = strings.TrimSpace(strings.TrimSuffix(query, ";"))
 	}
 	if query == "" {
-		return "", errors.New("no SQL given: pass it as an argument or on stdin")
+		return "", errors.New("no SQL given: pass it with --execute, --file, as an argument or on stdin")
 	}
 	return query, nil
 }
 
 // resultWriters print a result set in each output format.
-var resultWriters = map[string]func(io.Writer, *sql.Rows) error{
+var resultWriters = map[string]resultWriter{
 	"table": writeTable,
 	"csv":   writeCSV,
 	"json":  writeJSON,

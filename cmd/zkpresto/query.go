@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -147,7 +148,7 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 	if err != nil {
 		return err
 	}
-	query, err := o.readSQL(in, args)
+	statements, err := o.readSQL(in, args)
 	if err != nil {
 		return err
 	}
@@ -167,19 +168,38 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 		return err
 	}
 	defer conn.Close()
-	return runStatement(ctx, conn, query, write, out, errOut, o)
+	// One after another; the first failure ends the run, as in presto-cli.
+	for _, query := range statements {
+		if err := runStatement(ctx, conn, query, write, out, errOut, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// runStatement runs one statement on conn and prints its result.
+// runStatement runs one statement on conn and prints its result. Its
+// error names the query and the coordinator.
 func runStatement(ctx context.Context, conn *sql.Conn, query string, write resultWriter, out, errOut io.Writer, o queryOptions) error {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
+	var queryID atomic.Pointer[string]
+	ctx = zkdriver.WithProgress(ctx, func(p zkdriver.Progress) {
+		if p.QueryID != "" {
+			queryID.Store(&p.QueryID)
+		}
+	})
+	id := func() string {
+		if p := queryID.Load(); p != nil {
+			return *p
+		}
+		return ""
+	}
 	rows, err := conn.QueryContext(ctx, query)
 	if err != nil {
-		return queryError(err, servedBy(conn))
+		return queryError(err, id(), servedBy(conn))
 	}
 	err = write(out, rows)
 	if cerr := rows.Close(); err == nil {
@@ -187,7 +207,7 @@ func runStatement(ctx context.Context, conn *sql.Conn, query string, write resul
 	}
 	coordinator := servedBy(conn)
 	if err != nil {
-		return queryError(err, coordinator)
+		return queryError(err, id(), coordinator)
 	}
 	if o.showCoordinator && coordinator != "" {
 		fmt.Fprintln(errOut, "coordinator:", coordinator)
@@ -365,11 +385,17 @@ func (o queryOptions) resultWriter(batch bool) (resultWriter, error) {
 	}, nil
 }
 
-func queryError(err error, coordinator string) error {
-	if coordinator != "" && !strings.Contains(err.Error(), coordinator) {
-		return fmt.Errorf("query failed on coordinator %s: %w", coordinator, err)
+// queryError is the error of a failed statement, with the query's id when
+// a coordinator gave it one, and the coordinator.
+func queryError(err error, queryID, coordinator string) error {
+	what := "query"
+	if queryID != "" {
+		what += " " + queryID
 	}
-	return fmt.Errorf("query failed: %w", err)
+	if coordinator != "" && !strings.Contains(err.Error(), coordinator) {
+		return fmt.Errorf("%s failed on coordinator %s: %w", what, coordinator, err)
+	}
+	return fmt.Errorf("%s failed: %w", what, err)
 }
 
 // servedBy returns the URL of the coordinator conn's last statement went
@@ -389,39 +415,40 @@ func servedBy(conn *sql.Conn) string {
 }
 
 // readSQL takes the SQL from --execute, --file, the arguments or, without
-// any, stdin.
-func (o queryOptions) readSQL(in io.Reader, args []string) (string, error) {
-	var query string
+// any, stdin, and splits it into statements.
+func (o queryOptions) readSQL(in io.Reader, args []string) ([]string, error) {
+	var text string
 	switch {
 	case o.execute != "" && (o.file != "" || len(args) > 0):
-		return "", errors.New("--execute excludes --file and SQL arguments")
+		return nil, errors.New("--execute excludes --file and SQL arguments")
 	case o.file != "" && len(args) > 0:
-		return "", errors.New("--file excludes SQL arguments")
+		return nil, errors.New("--file excludes SQL arguments")
 	case o.execute != "":
-		query = o.execute
+		text = o.execute
 	case o.file != "":
 		b, err := os.ReadFile(o.file)
 		if err != nil {
-			return "", fmt.Errorf("--file: %w", err)
+			return nil, fmt.Errorf("--file: %w", err)
 		}
-		query = string(b)
+		text = string(b)
 	case len(args) > 0:
-		query = strings.Join(args, " ")
+		text = strings.Join(args, " ")
 	default:
 		b, err := io.ReadAll(in)
 		if err != nil {
-			return "", fmt.Errorf("reading SQL from stdin: %w", err)
+			return nil, fmt.Errorf("reading SQL from stdin: %w", err)
 		}
-		query = string(b)
+		text = string(b)
 	}
-	query = strings.TrimSpace(query)
-	for strings.HasSuffix(query, ";") {
-		query = strings.TrimSpace(strings.TrimSuffix(query, ";"))
+	statements, rest := splitStatements(text)
+	if rest != "" {
+		// The last statement needs no semicolon.
+		statements = append(statements, rest)
 	}
-	if query == "" {
-		return "", errors.New("no SQL given: pass it with --execute, --file, as an argument or on stdin")
+	if len(statements) == 0 {
+		return nil, errors.New("no SQL given: pass it with --execute, --file, as an argument or on stdin")
 	}
-	return query, nil
+	return statements, nil
 }
 
 // resultWriters print a result set in each output format.

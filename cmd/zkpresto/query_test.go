@@ -209,3 +209,33 @@ func TestQueryRejectsBadPrestoCLIFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestQueryRunsStatementsInTurnAndStopsAtTheFirstFailure(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	out, errOut, err := run([]string{"query", "--server", c.URL(), "-e",
+		"SELECT * FROM rows(1); SELECT 'a;b' FROM rows(2) -- not; here\n; SELECT fail('stop; here'); SELECT * FROM rows(9)"}, "")
+	if err == nil {
+		t.Fatalf("a failing statement succeeded: %q", out)
+	}
+	if out != "\"1\"\n\"1\"\n\"2\"\n" {
+		t.Errorf("printed %q (%s)", out, errOut)
+	}
+	reqs := c.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("the coordinator ran %d statements, want 3 (none after the failure)", len(reqs))
+	}
+	if reqs[1].SQL != "SELECT 'a;b' FROM rows(2) -- not; here" || reqs[2].SQL != "SELECT fail('stop; here')" {
+		t.Errorf("statements as split: %q, %q", reqs[1].SQL, reqs[2].SQL)
+	}
+	// presto-cli's "Query <id> failed: ...", with the coordinator.
+	want := "query " + reqs[2].QueryID + " failed on coordinator " + c.URL() + ": "
+	if !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "stop; here") {
+		t.Errorf("error %q, want it to start %q and carry Presto's message", err, want)
+	}
+
+	// From stdin, in the original formats, too.
+	out, _, err = run([]string{"query", "--server", c.URL(), "--format", "csv"}, "SELECT * FROM rows(1);\nSELECT * FROM rows(2);\n")
+	if err != nil || out != "n\n1\nn\n1\n2\n" {
+		t.Errorf("stdin printed %q (%v)", out, err)
+	}
+}

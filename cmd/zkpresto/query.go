@@ -11,9 +11,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -48,6 +50,11 @@ type queryOptions struct {
 	showCoordinator bool
 	timeout         time.Duration
 	logLevel        string
+
+	// shell is set for the interactive shell, which gets Ctrl-C as
+	// interrupts.
+	shell      bool
+	interrupts <-chan os.Signal
 }
 
 func newQueryCommand() *cobra.Command {
@@ -93,9 +100,22 @@ A failed statement exits non-zero with Presto's message and the coordinator.`,
 			}
 			return applyEnv(f)
 		},
-		RunE: cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.execute == "" && o.file == "" && len(args) == 0 && isTerminal(cmd.InOrStdin()) {
+				// The shell: Ctrl-C cancels the running statement, not
+				// the shell; SIGTERM still ends it.
+				ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
+				defer stop()
+				interrupts := make(chan os.Signal, 1)
+				signal.Notify(interrupts, os.Interrupt)
+				defer signal.Stop(interrupts)
+				o.shell, o.interrupts = true, interrupts
+				return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
+			}
+			return cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+				return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
+			})(cmd, args)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.server, "server", "", "one coordinator or gateway, http://host[:port]; no discovery")
@@ -138,8 +158,14 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 	if err != nil {
 		return err
 	}
-	batch := o.execute != "" || o.file != ""
-	write, err := o.resultWriter(batch)
+	defaultFormat := "" // the original table
+	switch {
+	case o.shell:
+		defaultFormat = formatAligned
+	case o.execute != "" || o.file != "":
+		defaultFormat = formatCSV // presto-cli's batch mode
+	}
+	write, err := o.resultWriter(defaultFormat)
 	if err != nil {
 		return err
 	}
@@ -148,9 +174,11 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 	if err != nil {
 		return err
 	}
-	statements, err := o.readSQL(in, args)
-	if err != nil {
-		return err
+	var statements []string
+	if !o.shell {
+		if statements, err = o.readSQL(in, args); err != nil {
+			return err
+		}
 	}
 	connector, err := zkdriver.NewConnector(cfg, zkdriver.WithLogger(logger))
 	if err != nil {
@@ -168,6 +196,9 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 		return err
 	}
 	defer conn.Close()
+	if o.shell {
+		return runShell(ctx, conn, cfg, write, in, out, errOut, o)
+	}
 	// One after another; the first failure ends the run, as in presto-cli.
 	for _, query := range statements {
 		if err := runStatement(ctx, conn, query, write, out, errOut, o); err != nil {
@@ -354,9 +385,8 @@ func serverAddr(server string) (string, error) {
 type resultWriter func(io.Writer, *sql.Rows) error
 
 // resultWriter picks the output format: --output-format, else --format,
-// else presto-cli's batch default (CSV) for --execute and --file and the
-// original table otherwise.
-func (o queryOptions) resultWriter(batch bool) (resultWriter, error) {
+// else defaultFormat, a presto-cli format or "" for the original table.
+func (o queryOptions) resultWriter(defaultFormat string) (resultWriter, error) {
 	switch {
 	case o.outputFormat != "" && o.format != "":
 		return nil, errors.New("--output-format and --format exclude each other: give one")
@@ -366,12 +396,12 @@ func (o queryOptions) resultWriter(batch bool) (resultWriter, error) {
 			return nil, fmt.Errorf("--format %q: want table, csv or json (or --output-format with presto-cli's names)", o.format)
 		}
 		return write, nil
-	case o.outputFormat == "" && !batch:
+	case o.outputFormat == "" && defaultFormat == "":
 		return writeTable, nil
 	}
 	format := o.outputFormat
 	if format == "" {
-		format = formatCSV
+		format = defaultFormat
 	}
 	if _, err := newPrinter(format, io.Discard); err != nil {
 		return nil, err
@@ -385,18 +415,29 @@ func (o queryOptions) resultWriter(batch bool) (resultWriter, error) {
 	}, nil
 }
 
-// queryError is the error of a failed statement, with the query's id when
-// a coordinator gave it one, and the coordinator.
-func queryError(err error, queryID, coordinator string) error {
-	what := "query"
-	if queryID != "" {
-		what += " " + queryID
-	}
-	if coordinator != "" && !strings.Contains(err.Error(), coordinator) {
-		return fmt.Errorf("%s failed on coordinator %s: %w", what, coordinator, err)
-	}
-	return fmt.Errorf("%s failed: %w", what, err)
+// statementError is the error of a failed statement, with the query's id
+// when a coordinator gave it one, and the coordinator.
+type statementError struct {
+	queryID, coordinator string
+	err                  error
 }
+
+func queryError(err error, queryID, coordinator string) error {
+	return &statementError{queryID: queryID, coordinator: coordinator, err: err}
+}
+
+func (e *statementError) Error() string {
+	what := "query"
+	if e.queryID != "" {
+		what += " " + e.queryID
+	}
+	if e.coordinator != "" && !strings.Contains(e.err.Error(), e.coordinator) {
+		return what + " failed on coordinator " + e.coordinator + ": " + e.err.Error()
+	}
+	return what + " failed: " + e.err.Error()
+}
+
+func (e *statementError) Unwrap() error { return e.err }
 
 // servedBy returns the URL of the coordinator conn's last statement went
 // to, or "" if the driver does not say. It is the one place that reaches

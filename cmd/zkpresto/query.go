@@ -14,7 +14,6 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -55,6 +54,10 @@ type queryOptions struct {
 	// interrupts.
 	shell      bool
 	interrupts <-chan os.Signal
+	// noProgress turns the progress display off; isTerminal (nil for the
+	// real check) tells whether stderr can show it.
+	noProgress bool
+	isTerminal func(io.Writer) bool
 }
 
 func newQueryCommand() *cobra.Command {
@@ -83,6 +86,11 @@ CSV, as in presto-cli's batch mode. --format table|csv|json keeps this
 command's original formats, and table is the default for SQL from the
 arguments or stdin. NULL shows as NULL in the text formats, as an empty
 field in CSV and TSV, as null in JSON.
+
+While a statement runs and stderr is a terminal, its progress is shown there
+and redrawn in place (state, elapsed time, rows and bytes read, splits, and
+the percentage when the coordinator reports one), until results appear;
+--no-progress turns it off.
 
 --show-coordinator prints which coordinator served the statement on stderr.
 A failed statement exits non-zero with Presto's message and the coordinator.`,
@@ -134,6 +142,7 @@ A failed statement exits non-zero with Presto's message and the coordinator.`,
 	f.StringVar(&o.format, "format", "", "this command's original formats: table, csv or json")
 	f.BoolVar(&o.showCoordinator, "show-coordinator", false, "print the coordinator that served the statement on stderr")
 	f.DurationVar(&o.timeout, "timeout", 0, "cancel the statement after this long (default: no limit)")
+	f.BoolVar(&o.noProgress, "no-progress", false, "never show a running statement's progress (shown on stderr when it is a terminal)")
 	f.StringVar(&o.logLevel, "log-level", "warn", "driver logs on stderr: debug, info, warn or error")
 	bindEnv(f, "dsn")
 	return cmd
@@ -201,36 +210,53 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 	}
 	// One after another; the first failure ends the run, as in presto-cli.
 	for _, query := range statements {
-		if err := runStatement(ctx, conn, query, write, out, errOut, o); err != nil {
+		if _, err := runStatement(ctx, conn, query, write, out, errOut, o); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// runStatement runs one statement on conn and prints its result. Its
-// error names the query and the coordinator.
-func runStatement(ctx context.Context, conn *sql.Conn, query string, write resultWriter, out, errOut io.Writer, o queryOptions) error {
+// runStatement runs one statement on conn and prints its result, with
+// its progress on a terminal meanwhile. Its error names the query and the
+// coordinator. It returns the statement's last progress report.
+func runStatement(ctx context.Context, conn *sql.Conn, query string, write resultWriter, out, errOut io.Writer, o queryOptions) (zkdriver.Progress, error) {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	var queryID atomic.Pointer[string]
+	isTerminal := o.isTerminal
+	if isTerminal == nil {
+		isTerminal = writerIsTerminal
+	}
+	var display *progressDisplay
+	if showProgress(!o.noProgress, errOut, isTerminal) {
+		display = startProgress(errOut, terminalWidth(errOut))
+		defer display.stop()
+		out = stopOnWrite{Writer: out, stop: display.stop}
+	}
+	var mu sync.Mutex
+	var last zkdriver.Progress
 	ctx = zkdriver.WithProgress(ctx, func(p zkdriver.Progress) {
-		if p.QueryID != "" {
-			queryID.Store(&p.QueryID)
+		mu.Lock()
+		if p.QueryID == "" {
+			p.QueryID = last.QueryID
+		}
+		last = p
+		mu.Unlock()
+		if display != nil {
+			display.update(p)
 		}
 	})
-	id := func() string {
-		if p := queryID.Load(); p != nil {
-			return *p
-		}
-		return ""
+	progress := func() zkdriver.Progress {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
 	}
 	rows, err := conn.QueryContext(ctx, query)
 	if err != nil {
-		return queryError(err, id(), servedBy(conn))
+		return progress(), queryError(err, progress().QueryID, servedBy(conn))
 	}
 	err = write(out, rows)
 	if cerr := rows.Close(); err == nil {
@@ -238,12 +264,12 @@ func runStatement(ctx context.Context, conn *sql.Conn, query string, write resul
 	}
 	coordinator := servedBy(conn)
 	if err != nil {
-		return queryError(err, id(), coordinator)
+		return progress(), queryError(err, progress().QueryID, coordinator)
 	}
 	if o.showCoordinator && coordinator != "" {
 		fmt.Fprintln(errOut, "coordinator:", coordinator)
 	}
-	return nil
+	return progress(), nil
 }
 
 // newLogger returns the logger of --log-level: logfmt on w.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/chzyer/readline"
 
@@ -149,7 +150,8 @@ func shellStatement(ctx context.Context, conn *sql.Conn, query string, write res
 			aborted <- false
 		}
 	}()
-	err := runStatement(qctx, conn, query, write, out, errOut, o)
+	started := time.Now()
+	last, err := runStatement(qctx, conn, query, write, out, errOut, o)
 	close(done)
 	byUser := <-aborted
 	switch {
@@ -163,6 +165,11 @@ func shellStatement(ctx context.Context, conn *sql.Conn, query string, write res
 		fmt.Fprintln(errOut, msg)
 	default:
 		fmt.Fprintln(errOut, err)
+	}
+	if err == nil && last.QueryID != "" {
+		// presto-cli's summary after each statement.
+		fmt.Fprintln(errOut)
+		fmt.Fprintln(errOut, strings.Join(renderProgress(last, time.Since(started), 0), "\n"))
 	}
 	fmt.Fprintln(out)
 }

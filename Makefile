@@ -13,9 +13,11 @@ FUZZTIME    ?= 15s
 all: test
 
 # Installs what the tests and the demo need that Go does not fetch itself:
-# Debian's zookeeper package (and its Java runtime).
+# Debian's zookeeper package (and its Java runtime), and tmux for the test
+# of the interactive query shell.
 deps:
 	bash scripts/install-zookeeper.sh
+	bash scripts/install-tmux.sh
 
 demo: deps
 	$(GO) run ./cmd/zkpresto-lab demo

@@ -330,7 +330,10 @@ func (o queryOptions) config() (*zkdriver.Config, error) {
 			return nil, fmt.Errorf("--server %q: %w", o.server, err)
 		}
 	case o.zookeeper != "":
-		if strings.ContainsAny(o.zookeeper, "/;?@&=") {
+		if strings.Contains(o.zookeeper, "@") {
+			return nil, errors.New("--zookeeper: no user info (an @) in the ensemble; credentials go in a DSN's zooKeeperAuth")
+		}
+		if strings.ContainsAny(o.zookeeper, "/;?&=") {
 			return nil, fmt.Errorf("--zookeeper %q: want host[:port] separated by commas", o.zookeeper)
 		}
 		if cfg, err = zkdriver.ParseDSN("presto://" + o.zookeeper + ";serviceDiscoveryMode=zooKeeper"); err != nil {
@@ -386,6 +389,10 @@ func (o queryOptions) config() (*zkdriver.Config, error) {
 // serverAddr reads presto-cli's --server: http://host[:port] or
 // host[:port], port 80 by default.
 func serverAddr(server string) (string, error) {
+	if strings.Contains(server, "@") {
+		// Never quoted: the user info may hold a password.
+		return "", errors.New("--server: no user info (an @) in the URL; use --user, and a DSN for a password")
+	}
 	rest := server
 	if scheme, after, ok := strings.Cut(server, "://"); ok {
 		switch strings.ToLower(scheme) {

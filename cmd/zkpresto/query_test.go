@@ -202,10 +202,12 @@ func TestQueryRejectsBadPrestoCLIFlags(t *testing.T) {
 		{[]string{"query", "--server", "h:1", "-e", "SELECT 1", "SELECT 2"}, "--execute excludes"},
 		{[]string{"query", "--server", "h:1", "-f", "/nonexistent/q.sql"}, "--file"},
 		{[]string{"query", "--server", "h:1", "--schema", "s", "-e", "SELECT 1"}, "--catalog"},
+		{[]string{"query", "--server", "http://u:s3cret@h:1", "-e", "SELECT 1"}, "no user info"},
+		{[]string{"query", "--zookeeper", "u:s3cret@z:2181", "-e", "SELECT 1"}, "no user info"},
 	} {
 		_, _, err := run(tc.args, "")
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: got %v, want an error containing %q", tc.args, err, tc.want)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%v: got %v, want an error containing %q (and no password)", tc.args, err, tc.want)
 		}
 	}
 }

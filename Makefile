@@ -13,11 +13,13 @@ FUZZTIME    ?= 15s
 all: test
 
 # Installs what the tests and the demo need that Go does not fetch itself:
-# Debian's zookeeper package (and its Java runtime), and Debian's nginx (the
-# nginx test rig's tests and the gateway's benchmarks against it).
+# Debian's zookeeper package (and its Java runtime), Debian's nginx (the
+# nginx test rig's tests and the gateway's benchmarks against it), and tmux
+# (the test of the interactive query shell).
 deps:
 	bash scripts/install-zookeeper.sh
 	bash scripts/install-nginx.sh
+	bash scripts/install-tmux.sh
 
 demo: deps
 	$(GO) run ./cmd/zkpresto-lab demo

@@ -3,6 +3,7 @@ module github.com/zkpresto/zkpresto
 go 1.26.1
 
 require (
+	github.com/chzyer/readline v1.5.1
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/jmoiron/sqlx v1.4.0
 	github.com/prestodb/presto-go-client/v2 v2.1.1

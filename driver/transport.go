@@ -106,8 +106,8 @@ const abandonTimeout = 30 * time.Second
 // errAbandoned ends the wait for such an answer.
 var errAbandoned = errors.New("zkpresto: no answer to an abandoned submission in time")
 
-// RoundTrip implements http.RoundTripper.
-func (t *routingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+// roundTrip is RoundTrip (see progress.go) without the progress reports.
+func (t *routingTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	a := attemptFrom(req.Context())
 	if a == nil {
 		return nil, errors.New("zkpresto: internal error: a request without a coordinator")

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +36,7 @@ type nodesOptions struct {
 	probe      bool
 	metricsURL string
 	timeout    time.Duration
+	logLevel   string
 }
 
 func newNodesCommand() *cobra.Command {
@@ -56,7 +59,12 @@ zkpresto's driver collector) and adds that process's PICKS, FAILURES and
 INFLIGHT per coordinator, so you see what a running service is doing.
 
 --watch keeps the view live: it prints the list again whenever it changes,
-until interrupted. With --json each print is one JSON array on one line.`,
+until interrupted. With --json each print is one JSON array on one line.
+
+Without --watch, nodes exits non-zero when there is no usable coordinator:
+none listed, or with --probe none up. An empty list is explained on stderr:
+discovery's problem (a missing namespace, no children, no permission) and
+each registration that was skipped, with why it could not be read.`,
 		Example: `  zkpresto nodes --dsn 'presto://zk1:2181/hive;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto'
   ZKPRESTO_DSN='presto://127.0.0.1:2181;serviceDiscoveryMode=zooKeeper' zkpresto nodes --probe
   zkpresto nodes --json | jq -r '.[].address'
@@ -75,6 +83,7 @@ until interrupted. With --json each print is one JSON array on one line.`,
 	f.BoolVar(&o.probe, "probe", false, "ask each coordinator's /v1/info for its health")
 	f.StringVar(&o.metricsURL, "metrics", "", "Prometheus endpoint of a process using the driver, for its per-node counts")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound for connecting to ZooKeeper, each probe and the metrics request")
+	f.StringVar(&o.logLevel, "log-level", "error", "driver and discovery logs on stderr: debug, info, warn or error")
 	bindEnv(f, "dsn")
 	return cmd
 }
@@ -107,11 +116,18 @@ func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error 
 	if o.interval <= 0 || o.timeout <= 0 {
 		return errors.New("--interval and --timeout must be positive")
 	}
-	connector, err := cli.OpenConnector(o.dsn)
+	level, err := parseLogLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	logOut := &detachableWriter{w: errOut}
+	skips := &skipRecorder{Handler: slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}), state: &skipState{}}
+	connector, err := cli.OpenConnector(o.dsn, zkdriver.WithLogger(slog.New(skips)))
 	if err != nil {
 		return err
 	}
 	defer connector.Close()
+	defer logOut.detach() // closing discovery logs its disconnection
 
 	openCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	snap, err := connector.Nodes(openCtx)
@@ -121,7 +137,7 @@ func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error 
 	}
 	var last []byte
 	for {
-		rows, note, err := collectNodes(ctx, connector, snap, o)
+		rows, note, err := collectNodes(ctx, connector, snap, o, skips.skipped())
 		if err != nil && !o.watch {
 			return err
 		}
@@ -148,6 +164,9 @@ func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error 
 			last = buf.Bytes()
 		}
 		if !o.watch {
+			if err := usable(rows, o.probe); err != nil {
+				return fmt.Errorf("%s: %w", snap.Source, err)
+			}
 			return nil
 		}
 		select {
@@ -163,16 +182,26 @@ func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error 
 
 // collectNodes turns a snapshot into rows, probing and joining usage as
 // asked. note explains an empty list.
-func collectNodes(ctx context.Context, connector *zkdriver.Connector, snap *discovery.Snapshot, o nodesOptions) (rows []nodeRow, note string, err error) {
+func collectNodes(ctx context.Context, connector *zkdriver.Connector, snap *discovery.Snapshot, o nodesOptions, skipped []string) (rows []nodeRow, note string, err error) {
 	rows = make([]nodeRow, len(snap.Nodes))
 	for i, n := range snap.Nodes {
 		rows[i] = nodeRow{Address: n.Addr, Scheme: n.Scheme, Format: n.Format.String(), Weight: n.Weight,
 			Zone: n.Zone, Version: n.Version, ID: n.ID, Metadata: n.Metadata}
 	}
+	view := driverView(connector)
 	if len(rows) == 0 {
 		note = "no coordinators in " + snap.Source
-		if problem := driverView(connector).problem; problem != "" {
-			note += ": " + problem
+		if view.problem != "" {
+			note += ": " + view.problem
+		}
+	}
+	if n := max(view.skipped, len(skipped)); n > 0 {
+		if note != "" {
+			note += "\n"
+		}
+		note += plural(n, "registration") + " skipped in " + snap.Source
+		if len(skipped) > 0 {
+			note += ":\n  " + strings.Join(skipped, "\n  ")
 		}
 	}
 	if o.probe {
@@ -182,7 +211,7 @@ func collectNodes(ctx context.Context, connector *zkdriver.Connector, snap *disc
 		}
 		wg.Wait()
 	}
-	usage := driverView(connector).usage
+	usage := view.usage
 	if o.metricsURL != "" {
 		if usage, err = scrapeUsage(ctx, o.metricsURL, o.timeout); err != nil {
 			return rows, note, err
@@ -200,6 +229,7 @@ func collectNodes(ctx context.Context, connector *zkdriver.Connector, snap *disc
 // beyond its snapshot.
 type driverState struct {
 	problem string               // why discovery lists nothing
+	skipped int                  // registrations that could not be parsed
 	usage   map[string]nodeUsage // by address; nil when unknown
 }
 
@@ -209,7 +239,7 @@ type driverState struct {
 // reads another process's instead.
 func driverView(c *zkdriver.Connector) driverState {
 	st := c.Stats()
-	view := driverState{problem: st.Discovery.Problem}
+	view := driverState{problem: st.Discovery.Problem, skipped: st.Discovery.Skipped}
 	for _, n := range st.Nodes {
 		if n.Picks == 0 {
 			continue
@@ -220,6 +250,81 @@ func driverView(c *zkdriver.Connector) driverState {
 		view.usage[n.Node.Addr] = nodeUsage{Picks: n.Picks, Failures: n.Failures, InFlight: n.InFlight}
 	}
 	return view
+}
+
+// usable returns an error unless rows hold a coordinator a statement could
+// go to: any, or with probe one that is up.
+func usable(rows []nodeRow, probe bool) error {
+	if len(rows) == 0 {
+		return errors.New("no usable coordinator: none listed")
+	}
+	if !probe {
+		return nil
+	}
+	for _, r := range rows {
+		if r.Health == "up" {
+			return nil
+		}
+	}
+	return fmt.Errorf("no usable coordinator: none of the %d listed is up", len(rows))
+}
+
+// skipState is what a skipRecorder and its derived handlers share.
+type skipState struct {
+	mu      sync.Mutex
+	skipped []string
+}
+
+// skipRecorder passes records on to Handler at its level and keeps, at any
+// level, discovery's reports of registrations it skipped ("child: why"),
+// which explain an empty list.
+type skipRecorder struct {
+	slog.Handler
+	state *skipState
+}
+
+// Enabled lets warnings through for the recorder even below the level.
+func (h *skipRecorder) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || h.Handler.Enabled(ctx, l)
+}
+
+// Handle records a skipped registration and passes the record on.
+func (h *skipRecorder) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "skipping a child") {
+		var child, why string
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case "child":
+				child = a.Value.String()
+			case "err":
+				why = a.Value.String()
+			}
+			return true
+		})
+		h.state.mu.Lock()
+		h.state.skipped = append(h.state.skipped, child+": "+why)
+		h.state.mu.Unlock()
+	}
+	if h.Handler.Enabled(ctx, r.Level) {
+		return h.Handler.Handle(ctx, r)
+	}
+	return nil
+}
+
+// WithAttrs keeps recording in the derived handler.
+func (h *skipRecorder) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &skipRecorder{Handler: h.Handler.WithAttrs(attrs), state: h.state}
+}
+
+// WithGroup keeps recording in the derived handler.
+func (h *skipRecorder) WithGroup(name string) slog.Handler {
+	return &skipRecorder{Handler: h.Handler.WithGroup(name), state: h.state}
+}
+
+func (h *skipRecorder) skipped() []string {
+	h.state.mu.Lock()
+	defer h.state.mu.Unlock()
+	return slices.Clone(h.state.skipped)
 }
 
 // probeHealth asks a coordinator whether it is ready: up, starting or down,

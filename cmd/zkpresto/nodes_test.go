@@ -181,14 +181,56 @@ func TestNodesJoinsUsageFromMetrics(t *testing.T) {
 func TestNodesExplainsAnEmptyList(t *testing.T) {
 	zks := zkserver.StartT(t)
 	out, errOut, err := run([]string{"nodes", "--dsn", nodesDSN(zks.Addr(), "nobody/here")}, "")
-	if err != nil {
-		t.Fatal(err)
+	if err == nil || !strings.Contains(err.Error(), "no usable coordinator") {
+		t.Fatalf("an empty list: got %v, want a failure", err)
 	}
 	if strings.TrimSpace(out) != strings.TrimSpace(strings.Split(out, "\n")[0]) || !strings.HasPrefix(out, "ADDRESS") {
 		t.Errorf("stdout should be the header alone:\n%s", out)
 	}
-	if !strings.Contains(errOut, "no coordinators in") || !strings.Contains(errOut, zks.Addr()) {
+	if !strings.Contains(errOut, "no coordinators in") || !strings.Contains(errOut, zks.Addr()) ||
+		!strings.Contains(errOut, "/nobody/here does not exist") {
 		t.Errorf("stderr %q does not explain the empty list", errOut)
+	}
+}
+
+func TestNodesNamesTheSkippedRegistrations(t *testing.T) {
+	zks := zkserver.StartT(t)
+	conn := fleet.DialT(t, zks.Addr())
+	for _, p := range []string{"/presto", "/presto/garbage"} {
+		if _, err := conn.Create(p, []byte("{not a registration"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, errOut, err := run([]string{"nodes", "--dsn", nodesDSN(zks.Addr(), "presto")}, "")
+	if err == nil || !strings.Contains(err.Error(), "no usable coordinator") {
+		t.Fatalf("got %v, want a failure", err)
+	}
+	if !strings.Contains(errOut, "1 registration skipped in") || !regexp.MustCompile(`\n  garbage: \S`).MatchString(errOut) {
+		t.Errorf("stderr %q does not name the skipped registration and why", errOut)
+	}
+	// --log-level shows the driver's own logs too.
+	_, errOut, _ = run([]string{"nodes", "--dsn", nodesDSN(zks.Addr(), "presto"), "--log-level", "warn"}, "")
+	if !strings.Contains(errOut, "level=WARN") {
+		t.Errorf("--log-level warn logged nothing: %q", errOut)
+	}
+
+	// With --probe, listed coordinators that are all down are not usable.
+	stopped := startCoordinators(t, 1)[0]
+	if _, err := conn.Create("/presto/"+stopped.Addr(), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if err := stopped.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the registration", func() bool {
+		out, _, _ := run([]string{"nodes", "--dsn", nodesDSN(zks.Addr(), "presto")}, "")
+		return strings.Contains(out, stopped.Addr())
+	})
+	if _, _, err := run([]string{"nodes", "--dsn", nodesDSN(zks.Addr(), "presto")}, ""); err != nil {
+		t.Errorf("a listed coordinator without --probe: %v", err)
+	}
+	if _, _, err := run([]string{"nodes", "--dsn", nodesDSN(zks.Addr(), "presto"), "--probe", "--timeout", "2s"}, ""); err == nil || !strings.Contains(err.Error(), "none of the 1 listed is up") {
+		t.Errorf("--probe with the only coordinator down: %v", err)
 	}
 }
 

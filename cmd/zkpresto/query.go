@@ -8,7 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
 	"strings"
+	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -21,69 +27,176 @@ import (
 func init() { subcommands = append(subcommands, newQueryCommand) }
 
 type queryOptions struct {
-	dsn             string
+	// Where the coordinators are: exactly one of these.
+	dsn       string
+	server    string
+	zookeeper string
+	// Discovery settings over the DSN's.
+	namespace string
+	strategy  string
+	// The session, over the DSN's.
+	catalog  string
+	schema   string
+	user     string
+	source   string
+	sessions []string
+	// What to run.
+	execute string
+	file    string
+	// How to print it.
+	outputFormat    string
 	format          string
 	showCoordinator bool
 	timeout         time.Duration
+	logLevel        string
+
+	// shell is set for the interactive shell, which gets Ctrl-C as
+	// interrupts.
+	shell      bool
+	interrupts <-chan os.Signal
+	// noProgress turns the progress display off; isTerminal (nil for the
+	// real check) tells whether stderr can show it.
+	noProgress bool
+	isTerminal func(io.Writer) bool
 }
 
 func newQueryCommand() *cobra.Command {
 	var o queryOptions
 	cmd := &cobra.Command{
 		Use:   "query [SQL]",
-		Short: "Run one SQL statement through the driver and print the result",
-		Long: `query runs one statement through the zkpresto driver, with discovery and the
-strategy the DSN names, and prints the result on stdout: an aligned table
-(the default), CSV with a header row, or JSON (an array with one object per
-row, keys in column order).
+		Short: "Run SQL through the driver and print the results, as presto-cli does",
+		Long: `query runs SQL through the zkpresto driver and prints the results on stdout.
+It takes presto-cli's flags with their meaning.
 
-The SQL is the arguments joined by spaces or, without arguments, standard
-input. A trailing semicolon is dropped (Presto rejects it). NULL shows as
-NULL in a table, as an empty field in CSV and as null in JSON.
+Where: --server URL is one coordinator (or a gateway), http://host[:port]
+(port 80 by default, as in presto-cli), used as is, without discovery;
+--zookeeper HOSTS discovers the coordinators registered under --namespace
+and balances statements with --strategy; --dsn (or $ZKPRESTO_DSN) is a full
+zkpresto DSN. --catalog, --schema, --user, --source and --session name=value
+(repeatable) set the session, over what the DSN says.
+
+What: --execute (-e) SQL, or --file (-f) FILE, or the arguments joined by
+spaces, or standard input. A trailing semicolon is dropped.
+
+How: --output-format takes presto-cli's formats: ALIGNED (a table with a
+row count), VERTICAL (a block per record), CSV (every value quoted, no
+header), CSV_HEADER, TSV (escaped with backslashes), TSV_HEADER, JSON (an
+object per line) and NULL (nothing). With --execute or --file the default is
+CSV, as in presto-cli's batch mode. --format table|csv|json keeps this
+command's original formats, and table is the default for SQL from the
+arguments or stdin. NULL shows as NULL in the text formats, as an empty
+field in CSV and TSV, as null in JSON.
+
+While a statement runs and stderr is a terminal, its progress is shown there
+and redrawn in place (state, elapsed time, rows and bytes read, splits, and
+the percentage when the coordinator reports one), until results appear;
+--no-progress turns it off.
 
 --show-coordinator prints which coordinator served the statement on stderr.
 A failed statement exits non-zero with Presto's message and the coordinator.`,
-		Example: `  zkpresto query --dsn "$DSN" 'SELECT * FROM system.runtime.nodes'
+		Example: `  zkpresto query --server http://coordinator:8080 --catalog hive --schema web -e 'SELECT count(*) FROM page_views'
+  zkpresto query --zookeeper zk1:2181,zk2:2181 --user alice --output-format ALIGNED -e 'SHOW CATALOGS'
+  zkpresto query --dsn "$DSN" 'SELECT * FROM system.runtime.nodes'
   export ZKPRESTO_DSN='presto://zk1:2181/hive/default;serviceDiscoveryMode=zooKeeper?user=alice'
-  zkpresto query --format csv 'SELECT 1 AS one' > one.csv
+  zkpresto query --output-format CSV_HEADER -f report.sql > report.csv
   echo 'SELECT current_user' | zkpresto query --format json --show-coordinator`,
-		PreRunE: applyEnvHook,
-		RunE: cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
-		}),
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			if f.Changed("server") || f.Changed("zookeeper") {
+				// A location on the command line wins over $ZKPRESTO_DSN.
+				return nil
+			}
+			return applyEnv(f)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.execute == "" && o.file == "" && len(args) == 0 && isTerminal(cmd.InOrStdin()) {
+				// The shell: Ctrl-C cancels the running statement, not
+				// the shell; SIGTERM still ends it.
+				ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
+				defer stop()
+				interrupts := make(chan os.Signal, 1)
+				signal.Notify(interrupts, os.Interrupt)
+				defer signal.Stop(interrupts)
+				o.shell, o.interrupts = true, interrupts
+				return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
+			}
+			return cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+				return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
+			})(cmd, args)
+		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.dsn, "dsn", "", "the zkpresto DSN (required)")
-	f.StringVarP(&o.format, "format", "f", "table", "output format: table, csv or json")
+	f.StringVar(&o.server, "server", "", "one coordinator or gateway, http://host[:port]; no discovery")
+	f.StringVar(&o.zookeeper, "zookeeper", "", "discover coordinators in this ZooKeeper ensemble, host[:port],...")
+	f.StringVar(&o.namespace, "namespace", "", "with --zookeeper or --dsn: the namespace znode (default presto)")
+	f.StringVar(&o.strategy, "strategy", "", "with --zookeeper or --dsn: the load-balancing strategy (default random)")
+	f.StringVar(&o.dsn, "dsn", "", "a zkpresto DSN (instead of --server or --zookeeper)")
+	f.StringVar(&o.catalog, "catalog", "", "default catalog")
+	f.StringVar(&o.schema, "schema", "", "default schema")
+	f.StringVar(&o.user, "user", "", "user name (default: the DSN's, else $USER)")
+	f.StringVar(&o.source, "source", "", "the client source the coordinator records (default zkpresto-cli)")
+	f.StringArrayVar(&o.sessions, "session", nil, "a session property, name=value (repeatable)")
+	f.StringVarP(&o.execute, "execute", "e", "", "execute these statements and exit")
+	f.StringVarP(&o.file, "file", "f", "", "execute the statements of this file and exit")
+	f.StringVar(&o.outputFormat, "output-format", "", "presto-cli's output format: "+strings.Join(prestoFormats, ", "))
+	f.StringVar(&o.format, "format", "", "this command's original formats: table, csv or json")
 	f.BoolVar(&o.showCoordinator, "show-coordinator", false, "print the coordinator that served the statement on stderr")
 	f.DurationVar(&o.timeout, "timeout", 0, "cancel the statement after this long (default: no limit)")
+	f.BoolVar(&o.noProgress, "no-progress", false, "never show a running statement's progress (shown on stderr when it is a terminal)")
+	f.StringVar(&o.logLevel, "log-level", "warn", "driver logs on stderr: debug, info, warn or error")
 	bindEnv(f, "dsn")
 	return cmd
 }
 
+// errNoCoordinator is the error of query without a location.
+var errNoCoordinator = errors.New("no coordinator given: --server URL, --zookeeper HOSTS, or --dsn (or $ZKPRESTO_DSN)")
+
+// legacyFormats are the --format names the first query command had, used
+// with -f before -f meant --file.
+var legacyFormats = map[string]bool{"table": true, "csv": true, "json": true}
+
 func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryOptions, args []string) error {
-	if o.dsn == "" {
-		return errNoDSN
+	if legacyFormats[o.file] && o.format == "" {
+		if _, err := os.Stat(o.file); err != nil {
+			// -f json from before -f was --file.
+			fmt.Fprintf(errOut, "reading -f %s as --format %s (-f is --file, as in presto-cli; use --output-format)\n", o.file, o.file)
+			o.format, o.file = o.file, ""
+		}
 	}
-	write, ok := resultWriters[o.format]
-	if !ok {
-		return fmt.Errorf("--format %q: want table, csv or json", o.format)
-	}
-	query, err := readSQL(in, args)
+	cfg, err := o.config()
 	if err != nil {
 		return err
 	}
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
+	defaultFormat := "" // the original table
+	switch {
+	case o.shell:
+		defaultFormat = formatAligned
+	case o.execute != "" || o.file != "":
+		defaultFormat = formatCSV // presto-cli's batch mode
 	}
-	connector, err := cli.OpenConnector(o.dsn)
+	write, err := o.resultWriter(defaultFormat)
+	if err != nil {
+		return err
+	}
+	logOut := &detachableWriter{w: errOut}
+	logger, err := newLogger(logOut, o.logLevel)
+	if err != nil {
+		return err
+	}
+	var statements []string
+	if !o.shell {
+		if statements, err = o.readSQL(in, args); err != nil {
+			return err
+		}
+	}
+	connector, err := zkdriver.NewConnector(cfg, zkdriver.WithLogger(logger))
 	if err != nil {
 		return err
 	}
 	db := sql.OpenDB(connector)
 	defer db.Close()
+	// Closing discovery logs its disconnection: not news for the user.
+	defer logOut.detach()
 
 	// One connection, so that the coordinator asked afterwards is the one
 	// that ran the statement.
@@ -92,9 +205,58 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 		return err
 	}
 	defer conn.Close()
+	if o.shell {
+		return runShell(ctx, conn, cfg, write, in, out, errOut, o)
+	}
+	// One after another; the first failure ends the run, as in presto-cli.
+	for _, query := range statements {
+		if _, err := runStatement(ctx, conn, query, write, out, errOut, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runStatement runs one statement on conn and prints its result, with
+// its progress on a terminal meanwhile. Its error names the query and the
+// coordinator. It returns the statement's last progress report.
+func runStatement(ctx context.Context, conn *sql.Conn, query string, write resultWriter, out, errOut io.Writer, o queryOptions) (zkdriver.Progress, error) {
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	isTerminal := o.isTerminal
+	if isTerminal == nil {
+		isTerminal = writerIsTerminal
+	}
+	var display *progressDisplay
+	if showProgress(!o.noProgress, errOut, isTerminal) {
+		display = startProgress(errOut, terminalWidth(errOut))
+		defer display.stop()
+		out = stopOnWrite{Writer: out, stop: display.stop}
+	}
+	var mu sync.Mutex
+	var last zkdriver.Progress
+	ctx = zkdriver.WithProgress(ctx, func(p zkdriver.Progress) {
+		mu.Lock()
+		if p.QueryID == "" {
+			p.QueryID = last.QueryID
+		}
+		last = p
+		mu.Unlock()
+		if display != nil {
+			display.update(p)
+		}
+	})
+	progress := func() zkdriver.Progress {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
 	rows, err := conn.QueryContext(ctx, query)
 	if err != nil {
-		return queryError(err, servedBy(conn))
+		return progress(), queryError(err, progress().QueryID, servedBy(conn))
 	}
 	err = write(out, rows)
 	if cerr := rows.Close(); err == nil {
@@ -102,20 +264,213 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 	}
 	coordinator := servedBy(conn)
 	if err != nil {
-		return queryError(err, coordinator)
+		return progress(), queryError(err, progress().QueryID, coordinator)
 	}
 	if o.showCoordinator && coordinator != "" {
 		fmt.Fprintln(errOut, "coordinator:", coordinator)
 	}
-	return nil
+	return progress(), nil
 }
 
-func queryError(err error, coordinator string) error {
-	if coordinator != "" && !strings.Contains(err.Error(), coordinator) {
-		return fmt.Errorf("query failed on coordinator %s: %w", coordinator, err)
+// newLogger returns the logger of --log-level: logfmt on w.
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	l, err := parseLogLevel(level)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Errorf("query failed: %w", err)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
+
+// detachableWriter writes to w until detached, and drops what comes
+// after: discovery may log while it closes, after the command returned.
+type detachableWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (d *detachableWriter) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.w == nil {
+		return len(p), nil
+	}
+	return d.w.Write(p)
+}
+
+func (d *detachableWriter) detach() {
+	d.mu.Lock()
+	d.w = nil
+	d.mu.Unlock()
+}
+
+// config builds the driver's configuration from the location flags (or
+// the DSN) and the session flags over it.
+func (o queryOptions) config() (*zkdriver.Config, error) {
+	given := 0
+	for _, s := range []string{o.dsn, o.server, o.zookeeper} {
+		if s != "" {
+			given++
+		}
+	}
+	if given > 1 {
+		return nil, errors.New("--server, --zookeeper and --dsn exclude each other: give one")
+	}
+	var cfg *zkdriver.Config
+	var err error
+	switch {
+	case o.server != "":
+		if o.namespace != "" || o.strategy != "" {
+			return nil, errors.New("--namespace and --strategy need discovery (--zookeeper or --dsn), not --server")
+		}
+		addr, err := serverAddr(o.server)
+		if err != nil {
+			return nil, err
+		}
+		if cfg, err = zkdriver.ParseDSN("presto://" + addr); err != nil {
+			return nil, fmt.Errorf("--server %q: %w", o.server, err)
+		}
+	case o.zookeeper != "":
+		if strings.Contains(o.zookeeper, "@") {
+			return nil, errors.New("--zookeeper: no user info (an @) in the ensemble; credentials go in a DSN's zooKeeperAuth")
+		}
+		if strings.ContainsAny(o.zookeeper, "/;?&=") {
+			return nil, fmt.Errorf("--zookeeper %q: want host[:port] separated by commas", o.zookeeper)
+		}
+		if cfg, err = zkdriver.ParseDSN("presto://" + o.zookeeper + ";serviceDiscoveryMode=zooKeeper"); err != nil {
+			return nil, fmt.Errorf("--zookeeper %q: %w", o.zookeeper, err)
+		}
+	case o.dsn != "":
+		if cfg, err = zkdriver.ParseDSN(o.dsn); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, errNoCoordinator
+	}
+	if o.namespace != "" {
+		if !cfg.ZooKeeper {
+			return nil, errors.New("--namespace: the DSN has no discovery (serviceDiscoveryMode=zooKeeper)")
+		}
+		cfg.Namespace = strings.Trim(o.namespace, "/")
+	}
+	if o.strategy != "" {
+		cfg.Strategy = o.strategy
+	}
+	set := func(field *string, v string) {
+		if v != "" {
+			*field = v
+		}
+	}
+	set(&cfg.Catalog, o.catalog)
+	set(&cfg.Schema, o.schema)
+	set(&cfg.User, o.user)
+	set(&cfg.Source, o.source)
+	if cfg.User == "" {
+		cfg.User = os.Getenv("USER")
+	}
+	if cfg.Source == "" {
+		cfg.Source = "zkpresto-cli"
+	}
+	if cfg.Schema != "" && cfg.Catalog == "" {
+		return nil, errors.New("--schema needs a catalog (--catalog)")
+	}
+	for _, s := range o.sessions {
+		name, value, ok := strings.Cut(s, "=")
+		if !ok || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("--session %q: want name=value", s)
+		}
+		if cfg.SessionProperties == nil {
+			cfg.SessionProperties = map[string]string{}
+		}
+		cfg.SessionProperties[strings.TrimSpace(name)] = value
+	}
+	return cfg, nil
+}
+
+// serverAddr reads presto-cli's --server: http://host[:port] or
+// host[:port], port 80 by default.
+func serverAddr(server string) (string, error) {
+	if strings.Contains(server, "@") {
+		// Never quoted: the user info may hold a password.
+		return "", errors.New("--server: no user info (an @) in the URL; use --user, and a DSN for a password")
+	}
+	rest := server
+	if scheme, after, ok := strings.Cut(server, "://"); ok {
+		switch strings.ToLower(scheme) {
+		case "http":
+		case "https":
+			return "", fmt.Errorf("--server %q: for TLS give --dsn with the ssl_* keys (see the README's DSN section)", server)
+		default:
+			return "", fmt.Errorf("--server %q: want http://host[:port]", server)
+		}
+		rest = after
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	if rest == "" || strings.ContainsAny(rest, "/;?@,&=") {
+		return "", fmt.Errorf("--server %q: want one http://host[:port]", server)
+	}
+	if _, _, err := net.SplitHostPort(rest); err != nil {
+		rest = net.JoinHostPort(strings.Trim(rest, "[]"), "80")
+	}
+	return rest, nil
+}
+
+// resultWriter prints one result set.
+type resultWriter func(io.Writer, *sql.Rows) error
+
+// resultWriter picks the output format: --output-format, else --format,
+// else defaultFormat, a presto-cli format or "" for the original table.
+func (o queryOptions) resultWriter(defaultFormat string) (resultWriter, error) {
+	switch {
+	case o.outputFormat != "" && o.format != "":
+		return nil, errors.New("--output-format and --format exclude each other: give one")
+	case o.format != "":
+		write, ok := resultWriters[o.format]
+		if !ok {
+			return nil, fmt.Errorf("--format %q: want table, csv or json (or --output-format with presto-cli's names)", o.format)
+		}
+		return write, nil
+	case o.outputFormat == "" && defaultFormat == "":
+		return writeTable, nil
+	}
+	format := o.outputFormat
+	if format == "" {
+		format = defaultFormat
+	}
+	if _, err := newPrinter(format, io.Discard); err != nil {
+		return nil, err
+	}
+	return func(w io.Writer, rows *sql.Rows) error {
+		p, err := newPrinter(format, w)
+		if err != nil {
+			return err
+		}
+		return printRows(rows, p)
+	}, nil
+}
+
+// statementError is the error of a failed statement, with the query's id
+// when a coordinator gave it one, and the coordinator.
+type statementError struct {
+	queryID, coordinator string
+	err                  error
+}
+
+func queryError(err error, queryID, coordinator string) error {
+	return &statementError{queryID: queryID, coordinator: coordinator, err: err}
+}
+
+func (e *statementError) Error() string {
+	what := "query"
+	if e.queryID != "" {
+		what += " " + e.queryID
+	}
+	if e.coordinator != "" && !strings.Contains(e.err.Error(), e.coordinator) {
+		return what + " failed on coordinator " + e.coordinator + ": " + e.err.Error()
+	}
+	return what + " failed: " + e.err.Error()
+}
+
+func (e *statementError) Unwrap() error { return e.err }
 
 // servedBy returns the URL of the coordinator conn's last statement went
 // to, or "" if the driver does not say. It is the one place that reaches
@@ -133,28 +488,45 @@ func servedBy(conn *sql.Conn) string {
 	return url
 }
 
-// readSQL takes the statement from the arguments or, without any, stdin.
-func readSQL(in io.Reader, args []string) (string, error) {
-	query := strings.Join(args, " ")
-	if len(args) == 0 {
+// readSQL takes the SQL from --execute, --file, the arguments or, without
+// any, stdin, and splits it into statements.
+func (o queryOptions) readSQL(in io.Reader, args []string) ([]string, error) {
+	var text string
+	switch {
+	case o.execute != "" && (o.file != "" || len(args) > 0):
+		return nil, errors.New("--execute excludes --file and SQL arguments")
+	case o.file != "" && len(args) > 0:
+		return nil, errors.New("--file excludes SQL arguments")
+	case o.execute != "":
+		text = o.execute
+	case o.file != "":
+		b, err := os.ReadFile(o.file)
+		if err != nil {
+			return nil, fmt.Errorf("--file: %w", err)
+		}
+		text = string(b)
+	case len(args) > 0:
+		text = strings.Join(args, " ")
+	default:
 		b, err := io.ReadAll(in)
 		if err != nil {
-			return "", fmt.Errorf("reading SQL from stdin: %w", err)
+			return nil, fmt.Errorf("reading SQL from stdin: %w", err)
 		}
-		query = string(b)
+		text = string(b)
 	}
-	query = strings.TrimSpace(query)
-	for strings.HasSuffix(query, ";") {
-		query = strings.TrimSpace(strings.TrimSuffix(query, ";"))
+	statements, rest := splitStatements(text)
+	if rest != "" {
+		// The last statement needs no semicolon.
+		statements = append(statements, rest)
 	}
-	if query == "" {
-		return "", errors.New("no SQL given: pass it as an argument or on stdin")
+	if len(statements) == 0 {
+		return nil, errors.New("no SQL given: pass it with --execute, --file, as an argument or on stdin")
 	}
-	return query, nil
+	return statements, nil
 }
 
 // resultWriters print a result set in each output format.
-var resultWriters = map[string]func(io.Writer, *sql.Rows) error{
+var resultWriters = map[string]resultWriter{
 	"table": writeTable,
 	"csv":   writeCSV,
 	"json":  writeJSON,

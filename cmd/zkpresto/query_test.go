@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -117,5 +118,126 @@ func TestQueryRejectsBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+func TestQueryTakesPrestoCLIFlags(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	out, errOut, err := run([]string{"query", "--server", c.URL(), "--catalog", "tpch", "--schema", "tiny",
+		"--user", "carol", "--source", "nightly", "--session", "query_max_run_time=1h", "--session", "a.b=x=y",
+		"-e", "SELECT 'who'"}, "")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	// presto-cli's batch default: CSV, no header, every value quoted.
+	if !strings.HasPrefix(out, `"c1","carol","tpch","tiny","nightly"`) {
+		t.Errorf("--execute printed %q", out)
+	}
+	reqs := c.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("the coordinator saw %d statements", len(reqs))
+	}
+	r := reqs[0]
+	if r.User != "carol" || r.Catalog != "tpch" || r.Schema != "tiny" || r.Source != "nightly" ||
+		r.SessionProperties["query_max_run_time"] != "1h" || r.SessionProperties["a.b"] != "x=y" {
+		t.Errorf("the coordinator saw %+v", r)
+	}
+
+	file := t.TempDir() + "/q.sql"
+	if err := os.WriteFile(file, []byte("SELECT * FROM rows(2);\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-f", file}, "\"1\"\n\"2\"\n"},
+		{[]string{"--file", file, "--output-format", "CSV_HEADER"}, "\"n\"\n\"1\"\n\"2\"\n"},
+		{[]string{"-e", "SELECT * FROM rows(2)", "--output-format", "aligned"}, " n \n---\n 1 \n 2 \n(2 rows)\n"},
+		{[]string{"-e", "SELECT * FROM rows(1)", "--output-format", "JSON"}, "{\"n\":1}\n"},
+		{[]string{"-e", "SELECT * FROM rows(3)", "--output-format", "NULL"}, ""},
+		// The original formats stay the default for SQL in arguments.
+		{[]string{"SELECT * FROM rows(1)"}, "n\n1\n"},
+	} {
+		out, errOut, err := run(append([]string{"query", "--server", c.URL()}, tc.args...), "")
+		if err != nil || out != tc.want {
+			t.Errorf("%v: printed %q (%v, %s), want %q", tc.args, out, err, errOut, tc.want)
+		}
+	}
+
+	// A location on the command line wins over $ZKPRESTO_DSN.
+	t.Setenv("ZKPRESTO_DSN", "presto://127.0.0.1:1")
+	if out, _, err := run([]string{"query", "--server", c.Addr(), "-e", "SELECT * FROM rows(1)"}, ""); err != nil || out != "\"1\"\n" {
+		t.Errorf("--server with $ZKPRESTO_DSN set: %q (%v)", out, err)
+	}
+}
+
+func TestQueryDiscoversThroughZooKeeperFlags(t *testing.T) {
+	f := fleet.StartT(t, fleet.Options{Coordinators: 1, Namespace: "prod"})
+	if _, err := f.Register(f.Coordinators[0], discovery.FormatZkpresto, 1); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := run([]string{"query", "--zookeeper", f.Ensemble(), "--namespace", "prod", "--strategy", "round_robin",
+		"--user", "dan", "--output-format", "TSV", "-e", "SELECT 'z'"}, "")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if !strings.HasPrefix(out, "c1\tdan\t") {
+		t.Errorf("printed %q", out)
+	}
+}
+
+func TestQueryRejectsBadPrestoCLIFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"query", "--server", "h:1", "--zookeeper", "z:2181", "-e", "SELECT 1"}, "exclude each other"},
+		{[]string{"query", "--server", "ftp://h", "-e", "SELECT 1"}, `--server "ftp://h"`},
+		{[]string{"query", "--server", "h1:1,h2:2", "-e", "SELECT 1"}, "want one"},
+		{[]string{"query", "--server", "h:1", "--namespace", "x", "-e", "SELECT 1"}, "--namespace"},
+		{[]string{"query", "--server", "h:1", "--session", "novalue", "-e", "SELECT 1"}, `--session "novalue"`},
+		{[]string{"query", "--server", "h:1", "--output-format", "XML", "-e", "SELECT 1"}, `--output-format "XML"`},
+		{[]string{"query", "--server", "h:1", "--output-format", "CSV", "--format", "csv", "-e", "SELECT 1"}, "exclude each other"},
+		{[]string{"query", "--server", "h:1", "-e", "SELECT 1", "SELECT 2"}, "--execute excludes"},
+		{[]string{"query", "--server", "h:1", "-f", "/nonexistent/q.sql"}, "--file"},
+		{[]string{"query", "--server", "h:1", "--schema", "s", "-e", "SELECT 1"}, "--catalog"},
+		{[]string{"query", "--server", "http://u:s3cret@h:1", "-e", "SELECT 1"}, "no user info"},
+		{[]string{"query", "--zookeeper", "u:s3cret@z:2181", "-e", "SELECT 1"}, "no user info"},
+	} {
+		_, _, err := run(tc.args, "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%v: got %v, want an error containing %q (and no password)", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestQueryRunsStatementsInTurnAndStopsAtTheFirstFailure(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	out, errOut, err := run([]string{"query", "--server", c.URL(), "-e",
+		"SELECT * FROM rows(1); SELECT 'a;b' FROM rows(2) -- not; here\n; SELECT fail('stop; here'); SELECT * FROM rows(9)"}, "")
+	if err == nil {
+		t.Fatalf("a failing statement succeeded: %q", out)
+	}
+	if out != "\"1\"\n\"1\"\n\"2\"\n" {
+		t.Errorf("printed %q (%s)", out, errOut)
+	}
+	reqs := c.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("the coordinator ran %d statements, want 3 (none after the failure)", len(reqs))
+	}
+	if reqs[1].SQL != "SELECT 'a;b' FROM rows(2) -- not; here" || reqs[2].SQL != "SELECT fail('stop; here')" {
+		t.Errorf("statements as split: %q, %q", reqs[1].SQL, reqs[2].SQL)
+	}
+	// presto-cli's "Query <id> failed: ...", with the coordinator.
+	want := "query " + reqs[2].QueryID + " failed on coordinator " + c.URL() + ": "
+	if !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "stop; here") {
+		t.Errorf("error %q, want it to start %q and carry Presto's message", err, want)
+	}
+
+	// From stdin, in the original formats, too.
+	out, _, err = run([]string{"query", "--server", c.URL(), "--format", "csv"}, "SELECT * FROM rows(1);\nSELECT * FROM rows(2);\n")
+	if err != nil || out != "n\n1\nn\n1\n2\n" {
+		t.Errorf("stdin printed %q (%v)", out, err)
 	}
 }

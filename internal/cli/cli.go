@@ -38,10 +38,10 @@ func RunUntilSignal(run func(ctx context.Context, cmd *cobra.Command, args []str
 
 // OpenConnector opens the driver's connector for dsn, as sql.Open would,
 // for the commands that also ask it what it sees.
-func OpenConnector(dsn string) (*zkdriver.Connector, error) {
+func OpenConnector(dsn string, opts ...zkdriver.Option) (*zkdriver.Connector, error) {
 	cfg, err := zkdriver.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return zkdriver.NewConnector(cfg)
+	return zkdriver.NewConnector(cfg, opts...)
 }

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/chzyer/readline"
+
+	zkdriver "github.com/zkpresto/zkpresto/driver"
+)
+
+// isTerminal reports whether r is a terminal: query then opens the shell.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && readline.IsTerminal(int(f.Fd()))
+}
+
+// historyFile is where the shell keeps its history: $ZKPRESTO_HISTORY, or
+// .zkpresto_history in the user's home; "" for none.
+func historyFile() string {
+	if p := os.Getenv("ZKPRESTO_HISTORY"); p != "" {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".zkpresto_history")
+}
+
+// shellPrompts are presto-cli's prompts: "presto:schema> ", and for the
+// lines that continue a statement "-> " aligned under it.
+func shellPrompts(cfg *zkdriver.Config) (first, next string) {
+	first = "presto"
+	if cfg.Trino {
+		first = "trino"
+	}
+	if cfg.Schema != "" {
+		first += ":" + cfg.Schema
+	}
+	first += "> "
+	return first, strings.Repeat(" ", len(first)-3) + "-> "
+}
+
+// runShell is the interactive shell: it reads statements with line editing
+// and history, runs each one as soon as its ";" is typed, and goes on after
+// errors. quit or exit (or Ctrl-D) leaves; Ctrl-C at the prompt drops the
+// statement being typed, and while a statement runs it cancels it.
+func runShell(ctx context.Context, conn *sql.Conn, cfg *zkdriver.Config, write resultWriter, in io.Reader, out, errOut io.Writer, o queryOptions) error {
+	first, next := shellPrompts(cfg)
+	rlcfg := &readline.Config{
+		Prompt:                 first,
+		HistoryFile:            historyFile(),
+		DisableAutoSaveHistory: true, // a statement is saved whole, once complete
+		HistorySearchFold:      true,
+		InterruptPrompt:        "^C",
+		EOFPrompt:              "",
+		Stdout:                 out,
+		Stderr:                 errOut,
+	}
+	if in != os.Stdin {
+		// Tests drive the shell through a pipe.
+		rc, ok := in.(io.ReadCloser)
+		if !ok {
+			rc = io.NopCloser(in)
+		}
+		rlcfg.Stdin = rc
+		rlcfg.FuncIsTerminal = func() bool { return false }
+	}
+	rl, err := readline.NewEx(rlcfg)
+	if err != nil {
+		return fmt.Errorf("starting the shell: %w", err)
+	}
+	defer rl.Close()
+
+	var pending strings.Builder // the statement being typed
+	for {
+		if pending.Len() == 0 {
+			rl.SetPrompt(first)
+		} else {
+			rl.SetPrompt(next)
+		}
+		line, err := rl.Readline()
+		switch {
+		case errors.Is(err, readline.ErrInterrupt):
+			pending.Reset()
+			continue
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading the shell's input: %w", err)
+		}
+		if pending.Len() == 0 {
+			switch strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(line), ";"))) {
+			case "quit", "exit":
+				return nil
+			case "":
+				continue
+			}
+		}
+		pending.WriteString(line)
+		pending.WriteByte('\n')
+		statements, rest := splitStatements(pending.String())
+		if len(statements) == 0 {
+			if rest == "" {
+				pending.Reset() // only comments
+			}
+			continue
+		}
+		for _, s := range statements {
+			_ = rl.SaveHistory(strings.Join(strings.Fields(s), " ") + ";")
+		}
+		pending.Reset()
+		if rest != "" {
+			pending.WriteString(rest + "\n")
+		}
+		for _, s := range statements {
+			if ctx.Err() != nil {
+				return nil // SIGTERM
+			}
+			shellStatement(ctx, conn, s, write, out, errOut, o)
+		}
+	}
+}
+
+// shellStatement runs one statement of the shell, cancelled by an
+// interrupt, and reports its failure.
+func shellStatement(ctx context.Context, conn *sql.Conn, query string, write resultWriter, out, errOut io.Writer, o queryOptions) {
+	// An interrupt from before the statement is not for it.
+	for len(o.interrupts) > 0 {
+		<-o.interrupts
+	}
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	aborted := make(chan bool, 1)
+	go func() {
+		select {
+		case <-o.interrupts:
+			aborted <- true
+			cancel()
+		case <-done:
+			aborted <- false
+		}
+	}()
+	started := time.Now()
+	last, err := runStatement(qctx, conn, query, write, out, errOut, o)
+	close(done)
+	byUser := <-aborted
+	switch {
+	case err == nil:
+	case byUser:
+		msg := "Query aborted by user"
+		var se *statementError
+		if errors.As(err, &se) && se.queryID != "" {
+			msg = "Query " + se.queryID + " aborted by user"
+		}
+		fmt.Fprintln(errOut, msg)
+	default:
+		fmt.Fprintln(errOut, err)
+	}
+	if err == nil && last.QueryID != "" {
+		// presto-cli's summary after each statement.
+		fmt.Fprintln(errOut)
+		fmt.Fprintln(errOut, strings.Join(renderProgress(last, time.Since(started), 0), "\n"))
+	}
+	fmt.Fprintln(out)
+}

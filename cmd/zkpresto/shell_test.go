@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+)
+
+// cancelled reports whether the coordinator got a DELETE for query id.
+func cancelled(c *coordinator.Coordinator, id string) bool {
+	for _, call := range c.Calls() {
+		if call.Method == http.MethodDelete && call.QueryID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func TestShellRunsStatementsAsTheyEndAndSurvivesInterrupts(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	history := t.TempDir() + "/history"
+	t.Setenv("ZKPRESTO_HISTORY", history)
+	stdin, typing := io.Pipe()
+	defer typing.Close()
+	interrupts := make(chan os.Signal, 1)
+	o := queryOptions{server: c.URL(), logLevel: "warn", shell: true, interrupts: interrupts}
+	out, errOut := &testutil.Buffer{}, &testutil.Buffer{}
+	done := make(chan error, 1)
+	go func() { done <- runQuery(context.Background(), stdin, out, errOut, o, nil) }()
+	typeLine := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(typing, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A statement over several lines runs once its ";" is typed, printed
+	// ALIGNED.
+	typeLine("SELECT *")
+	typeLine("FROM rows(2)")
+	time.Sleep(100 * time.Millisecond)
+	if c.Statements() != 0 {
+		t.Fatal("a statement ran before its semicolon")
+	}
+	typeLine("; -- done")
+	eventually(t, "the result", func() bool { return strings.Contains(out.String(), " n \n---\n 1 \n 2 \n(2 rows)\n") })
+
+	// An error is reported and the shell goes on.
+	typeLine("SELECT fail('no such table');")
+	eventually(t, "the error", func() bool { return strings.Contains(errOut.String(), "no such table") })
+
+	// An interrupt cancels the running statement, on the coordinator too.
+	typeLine("SELECT * FROM sleep(5000);")
+	eventually(t, "the long statement", func() bool { return c.Running() == 1 })
+	interrupts <- os.Interrupt
+	eventually(t, "the abort", func() bool { return strings.Contains(errOut.String(), "aborted by user") })
+	reqs := c.Requests()
+	id := reqs[len(reqs)-1].QueryID
+	if !strings.Contains(errOut.String(), "Query "+id+" aborted by user") {
+		t.Errorf("stderr %q does not name the query %s", errOut.String(), id)
+	}
+	eventually(t, "the DELETE", func() bool { return cancelled(c, id) })
+
+	typeLine("SELECT * FROM rows(1); SELECT * FROM rows(3);")
+	eventually(t, "the next results", func() bool {
+		return strings.Contains(out.String(), "(1 row)\n") && strings.Contains(out.String(), "(3 rows)\n")
+	})
+	typeLine("quit")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("quit did not end the shell")
+	}
+	b, err := os.ReadFile(history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"SELECT * FROM rows(2);\n", "SELECT * FROM sleep(5000);\n", "SELECT * FROM rows(3);\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("history %q lacks %q", b, want)
+		}
+	}
+}
+
+func TestShellEndsAtEOFAndKnowsItsPrompts(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	t.Setenv("ZKPRESTO_HISTORY", t.TempDir()+"/history")
+	o := queryOptions{server: c.URL(), logLevel: "warn", shell: true, interrupts: make(chan os.Signal)}
+	out, errOut := &testutil.Buffer{}, &testutil.Buffer{}
+	if err := runQuery(context.Background(), strings.NewReader("SELECT * FROM rows(1);\nSELECT 'unfinished'"), out, errOut, o, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "(1 row)") || c.Statements() != 1 {
+		t.Errorf("printed %q after %d statements", out.String(), c.Statements())
+	}
+	cfg, err := queryOptions{server: "h:1", catalog: "hive", schema: "web"}.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, next := shellPrompts(cfg); first != "presto:web> " || next != "         -> " {
+		t.Errorf("prompts %q, %q", first, next)
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmuxSession is a zkpresto command running in a terminal of its own: a
+// detached tmux session on a private server.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+}
+
+// startInTmux builds zkpresto and runs it with args in a new tmux session,
+// in a 120x40 terminal. Without tmux the test is skipped, or fails under
+// CI, which must run it (make deps installs tmux).
+func startInTmux(t *testing.T, env []string, args ...string) *tmuxSession {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("tmux is required in CI (scripts/install-tmux.sh): %v", err)
+		}
+		t.Skipf("tmux not found: %v", err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "zkpresto")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building zkpresto: %v\n%s", err, out)
+	}
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("zkpresto-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	command := bin
+	for _, a := range args {
+		command += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	cmd := exec.Command("tmux", "-L", s.socket, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", "-s", "cli", command)
+	cmd.Env = append(os.Environ(), append([]string{"TERM=xterm", "HOME=" + dir}, env...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tmux new-session: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+	return s
+}
+
+func (s *tmuxSession) tmux(args ...string) (string, error) {
+	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// send types keys (tmux key names such as Enter or C-c, or text).
+func (s *tmuxSession) send(keys ...string) {
+	s.t.Helper()
+	args := []string{"send-keys", "-t", "cli"}
+	for _, k := range keys {
+		// tmux reads an argument ending in ";" as the end of a command.
+		if strings.HasSuffix(k, ";") {
+			k = strings.TrimSuffix(k, ";") + `\;`
+		}
+		args = append(args, k)
+	}
+	if out, err := s.tmux(args...); err != nil {
+		s.t.Fatalf("tmux send-keys %q: %v\n%s", keys, err, out)
+	}
+}
+
+// screen is what the terminal shows, with its scroll-back.
+func (s *tmuxSession) screen() string {
+	out, _ := s.tmux("capture-pane", "-p", "-S", "-200", "-t", "cli")
+	return out
+}
+
+// waitScreen waits until the screen holds want.
+func (s *tmuxSession) waitScreen(what, want string) {
+	s.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !strings.Contains(s.screen(), want) {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: the screen never showed %q:\n%s", what, want, s.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *tmuxSession) alive() bool {
+	_, err := s.tmux("has-session", "-t", "cli")
+	return err == nil
+}
+
+func TestShellInATerminal(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	history := filepath.Join(t.TempDir(), "history")
+	s := startInTmux(t, []string{"ZKPRESTO_HISTORY=" + history}, "query", "--server", c.URL(), "--catalog", "hive", "--schema", "web")
+	s.waitScreen("the prompt", "presto:web>")
+
+	// A statement over two lines, with the continuation prompt.
+	s.send("SELECT *", "Enter")
+	s.waitScreen("the continuation prompt", "\n         ->")
+	s.send("FROM rows(3);", "Enter")
+	s.waitScreen("the result", "(3 rows)")
+	if screen := s.screen(); !strings.Contains(screen, " n\n---\n 1\n 2\n 3\n(3 rows)") {
+		t.Errorf("the result is not ALIGNED:\n%s", screen)
+	}
+
+	// A long statement shows its progress; Ctrl-C cancels it and leaves
+	// the shell running.
+	s.send("SELECT * FROM sleep(5000);", "Enter")
+	eventually(t, "the long statement", func() bool { return c.Running() == 1 })
+	s.waitScreen("the progress", ", RUNNING")
+	s.send("C-c")
+	s.waitScreen("the abort", "aborted by user")
+	reqs := c.Requests()
+	id := reqs[len(reqs)-1].QueryID
+	eventually(t, "the coordinator's DELETE", func() bool { return cancelled(c, id) })
+	if c.Running() != 0 {
+		t.Errorf("%d statements still running after Ctrl-C", c.Running())
+	}
+	if !s.alive() {
+		t.Fatal("Ctrl-C ended the shell")
+	}
+	s.send("SELECT * FROM rows(1);", "Enter")
+	s.waitScreen("a statement after the abort", "(1 row)")
+
+	s.send("quit", "Enter")
+	eventually(t, "quit to end the shell", func() bool { return !s.alive() })
+	b, err := os.ReadFile(history)
+	if err != nil || !strings.Contains(string(b), "SELECT * FROM rows(3);") {
+		t.Errorf("history %q (%v)", b, err)
+	}
+}

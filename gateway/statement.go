@@ -65,19 +65,37 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	var resp *http.Response
 	var base string
 	a, err := g.router.Run(r.Context(), req, pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
+		if err := r.Context().Err(); err != nil {
+			return routing.Abandoned, err // nothing sent: nothing to cancel
+		}
 		base = g.baseOf(ra.Node)
-		out, err := http.NewRequestWithContext(ctx, http.MethodPost, base+r.URL.RequestURI(), bytes.NewReader(body))
+		attemptCtx, abort := context.WithCancel(ctx)
+		defer abort()
+		out, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, base+r.URL.RequestURI(), bytes.NewReader(body))
 		if err != nil {
 			return routing.Invalid, err
 		}
 		out.Header = header
 		var e protocol.Exchange
+		// The statement's last bytes pass a gate: a client that leaves
+		// before they reached the connection aborts the submission (the
+		// coordinator cannot have the statement); after, it runs on and
+		// its answer tells which query to cancel.
+		e.GateBody(out)
+		stop := context.AfterFunc(r.Context(), func() {
+			if e.AbortSubmission() {
+				abort()
+			}
+		})
+		defer stop()
 		resp, err = protocol.Submit(g.transport, out, &e, nil)
 		switch {
 		case err == nil:
 			return routing.Answered, nil
 		case e.Invalid() != nil:
 			return routing.Invalid, err
+		case r.Context().Err() != nil && !e.Written():
+			return routing.Abandoned, err
 		}
 		failure, sent := e.Failure()
 		switch {

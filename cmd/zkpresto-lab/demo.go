@@ -98,7 +98,7 @@ func runDemo(ctx context.Context, w io.Writer, o demoOptions) error {
 	tw.Flush()
 	fmt.Fprintln(w, "(one statement at a time nothing is in flight, so least_active and p2c send each to the node\n"+
 		" with the most capacity per statement in flight, c3; under concurrent load they spread by load:\n"+
-		" see zkpresto simulate)")
+		" see zkpresto-lab simulate)")
 
 	fmt.Fprintln(w, "\nuser_hash: each user stays on one coordinator")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -108,7 +108,7 @@ func applyQuick(cmd *cobra.Command, o *chaos.Options) {
 // commandLine is the command that reproduces the run: the changed flags,
 // in the order of the flag set.
 func commandLine(cmd *cobra.Command) string {
-	parts := []string{"zkpresto chaos"}
+	parts := []string{"zkpresto-lab chaos"}
 	for _, name := range []string{"quick", "clients", "statements", "duration", "think", "coordinators", "max-unavailable",
 		"strategy", "retries", "health-check", "seed", "crash-every", "starting-every", "leader-kill-every", "plan"} {
 		if !cmd.Flags().Changed(name) {

@@ -42,7 +42,7 @@ func TestChaosPlanIsReproducible(t *testing.T) {
 		return out
 	}
 	first := plan("--seed", "5")
-	if !strings.HasPrefix(first, "zkpresto chaos --seed 5 --plan\n") {
+	if !strings.HasPrefix(first, "zkpresto-lab chaos --seed 5 --plan\n") {
 		t.Errorf("the plan does not start with its command:\n%s", first)
 	}
 	if first != plan("--seed", "5") {

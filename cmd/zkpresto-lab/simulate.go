@@ -95,7 +95,7 @@ func runSimulate(ctx context.Context, stdout, stderr io.Writer, o simulateOption
 			return fmt.Errorf("write the plot: %w", err)
 		}
 	}
-	fmt.Fprintf(stdout, "zkpresto simulate --requests %d --seed %d", o.requests, o.seed)
+	fmt.Fprintf(stdout, "zkpresto-lab simulate --requests %d --seed %d", o.requests, o.seed)
 	if len(o.strategies) > 0 {
 		fmt.Fprintf(stdout, " --strategies %s", strings.Join(report.Strategies, ","))
 	}

@@ -17,7 +17,7 @@ func TestSimulateQuick(t *testing.T) {
 	if err != nil {
 		t.Fatalf("simulate: %v\n%s", err, errOut)
 	}
-	if !strings.HasPrefix(text, "zkpresto simulate --requests 20000 --seed 1 --strategies random,poll,weighted\n") {
+	if !strings.HasPrefix(text, "zkpresto-lab simulate --requests 20000 --seed 1 --strategies random,poll,weighted\n") {
 		t.Errorf("output does not start with the command that reproduces it:\n%s", text)
 	}
 	for _, scenario := range []string{"1:1:4 70%", "1:1:4 90%", "1:1:4 slow 70%", "1:1:4 slow 90%", "1:1:1 90%"} {

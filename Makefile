@@ -14,12 +14,14 @@ all: test
 
 # Installs what the tests and the demo need that Go does not fetch itself:
 # Debian's zookeeper package (and its Java runtime), Debian's nginx (the
-# nginx test rig's tests and the gateway's benchmarks against it), and tmux
-# (the test of the interactive query shell).
+# nginx test rig's tests and the gateway's benchmarks against it), tmux
+# (the test of the interactive query shell) and chromium (the headless
+# browser test of the gateway's status page).
 deps:
 	bash scripts/install-zookeeper.sh
 	bash scripts/install-nginx.sh
 	bash scripts/install-tmux.sh
+	bash scripts/install-chromium.sh
 
 demo: deps
 	$(GO) run ./cmd/zkpresto-lab demo

@@ -74,6 +74,7 @@ type Gateway struct {
 	members  members
 	queries  queryTable
 	stats    counters
+	recent   statementLog // the last statements, for the status page
 }
 
 // New returns a Gateway for cfg. It does no network I/O.

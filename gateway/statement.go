@@ -106,6 +106,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 		return routing.NotSent, failure
 	})
+	g.noteStatement(r, base, resp, err)
 	if err != nil {
 		g.submitFailed(w, err)
 		return

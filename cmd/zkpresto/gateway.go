@@ -137,6 +137,7 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	)
 	mux := http.NewServeMux()
 	mux.Handle("/", gw)
+	gw.HandleStatus(mux)
 	mux.Handle("GET /_zk/metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /_zk/health", func(w http.ResponseWriter, r *http.Request) {
 		if err := rt.Router.Open(r.Context()); err != nil {

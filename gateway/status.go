@@ -1,0 +1,445 @@
+package gateway
+
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/routing"
+)
+
+// RecentStatements is how many statements the status page lists: the
+// gateway keeps the last ones it answered in a ring.
+const RecentStatements = 50
+
+// Bounds on what one statement's record holds.
+const (
+	// headBytes is how much of a coordinator's first answer is kept to
+	// find the query id and state in.
+	headBytes = 8 << 10
+	// maxNoteText bounds a user, source or error text in a record.
+	maxNoteText = 300
+)
+
+// defaultGroup names the one group the gateway routes to for now: its Router.
+const defaultGroup = "default"
+
+// Status is what the status page shows: the gateway, its request counts
+// and its groups. It is what GET /_zk/status.json answers.
+type Status struct {
+	// Now is when the figures were taken.
+	Now time.Time `json:"now"`
+	// Started is when the gateway was created.
+	Started time.Time `json:"started"`
+	// Uptime is the time since Started, in seconds.
+	Uptime float64 `json:"uptimeSeconds"`
+	// Draining is true once the gateway refuses new statements.
+	Draining bool `json:"draining"`
+	// Requests are the gateway's request counts by kind and status,
+	// ordered by kind then status.
+	Requests []RequestCountStatus `json:"requests"`
+	// Groups are the groups of coordinators the gateway routes to.
+	Groups []GroupStatus `json:"groups"`
+}
+
+// RequestCountStatus is how many requests of one kind got one status.
+type RequestCountStatus struct {
+	// Kind is submit, followup, query, info or other.
+	Kind string `json:"kind"`
+	// Status is the HTTP status answered.
+	Status int `json:"status"`
+	// Count is the number of such requests.
+	Count uint64 `json:"count"`
+}
+
+// GroupStatus is one group of coordinators and the Router that picks among them.
+type GroupStatus struct {
+	// Name names the group.
+	Name string `json:"name"`
+	// Strategy is the name of the group's strategy.
+	Strategy string `json:"strategy"`
+	// Discovery describes where the group's coordinators are listed.
+	Discovery DiscoveryStatus `json:"discovery"`
+	// Coordinators are the coordinators discovery lists now, in address order.
+	Coordinators []CoordinatorStatus `json:"coordinators"`
+	// Statements are the group's recent statements, newest first, those no
+	// coordinator took included.
+	Statements []StatementRecord `json:"statements"`
+}
+
+// DiscoveryStatus describes a group's discovery source.
+type DiscoveryStatus struct {
+	// Source names the ensemble and path, or the static host list.
+	Source string `json:"source"`
+	// Open is false until discovery was first used.
+	Open bool `json:"open"`
+	// Connected is true while the ZooKeeper session is live (always for a
+	// static list).
+	Connected bool `json:"connected"`
+	// StaleSince is when the connection was lost; absent while connected.
+	StaleSince time.Time `json:"staleSince,omitzero"`
+	// LastChange is when the list last changed; absent if never.
+	LastChange time.Time `json:"lastChange,omitzero"`
+	// Generation counts the lists discovery published.
+	Generation uint64 `json:"generation"`
+	// Skipped is the number of registrations that could not be read.
+	Skipped int `json:"skipped"`
+	// Problem explains an empty list.
+	Problem string `json:"problem,omitempty"`
+}
+
+// CoordinatorStatus is what the gateway knows of one coordinator.
+type CoordinatorStatus struct {
+	// Address is host:port.
+	Address string `json:"address"`
+	// Scheme is http or https.
+	Scheme string `json:"scheme"`
+	// Weight is the coordinator's relative capacity.
+	Weight int `json:"weight"`
+	// Zone and Version are what the coordinator registered with, if anything.
+	Zone    string `json:"zone,omitempty"`
+	Version string `json:"version,omitempty"`
+	// State sums up the health: usable, ejected, unhealthy or unused (listed
+	// but not a candidate, e.g. left out by the strategy).
+	State string `json:"state"`
+	// Usable is true when the coordinator is a candidate for new statements.
+	Usable bool `json:"usable"`
+	// Ejected and EjectedUntil describe a current ejection.
+	Ejected      bool      `json:"ejected"`
+	EjectedUntil time.Time `json:"ejectedUntil,omitzero"`
+	// Unhealthy is an active health check's verdict.
+	Unhealthy bool `json:"unhealthy"`
+	// LastError is the coordinator's latest failure, if any.
+	LastError string `json:"lastError,omitempty"`
+	// Ejections is how many times the coordinator was ejected.
+	Ejections uint64 `json:"ejections"`
+	// InFlight is the number of statements running there now.
+	InFlight int64 `json:"inFlight"`
+	// Picks is the number of statements started there; Failures those
+	// that ended with an error; Failovers those moved elsewhere because it
+	// failed before accepting them.
+	Picks     uint64 `json:"picks"`
+	Failures  uint64 `json:"failures"`
+	Failovers uint64 `json:"failovers"`
+	// LatencyMillis is the moving average of statement latency.
+	LatencyMillis float64 `json:"latencyMs"`
+	// Recent are the recent statements sent there, newest first.
+	Recent []StatementRecord `json:"recent"`
+}
+
+// StatementRecord is one statement the gateway answered. It holds no
+// header but the client's user and source names, and never the SQL.
+type StatementRecord struct {
+	// Time is when the statement was answered (or failed).
+	Time time.Time `json:"time"`
+	// Group is the group it was routed in.
+	Group string `json:"group"`
+	// User and Source are the client's X-Presto-/X-Trino-User and -Source.
+	User   string `json:"user"`
+	Source string `json:"source,omitempty"`
+	// Coordinator is the address of the coordinator that took it; empty
+	// when none did.
+	Coordinator string `json:"coordinator,omitempty"`
+	// QueryID is the query id the coordinator gave it.
+	QueryID string `json:"queryId,omitempty"`
+	// Status is the HTTP status the client got.
+	Status int `json:"status"`
+	// Outcome is accepted, refused (the coordinator answered an error
+	// status), failed (a coordinator failed after it may have had it),
+	// not routed (no coordinator took it), bad request or client gone.
+	Outcome string `json:"outcome"`
+	// State is the query's state in the first answer, e.g. QUEUED.
+	State string `json:"state,omitempty"`
+	// Error is why it failed, if it did.
+	Error string `json:"error,omitempty"`
+}
+
+// statementLog is the ring of the last RecentStatements records. The zero
+// value is empty and ready.
+type statementLog struct {
+	mu   sync.Mutex
+	ring [RecentStatements]StatementRecord
+	next int
+	n    int
+}
+
+func (l *statementLog) add(rec StatementRecord) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ring[l.next] = rec
+	l.next = (l.next + 1) % len(l.ring)
+	l.n = min(l.n+1, len(l.ring))
+}
+
+// newestFirst returns the records, newest first.
+func (l *statementLog) newestFirst() []StatementRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]StatementRecord, 0, l.n)
+	for i := 1; i <= l.n; i++ {
+		out = append(out, l.ring[(l.next-i+len(l.ring))%len(l.ring)])
+	}
+	return out
+}
+
+// noteStatement records a statement once it was answered or failed: err
+// is the routing's failure; otherwise resp is the coordinator at base's
+// answer, whose body is watched to find the query id in, and the record is
+// made when the body is closed (relayed or given up).
+func (g *Gateway) noteStatement(r *http.Request, base string, resp *http.Response, err error) {
+	rec := StatementRecord{
+		Group:  defaultGroup,
+		User:   clip(clientHeader(r.Header, "User")),
+		Source: clip(clientHeader(r.Header, "Source")),
+	}
+	if err != nil {
+		var se *routing.StatementError
+		var re *protocol.RequestError
+		switch {
+		case errors.As(err, &se):
+			rec.Status, rec.Outcome, rec.Coordinator = http.StatusInternalServerError, "failed", se.Node
+		case errors.As(err, &re):
+			rec.Status, rec.Outcome = http.StatusBadRequest, "bad request"
+		default:
+			rec.Status, rec.Outcome = http.StatusServiceUnavailable, "not routed"
+		}
+		rec.Error = clip(strings.TrimPrefix(err.Error(), "zkpresto: "))
+		rec.Time = time.Now()
+		g.recent.add(rec)
+		return
+	}
+	if resp == nil {
+		return
+	}
+	if u, perr := url.Parse(base); perr == nil {
+		rec.Coordinator = u.Host
+	}
+	rec.Status = resp.StatusCode
+	resp.Body = &watchedBody{ReadCloser: resp.Body, g: g, r: r, rec: rec, gzipped: resp.Header.Get("Content-Encoding") == "gzip"}
+}
+
+// watchedBody keeps the start of a coordinator's first answer and records
+// the statement when it is closed.
+type watchedBody struct {
+	io.ReadCloser
+	g       *Gateway
+	r       *http.Request
+	rec     StatementRecord
+	gzipped bool
+	head    []byte
+	once    sync.Once
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if room := headBytes - len(b.head); room > 0 && n > 0 {
+		b.head = append(b.head, p[:min(n, room)]...)
+	}
+	return n, err
+}
+
+func (b *watchedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() {
+		rec := b.rec
+		rec.Time = time.Now()
+		var msg string
+		rec.QueryID, rec.State, msg = answerHead(b.head, b.gzipped)
+		rec.QueryID, rec.State = clip(rec.QueryID), clip(rec.State)
+		switch {
+		case b.r.Context().Err() != nil:
+			rec.Outcome = "client gone"
+		case rec.Status != http.StatusOK:
+			rec.Outcome = "refused"
+		case msg != "":
+			rec.Outcome, rec.Error = "failed", clip(msg)
+		default:
+			rec.Outcome = "accepted"
+		}
+		b.g.recent.add(rec)
+	})
+	return err
+}
+
+// answerHead reads the query id, state and error message from the start
+// of a Presto answer, as far as it goes.
+func answerHead(head []byte, gzipped bool) (id, state, msg string) {
+	var src io.Reader = bytes.NewReader(head)
+	if gzipped {
+		gz, err := gzip.NewReader(src)
+		if err != nil {
+			return "", "", ""
+		}
+		plain, _ := io.ReadAll(io.LimitReader(gz, 4*headBytes)) // a cut stream ends early
+		src = bytes.NewReader(plain)
+	}
+	dec := json.NewDecoder(src)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", "", ""
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return
+		}
+		key, _ := t.(string)
+		switch key {
+		case "id":
+			if err := dec.Decode(&id); err != nil {
+				return
+			}
+		case "stats":
+			var s struct{ State string }
+			if err := dec.Decode(&s); err != nil {
+				return
+			}
+			state = s.State
+		case "error":
+			var e struct{ Message, ErrorName string }
+			if err := dec.Decode(&e); err != nil {
+				return
+			}
+			msg = strings.TrimSpace(e.ErrorName + ": " + e.Message)
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return
+			}
+		}
+	}
+	return id, state, msg
+}
+
+// clip bounds a text shown on the status page.
+func clip(s string) string {
+	if len(s) <= maxNoteText {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxNoteText], "") + "…"
+}
+
+// Status returns what the status page shows. It does no I/O.
+func (g *Gateway) Status() Status {
+	now := time.Now()
+	st := Status{Now: now, Started: g.started, Uptime: now.Sub(g.started).Seconds(), Draining: g.draining.Load()}
+	for _, c := range g.Requests() {
+		st.Requests = append(st.Requests, RequestCountStatus(c))
+	}
+	slices.SortFunc(st.Requests, func(a, b RequestCountStatus) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Status, b.Status))
+	})
+	recent := g.recent.newestFirst()
+	rs := g.router.Stats()
+	grp := GroupStatus{
+		Name:     defaultGroup,
+		Strategy: rs.Strategy,
+		Discovery: DiscoveryStatus{
+			Source: rs.Discovery.Source, Open: rs.Discovery.Open, Connected: rs.Discovery.Connected,
+			StaleSince: rs.Discovery.StaleSince, LastChange: rs.Discovery.LastChange,
+			Generation: rs.Discovery.Generation, Skipped: rs.Discovery.Skipped, Problem: rs.Discovery.Problem,
+		},
+		Coordinators: []CoordinatorStatus{},
+		Statements:   []StatementRecord{},
+	}
+	for _, rec := range recent {
+		if rec.Group == grp.Name {
+			grp.Statements = append(grp.Statements, rec)
+		}
+	}
+	for _, n := range rs.Nodes {
+		c := CoordinatorStatus{
+			Address: n.Node.Addr, Scheme: cmp.Or(n.Node.Scheme, "http"), Weight: n.Node.Weight,
+			Zone: n.Node.Zone, Version: n.Node.Version,
+			Usable: n.Usable, Ejected: n.Ejected, Unhealthy: n.Unhealthy, LastError: clip(n.LastError),
+			Ejections: n.Ejections, InFlight: n.InFlight, Picks: n.Picks, Failures: n.Failures, Failovers: n.Failovers,
+			LatencyMillis: float64(n.Latency.Microseconds()) / 1000,
+			Recent:        []StatementRecord{},
+		}
+		if n.Ejected {
+			c.EjectedUntil = n.EjectedUntil
+		}
+		switch {
+		case n.Ejected:
+			c.State = "ejected"
+		case n.Unhealthy:
+			c.State = "unhealthy"
+		case n.Usable:
+			c.State = "usable"
+		default:
+			c.State = "unused"
+		}
+		for _, rec := range grp.Statements {
+			if rec.Coordinator == c.Address {
+				c.Recent = append(c.Recent, rec)
+			}
+		}
+		grp.Coordinators = append(grp.Coordinators, c)
+	}
+	st.Groups = append(st.Groups, grp)
+	return st
+}
+
+//go:embed status.html
+var statusHTML string
+
+var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
+	"clock": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("15:04:05")
+	},
+	"ms":     func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"slug":   func(s string) string { return "s-" + strings.ReplaceAll(s, " ", "-") },
+	"uptime": func(s float64) string { return (time.Duration(s) * time.Second).String() },
+}).Parse(statusHTML))
+
+// HandleStatus mounts the status page on mux: GET /_zk/status (HTML, first
+// view rendered by the server, then refreshed by its script every 2 s) and
+// GET /_zk/status.json (the Status). Both are read-only and show no
+// secret: no header but the client's user and source names, no SQL, no key.
+func (g *Gateway) HandleStatus(mux *http.ServeMux) {
+	mux.HandleFunc("GET /_zk/status", g.serveStatusPage)
+	mux.HandleFunc("GET /_zk/status.json", g.serveStatusJSON)
+}
+
+func statusHeaders(w http.ResponseWriter, contentType string) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+}
+
+func (g *Gateway) serveStatusPage(w http.ResponseWriter, _ *http.Request) {
+	statusHeaders(w, "text/html; charset=utf-8")
+	// Everything inline, nothing from elsewhere, no form to post.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	var buf bytes.Buffer
+	if err := statusPage.Execute(&buf, g.Status()); err != nil {
+		http.Error(w, "zkpresto gateway: rendering the status page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (g *Gateway) serveStatusJSON(w http.ResponseWriter, _ *http.Request) {
+	statusHeaders(w, "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(g.Status())
+}

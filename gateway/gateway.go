@@ -57,6 +57,11 @@ type Config struct {
 	PublicURL string
 	// Logger receives the gateway's logs; nil means none.
 	Logger *slog.Logger
+	// Flavour is the header flavour the coordinators speak (Presto or
+	// Trino): clients of the other one have their session headers renamed
+	// on the way in and the session changes renamed back. Empty renames
+	// nothing on the way in.
+	Flavour Flavour
 }
 
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
@@ -94,6 +99,10 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Client != nil && cfg.Client.Transport != nil {
 		g.transport = cfg.Client.Transport
 	}
+	if err := cfg.Flavour.valid(); err != nil {
+		return nil, err
+	}
+	g.transport = flavourTransport{next: g.transport, flavour: cfg.Flavour}
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {

@@ -17,6 +17,17 @@ var hopByHop = []string{
 	"Accept-Encoding", "Content-Length",
 }
 
+// The gateway does not set the forwarding headers either (beyond
+// X-Forwarded-For), so coordinators never build the gateway's URIs
+// themselves: X-Forwarded-Prefix or X-Presto-Prefix-Url would have to hold
+// a routing token before the query id exists, so a coordinator-level one.
+// That token would be in every URI of every query on the coordinator, held
+// by all its clients, and would let any of them reach every path there in
+// the gateway's name: query slugs guard the result pages, not
+// /v1/query/{id}, the query list or the rest of the coordinator's API.
+// Nothing would be saved either: every answer must still be read to check
+// that each URI is the gateway's. So the gateway always rewrites.
+//
 // untrusted are headers a client must not set for the coordinator: with
 // them a client could make the coordinator build URIs to a host of its
 // choosing, or turn on behaviour meant for a trusted proxy (a spoofed

@@ -104,6 +104,33 @@ func (g *Gateway) gatewayURI(public, base, uri string) (string, error) {
 	if u.RawQuery != "" {
 		rest += "?" + u.RawQuery
 	}
+	after, onPublic := onPublicBase(public, uri)
+	reparse := onPublic
+	if onPublic {
+		rest = after
+	}
+	if tok, path, ok := token.Split(rest); ok {
+		// Already a gateway URI (a coordinator that builds its URIs from
+		// forwarding headers, or a proxy on the way that rewrote them):
+		// never wrapped twice. One on the public base whose token names this
+		// coordinator for this query is kept byte for byte; any other token
+		// is replaced, so that a client only ever holds tokens for the
+		// coordinator that answered, signed by this gateway.
+		p, q, _ := strings.Cut(path, "?")
+		id := queryIDOf(pathUnescape(p), q)
+		if b, err := g.keys.Verify(tok, id); err == nil && b == base && onPublic {
+			if id != "" {
+				g.queries.remember(id, base)
+			}
+			return uri, nil
+		}
+		rest, reparse = path, true
+	}
+	if reparse {
+		if u, err = url.Parse(rest); err != nil {
+			return "", err
+		}
+	}
 	id := queryIDOf(u.Path, u.RawQuery)
 	if id != "" {
 		g.queries.remember(id, base)
@@ -113,6 +140,25 @@ func (g *Gateway) gatewayURI(public, base, uri string) (string, error) {
 		return "", err
 	}
 	return public + token.Prefix(tok) + rest, nil
+}
+
+// onPublicBase reports whether uri is on the gateway's public base URL,
+// and returns what follows it (a path from '/', with its query).
+func onPublicBase(public, uri string) (string, bool) {
+	after, ok := strings.CutPrefix(uri, public)
+	if !ok || after == "" || after[0] != '/' {
+		return "", false
+	}
+	return after, true
+}
+
+// pathUnescape decodes an escaped path, or keeps it when it is malformed
+// (its query id then matches no token).
+func pathUnescape(p string) string {
+	if d, err := url.PathUnescape(p); err == nil {
+		return d
+	}
+	return p
 }
 
 // queryIDOf finds the query id in a Presto URI: the segment after the

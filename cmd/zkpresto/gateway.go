@@ -125,7 +125,7 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 		return err
 	}
 	defer rt.Close()
-	gw, err := gateway.New(gateway.Config{Router: rt.Router, Client: rt.Client, TLS: rt.TLS, Keys: secret, PublicURL: o.publicURL, Logger: logger})
+	gw, err := gateway.New(gateway.Config{Router: rt.Router, Client: rt.Client, TLS: rt.TLS, Keys: secret, PublicURL: o.publicURL, Logger: logger, Flavour: gateway.FlavourFor(cfg.Trino)})
 	if err != nil {
 		return err
 	}

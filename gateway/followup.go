@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 
 	"github.com/zkpresto/zkpresto/internal/gateway/token"
@@ -33,6 +34,13 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		// Never forwarded: whoever made this token has not the key.
 		g.stats.add("followup", http.StatusForbidden)
 		writeError(w, http.StatusForbidden, errBadToken, id, "zkpresto gateway: routing token refused: "+err.Error())
+		return
+	}
+	if !tokenOpens(restURL.Path, id) {
+		// A token opens the URIs it was made for: a query's, or a spooled
+		// segment's; not the rest of the coordinator's API.
+		g.stats.add("followup", http.StatusForbidden)
+		writeError(w, http.StatusForbidden, errBadToken, id, "zkpresto gateway: a routing token opens only the URIs of its query")
 		return
 	}
 	state := g.state(r.Context(), base)
@@ -102,6 +110,21 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 		}
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// tokenOpens reports whether a token bound to query id (empty for a
+// spooled segment's) may open path on its coordinator: the protocol's
+// URIs of that query, a spooled segment, or the query's page of the web UI;
+// never a path with dot segments, which the coordinator would resolve
+// elsewhere.
+func tokenOpens(p, id string) bool {
+	if p == "" || path.Clean(p) != p || strings.Contains(p, "//") {
+		return false
+	}
+	if id == "" {
+		return strings.HasPrefix(p, "/v1/spooled/")
+	}
+	return strings.HasPrefix(p, "/v1/statement/") || p == "/v1/query/"+id || strings.HasPrefix(p, "/ui/")
 }
 
 // queryPart is r's query string with its "?", or nothing.

@@ -497,3 +497,28 @@ func TestTransactionStaysOnItsCoordinator(t *testing.T) {
 		t.Fatalf("%d transactions still open after COMMIT", n)
 	}
 }
+
+// A routing token opens the URIs of its query only: not the rest of the
+// coordinator's API, not through dot segments.
+func TestTokenOpensOnlyItsQuery(t *testing.T) {
+	s := newSetup(t, 1, coordinator.Options{Latency: time.Hour})
+	answer := post(t, s.replicas[0].URL, "SELECT 1")
+	next := answer["nextUri"].(string)
+	i := strings.Index(next, "/v1/statement/")
+	prefix := next[:i]
+	id := answer["id"].(string)
+	for _, p := range []string{
+		"/v1/jmx",
+		"/v1/query",
+		"/v1/statement/executing/" + id + "/../../../jmx",
+		"/v1/statement/executing/" + id + "/x/%2e%2e/%2e%2e/info",
+		"/v1/statement//executing/" + id + "/x/1",
+	} {
+		if code, _ := do(t, http.MethodGet, prefix+p); code != http.StatusForbidden {
+			t.Errorf("GET %s with the query's token: %d, want 403", p, code)
+		}
+	}
+	if code, _ := do(t, http.MethodGet, next); code != http.StatusOK {
+		t.Fatalf("the query's own nextUri: %d", code)
+	}
+}

@@ -350,6 +350,20 @@ func newRows(r driver.Rows, a *attempt, c *Connector) *rows { return &rows{Rows:
 
 func (r *rows) Next(dest []driver.Value) error {
 	err := r.Rows.Next(dest)
+	if err == nil {
+		if cols := r.a.tstz.Load(); cols != nil {
+			if cerr := convertTSTZ(cols, dest); cerr != nil {
+				// A value the driver cannot read ends the result; the
+				// query would run on unread otherwise.
+				r.done = true
+				if r.a.Running() {
+					r.c.cancelQuery(r.a)
+				}
+				r.a.End(cerr)
+				return cerr
+			}
+		}
+	}
 	switch {
 	case err == nil:
 	case err == io.EOF:
@@ -377,6 +391,9 @@ func (r *rows) Close() error {
 }
 
 func (r *rows) ColumnTypeDatabaseTypeName(i int) string {
+	if typ := r.tstzType(i); typ != "" {
+		return "TIMESTAMP WITH TIME ZONE" // as the client names the type it knows
+	}
 	if t, ok := r.Rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
 		return t.ColumnTypeDatabaseTypeName(i)
 	}
@@ -384,8 +401,20 @@ func (r *rows) ColumnTypeDatabaseTypeName(i int) string {
 }
 
 func (r *rows) ColumnTypeScanType(i int) reflect.Type {
+	if r.tstzType(i) != "" {
+		return timeType
+	}
 	if t, ok := r.Rows.(driver.RowsColumnTypeScanType); ok {
 		return t.ColumnTypeScanType(i)
 	}
 	return reflect.TypeFor[any]()
+}
+
+// tstzType is column i's original type when the transport relabelled it
+// (a timestamp with time zone), else "".
+func (r *rows) tstzType(i int) string {
+	if cols := r.a.tstz.Load(); cols != nil && i >= 0 && i < len(cols.types) {
+		return cols.types[i]
+	}
+	return ""
 }

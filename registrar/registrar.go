@@ -69,7 +69,8 @@ type Config struct {
 	// rejects one ZooKeeper would refuse to create.
 	Namespace string
 	// AdvertiseURI is the address clients use for this coordinator:
-	// http://host:port, https://host:port or host:port (http).
+	// http://host:port or https://host:port. A bare host:port is refused:
+	// whether clients should speak TLS to it is not ours to guess.
 	AdvertiseURI string
 	// CoordinatorURL is where the health check polls /v1/info; default
 	// AdvertiseURI. Set it when the coordinator is reachable from the
@@ -106,8 +107,15 @@ type Config struct {
 	// HTTPClient polls the coordinator; default a client of its own that
 	// follows no redirects. Each check is bounded by Interval.
 	HTTPClient *http.Client
-	// Logger receives the registrar's logs; nil means none.
+	// Logger receives the registrar's logs; nil means none. Every failed
+	// health check and every ZooKeeper problem is logged at WARN (the
+	// first at once, repeats as set by RepeatLogInterval) and each
+	// recovery at INFO, so that a registrar that logs nothing at INFO is
+	// one with nothing wrong.
 	Logger *slog.Logger
+	// RepeatLogInterval is how often a problem that keeps happening is
+	// logged again, with the number of repeats in between; default 30s.
+	RepeatLogInterval time.Duration
 }
 
 // Status is a point-in-time view of a Registrar, for metrics and operators.
@@ -144,8 +152,16 @@ type Registrar struct {
 	acl     []zk.ACL
 	http    *http.Client
 	log     *slog.Logger
+	// problems rate-limits the lines about what keeps going wrong.
+	problems *problemLog
 
 	wake chan struct{} // session events and watches nudge the loop
+
+	// quietMu and quiet stop go-zookeeper's callbacks from logging once
+	// the registrar closes its session: the close is no problem to report,
+	// and Run must not write to the log after it returns.
+	quietMu sync.RWMutex
+	quiet   bool
 
 	mu      sync.Mutex
 	status  Status
@@ -159,7 +175,8 @@ type Registrar struct {
 	unsureSession  int64  // the session of a create whose answer was lost; 0 when none
 	lostToExpiry   bool   // the last znode went with an expired session
 	authAdded      bool
-	failures       int // consecutive failed checks
+	failures       int  // consecutive failed checks
+	stepFailed     bool // a ZooKeeper step failed in this reconcile
 	watchers       sync.WaitGroup
 	stopWatches    chan struct{}
 	coordinatorVer string // version reported by /v1/info
@@ -234,6 +251,10 @@ func New(cfg Config) (*Registrar, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.RepeatLogInterval <= 0 {
+		r.cfg.RepeatLogInterval = DefaultRepeatLogInterval
+	}
+	r.problems = newProblemLog(r.log, r.cfg.RepeatLogInterval)
 	// What we write must read back as the same node, or clients would
 	// never see this coordinator.
 	if _, err := r.desired(); err != nil {
@@ -242,18 +263,20 @@ func New(cfg Config) (*Registrar, error) {
 	return r, nil
 }
 
-// parseAdvertise accepts http(s)://host:port or host:port.
+// parseAdvertise accepts http(s)://host:port. Without a scheme it refuses
+// and says what to write: clients would otherwise get http for a
+// coordinator that may only speak https.
 func parseAdvertise(s string) (scheme, addr string, err error) {
 	if s == "" {
 		return "", "", errors.New("empty; want http(s)://host:port")
 	}
-	scheme = "http"
-	rest := s
-	if i := strings.Index(s, "://"); i >= 0 {
-		scheme, rest = strings.ToLower(s[:i]), s[i+3:]
-		if scheme != "http" && scheme != "https" {
-			return "", "", fmt.Errorf("%q: scheme must be http or https", s)
-		}
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return "", "", fmt.Errorf("%q has no scheme: write http://%s (or https://%s for TLS)", s, s, s)
+	}
+	scheme, rest := strings.ToLower(s[:i]), s[i+3:]
+	if scheme != "http" && scheme != "https" {
+		return "", "", fmt.Errorf("%q: scheme must be http or https", s)
 	}
 	rest = strings.TrimSuffix(rest, "/")
 	if strings.ContainsAny(rest, "/?#@;") {
@@ -364,9 +387,13 @@ func (r *Registrar) Run(ctx context.Context) error {
 			r.check(ctx)
 		}
 		if ctx.Err() == nil {
+			r.stepFailed = false
 			if err := r.reconcile(); err != nil {
 				r.drain(conn)
 				return err
+			}
+			if !r.stepFailed && conn.State() == zk.StateHasSession {
+				r.problems.recover(groupStep, "ZooKeeper steps succeed again", "namespace", r.path)
 			}
 		}
 		select {
@@ -384,15 +411,39 @@ func (r *Registrar) Run(ctx context.Context) error {
 // onEvent runs on go-zookeeper's goroutine and must not block: it only
 // logs and wakes the loop, which compares session IDs to notice expiry.
 func (r *Registrar) onEvent(ev zk.Event) {
+	r.quietMu.RLock()
+	defer r.quietMu.RUnlock()
+	if ev.Type == zk.EventSession && r.quiet {
+		r.nudge()
+		return
+	}
 	if ev.Type == zk.EventSession {
 		switch ev.State {
 		case zk.StateExpired:
-			r.log.Warn("ZooKeeper session expired; the registration will be made again in a new session")
+			r.problems.warn(groupSession, "expired", true,
+				"ZooKeeper session expired; the registration will be made again in a new session")
 		case zk.StateDisconnected:
-			r.log.Debug("ZooKeeper connection lost", "server", ev.Server)
+			r.problems.warn(groupSession, "disconnected", false, "ZooKeeper connection lost; reconnecting", "server", ev.Server)
+		case zk.StateAuthFailed:
+			r.problems.warn(groupSession, "auth", false, "ZooKeeper authentication failed", "server", ev.Server)
+		case zk.StateHasSession:
+			r.problems.recover(groupSession, "ZooKeeper session established", "server", ev.Server)
 		}
 		r.nudge()
 	}
+}
+
+// onDialError reports a ZooKeeper server that cannot be reached; without
+// it an ensemble that is down would leave the registrar waiting in
+// silence. One problem per error text: each server's is its own.
+func (r *Registrar) onDialError(err error) {
+	r.quietMu.RLock()
+	defer r.quietMu.RUnlock()
+	if r.quiet {
+		return
+	}
+	msg := zkconn.Redact(r.zkConfig(), err.Error())
+	r.problems.warn(groupSession, "dial "+msg, false, "cannot reach ZooKeeper; retrying", "err", msg)
 }
 
 func (r *Registrar) nudge() {
@@ -445,12 +496,17 @@ func (r *Registrar) check(ctx context.Context) {
 	})
 	switch {
 	case healthy && !healthyBefore:
+		r.problems.resolve(groupCoordinator)
 		r.log.Info("coordinator is ready", "coordinator", r.infoURL)
-	case !healthy && healthyBefore:
-		r.log.Warn("coordinator is not ready", "coordinator", r.infoURL, "reason", err)
-	case err != nil && healthy:
-		r.log.Warn("health check failed; still registered", "coordinator", r.infoURL, "reason", err,
-			"consecutive", r.failures, "threshold", r.cfg.FailureThreshold)
+	case err == nil:
+		r.problems.recover(groupCoordinator, "health checks pass again", "coordinator", r.infoURL)
+	case healthy:
+		r.problems.warn(groupCoordinator, err.Error(), false, "health check failed; still registered",
+			"coordinator", r.infoURL, "reason", err, "consecutive", r.failures, "threshold", r.cfg.FailureThreshold)
+	default:
+		// Becoming not ready is always logged; staying so, rate-limited.
+		r.problems.warn(groupCoordinator, err.Error(), healthyBefore, "coordinator is not ready",
+			"coordinator", r.infoURL, "reason", err, "consecutive", r.failures)
 	}
 }
 
@@ -648,6 +704,7 @@ func (r *Registrar) zkConfig() zkconn.Config {
 		SessionTimeout: r.cfg.SessionTimeout,
 		TLS:            r.cfg.TLS,
 		Logger:         r.log,
+		OnDialError:    r.onDialError,
 	}
 	if r.cfg.Auth != nil {
 		c.AuthScheme, c.Auth = r.cfg.Auth.Scheme, r.cfg.Auth.Credentials
@@ -678,7 +735,8 @@ func (r *Registrar) fail(err error, doing string) error {
 		r.log.Error("giving up", "err", err)
 		return err
 	}
-	r.log.Warn("ZooKeeper step failed; retrying", "err", err)
+	r.stepFailed = true
+	r.problems.warn(groupStep, err.Error(), false, "ZooKeeper step failed; retrying", "err", err)
 	return nil
 }
 
@@ -705,6 +763,7 @@ func (r *Registrar) drain(conn *zk.Conn) {
 				}
 			case <-timeout.C:
 				r.log.Warn("deregistering on shutdown timed out; closing the session removes the registration", "namespace", r.path, "znode", r.znode)
+				r.silence()
 				conn.Close()
 				<-done // Close fails the pending request at once
 			}
@@ -713,9 +772,18 @@ func (r *Registrar) drain(conn *zk.Conn) {
 				"namespace", r.path, "znode", r.znode, "session_timeout", r.cfg.SessionTimeout)
 		}
 	}
+	r.silence()
 	conn.Close()
 	r.forget()
 	r.log.Info("registrar stopped")
+}
+
+// silence ends the logging of session events and dial errors; when it
+// returns, no callback is logging any more.
+func (r *Registrar) silence() {
+	r.quietMu.Lock()
+	r.quiet = true
+	r.quietMu.Unlock()
 }
 
 // awaitSession waits until conn has a session or timeout fires, and says

@@ -244,7 +244,7 @@ func TestRegistersAgainAfterSessionExpiry(t *testing.T) {
 	h := &harness{t: t, zk: zks, coord: coord, observer: fleet.DialT(t, zks.Addr())}
 	h.start(registrar.Config{
 		Servers:        []string{proxy.addr()},
-		AdvertiseURI:   coord.Addr(),
+		AdvertiseURI:   coord.URL(),
 		Interval:       50 * time.Millisecond,
 		SessionTimeout: time.Second, // ZooKeeper's minimum with the harness's tickTime
 		Logger:         testLogger(t),
@@ -352,6 +352,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"advertise path", func(c *registrar.Config) { c.AdvertiseURI = "http://h:1/x" }, "without path"},
 		{"advertise scheme", func(c *registrar.Config) { c.AdvertiseURI = "ftp://h:1" }, "http or https"},
 		{"advertise port", func(c *registrar.Config) { c.AdvertiseURI = "http://h" }, "host:port"},
+		{"advertise without scheme", func(c *registrar.Config) { c.AdvertiseURI = "10.0.0.5:8080" }, "write http://10.0.0.5:8080"},
 		{"coordinator", func(c *registrar.Config) { c.CoordinatorURL = "h:1" }, "coordinator URL"},
 		{"weight", func(c *registrar.Config) { c.Weight = -1 }, "weight -1"},
 		{"zone", func(c *registrar.Config) { c.Zone = "a;b" }, "zone"},

@@ -37,7 +37,12 @@ type nodesOptions struct {
 	metricsURL string
 	timeout    time.Duration
 	logLevel   string
+	waitFor    int
 }
+
+// waitPoll is how often --wait-for looks again: often enough that a
+// script waiting for a registrar goes on within a blink of it.
+const waitPoll = 100 * time.Millisecond
 
 func newNodesCommand() *cobra.Command {
 	var o nodesOptions
@@ -61,6 +66,11 @@ INFLIGHT per coordinator, so you see what a running service is doing.
 --watch keeps the view live: it prints the list again whenever it changes,
 until interrupted. With --json each print is one JSON array on one line.
 
+--wait-for N waits until N usable coordinators are listed (with --probe,
+N that are up), at most --timeout, then prints the list once: what a
+script that has just started registrars runs before its first query. It
+exits non-zero when they do not show up in time.
+
 Without --watch, nodes exits non-zero when there is no usable coordinator:
 none listed, or with --probe none up. An empty list is explained on stderr:
 discovery's problem (a missing namespace, no children, no permission) and
@@ -68,6 +78,7 @@ each registration that was skipped, with why it could not be read.`,
 		Example: `  zkpresto nodes --dsn 'presto://zk1:2181/hive;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto'
   ZKPRESTO_DSN='presto://127.0.0.1:2181;serviceDiscoveryMode=zooKeeper' zkpresto nodes --probe
   zkpresto nodes --json | jq -r '.[].address'
+  zkpresto nodes --probe --wait-for 2 --timeout 30s   # after starting two registrars
   zkpresto nodes --watch --probe --metrics http://app:9090/metrics`,
 		Args:    cobra.NoArgs,
 		PreRunE: applyEnvHook,
@@ -84,6 +95,7 @@ each registration that was skipped, with why it could not be read.`,
 	f.StringVar(&o.metricsURL, "metrics", "", "Prometheus endpoint of a process using the driver, for its per-node counts")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound for connecting to ZooKeeper, each probe and the metrics request")
 	f.StringVar(&o.logLevel, "log-level", "error", "driver and discovery logs on stderr: debug, info, warn or error")
+	f.IntVar(&o.waitFor, "wait-for", 0, "wait (at most --timeout) until this many usable coordinators are listed (up, with --probe), then print")
 	bindEnv(f, "dsn")
 	return cmd
 }
@@ -116,6 +128,12 @@ func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error 
 	if o.interval <= 0 || o.timeout <= 0 {
 		return errors.New("--interval and --timeout must be positive")
 	}
+	if o.waitFor < 0 {
+		return fmt.Errorf("--wait-for %d: must not be negative", o.waitFor)
+	}
+	if o.waitFor > 0 && o.watch {
+		return errors.New("--wait-for and --watch do not go together: --watch waits by itself")
+	}
 	level, err := parseLogLevel(o.logLevel)
 	if err != nil {
 		return err
@@ -129,6 +147,7 @@ func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error 
 	defer connector.Close()
 	defer logOut.detach() // closing discovery logs its disconnection
 
+	start := time.Now()
 	openCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	snap, err := connector.Nodes(openCtx)
 	cancel()
@@ -138,6 +157,17 @@ func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error 
 	var last []byte
 	for {
 		rows, note, err := collectNodes(ctx, connector, snap, o, skips.skipped())
+		for o.waitFor > 0 && (err != nil || countUsable(rows, o.probe) < o.waitFor) && time.Since(start) < o.timeout {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(waitPoll):
+			}
+			if snap, err = connector.Nodes(ctx); err != nil {
+				return err
+			}
+			rows, note, err = collectNodes(ctx, connector, snap, o, skips.skipped())
+		}
 		if err != nil && !o.watch {
 			return err
 		}
@@ -166,6 +196,9 @@ func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error 
 		if !o.watch {
 			if err := usable(rows, o.probe); err != nil {
 				return fmt.Errorf("%s: %w", snap.Source, err)
+			}
+			if n := countUsable(rows, o.probe); n < o.waitFor {
+				return fmt.Errorf("%s: %d usable coordinators after waiting %s for %d", snap.Source, n, o.timeout, o.waitFor)
 			}
 			return nil
 		}
@@ -267,6 +300,21 @@ func usable(rows []nodeRow, probe bool) error {
 		}
 	}
 	return fmt.Errorf("no usable coordinator: none of the %d listed is up", len(rows))
+}
+
+// countUsable counts the rows a statement could go to: all of them, or
+// with probe those that are up.
+func countUsable(rows []nodeRow, probe bool) int {
+	if !probe {
+		return len(rows)
+	}
+	n := 0
+	for _, r := range rows {
+		if r.Health == "up" {
+			n++
+		}
+	}
+	return n
 }
 
 // skipState is what a skipRecorder and its derived handlers share.

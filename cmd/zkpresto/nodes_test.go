@@ -292,3 +292,30 @@ func TestProbeHealthIsTheSharedVerdict(t *testing.T) {
 		})
 	}
 }
+
+// --wait-for waits for registrars that have only just started, and says so
+// when they do not all show up within --timeout.
+func TestNodesWaitFor(t *testing.T) {
+	zks := zkserver.StartT(t)
+	cs := startCoordinators(t, 2)
+	dsn := nodesDSN(zks.Addr(), "presto")
+	for _, c := range cs {
+		start(t, "register", "--zookeeper", zks.Addr(), "--advertise", c.URL())
+	}
+	// Right after the registrars start: no eventually here, the flag waits.
+	out, errOut, err := run([]string{"nodes", "--dsn", dsn, "--probe", "--wait-for", "2"}, "")
+	if err != nil || strings.Count(out, " up\n") != 2 {
+		t.Fatalf("nodes --wait-for 2: %v\n%s%s", err, out, errOut)
+	}
+	began := time.Now()
+	out, _, err = run([]string{"nodes", "--dsn", dsn, "--probe", "--wait-for", "3", "--timeout", "300ms"}, "")
+	if err == nil || !strings.Contains(err.Error(), "2 usable coordinators after waiting 300ms for 3") {
+		t.Fatalf("nodes --wait-for 3: %v", err)
+	}
+	if took := time.Since(began); took > 5*time.Second || strings.Count(out, " up\n") != 2 {
+		t.Errorf("took %s and printed:\n%s", took, out)
+	}
+	if _, _, err := run([]string{"nodes", "--dsn", dsn, "--wait-for", "1", "--watch"}, ""); err == nil || !strings.Contains(err.Error(), "do not go together") {
+		t.Errorf("--wait-for with --watch: %v", err)
+	}
+}

@@ -262,13 +262,14 @@ func TestRegisterRejectsBadSettings(t *testing.T) {
 		{"no zookeeper", []string{"register", "--advertise", "http://127.0.0.1:8080"}, nil, "--zookeeper"},
 		{"no advertise", []string{"register", "--zookeeper", "127.0.0.1:2181"}, nil, "--advertise"},
 		{"bad advertise", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://h/x"}, nil, "advertised URI"},
+		{"advertise without scheme", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "10.0.0.5:8080"}, nil, "write http://10.0.0.5:8080"},
 		{"bad env value", []string{"register"}, map[string]string{"ZKPRESTO_WEIGHT": "heavy"}, "$ZKPRESTO_WEIGHT=heavy"},
 		{"bad env bool", []string{"register"}, map[string]string{"ZKPRESTO_ZOOKEEPER_TLS": "nope"}, "$ZKPRESTO_ZOOKEEPER_TLS=nope"},
-		{"bad auth", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "127.0.0.1:8080", "--zookeeper-auth", "nocolon"}, nil, "user:password"},
-		{"cert without key", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "127.0.0.1:8080", "--zookeeper-tls-cert", "c.pem"}, nil, "go together"},
-		{"missing CA", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "127.0.0.1:8080", "--zookeeper-tls-ca", "/nonexistent/ca.pem"}, nil, "--zookeeper-tls-ca"},
+		{"bad auth", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--zookeeper-auth", "nocolon"}, nil, "user:password"},
+		{"cert without key", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--zookeeper-tls-cert", "c.pem"}, nil, "go together"},
+		{"missing CA", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--zookeeper-tls-ca", "/nonexistent/ca.pem"}, nil, "--zookeeper-tls-ca"},
 		{"log level", []string{"register", "--log-level", "loud"}, nil, "--log-level"},
-		{"metrics addr", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "127.0.0.1:8080", "--metrics-addr", "not-an-addr"}, nil, "--metrics-addr"},
+		{"metrics addr", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--metrics-addr", "not-an-addr"}, nil, "--metrics-addr"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {

@@ -174,19 +174,34 @@ const Mask = "xxxxx"
 // credentials today; the masking is there so that a future version, or a
 // server address or error that happens to quote them, cannot leak them.
 func Logger(log *slog.Logger, secrets ...string) zk.Logger {
+	return zkLogger{log: log, secrets: ordered(secrets)}
+}
+
+// ordered drops empty secrets and sorts the rest longest first, so that a
+// secret containing another is masked whole.
+func ordered(secrets []string) []string {
 	var s []string
 	for _, secret := range secrets {
 		if secret != "" {
 			s = append(s, secret)
 		}
 	}
-	// Longest first, so that a secret containing another is masked whole.
 	for i := 1; i < len(s); i++ {
 		for j := i; j > 0 && len(s[j]) > len(s[j-1]); j-- {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
-	return zkLogger{log: log, secrets: s}
+	return s
+}
+
+// Redact returns s with cfg's credentials replaced by Mask, for callers
+// that log a dial error or event themselves: an error text is not ours to
+// trust not to quote them.
+func Redact(cfg Config, s string) string {
+	for _, secret := range ordered(secrets(cfg.AuthScheme, cfg.Auth)) {
+		s = strings.ReplaceAll(s, secret, Mask)
+	}
+	return s
 }
 
 type zkLogger struct {

@@ -52,6 +52,10 @@
 //   - bigrows(N, BYTES) — N rows of n bigint and s varchar, s being BYTES copies of one
 //     letter (see BigrowsValue). Pages are written while they are sent, never held, so
 //     BatchRows 10 and bigrows(100, 16777216) make 160 MB pages without holding one in memory.
+//   - tstz('zone') — e.g. SELECT * FROM tstz('Europe/Paris'): three rows of n bigint and ts
+//     timestamp with time zone (Trino: timestamp(3) with time zone), written as Presto
+//     writes them for a session in that zone, "2024-05-06 07:08:09.123 Europe/Paris"; the
+//     third is NULL (see TstzValues). The zone may be a zone ID, an offset (+02:00) or UTC.
 //   - sleep(ms) — the statement runs ms longer, and every poll answers within 100 ms,
 //     RUNNING, with splits completing and processedRows, processedBytes and
 //     progressPercentage growing, for progress displays and cancellation.

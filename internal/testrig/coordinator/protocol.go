@@ -379,6 +379,8 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 		q.columns = rowsColumns
 	case p.kind == sessionStatement:
 		q.columns = resultColumns
+	case p.kind == tstzValues:
+		q.columns = tstzColumns(c.flavour)
 	}
 	req.Gzipped = c.gzipFor(r)
 	q.req = req

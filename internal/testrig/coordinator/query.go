@@ -21,6 +21,7 @@ var (
 	bigrowsMarker = regexp.MustCompile(`(?i)\bbigrows\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)`)
 	sleepMarker   = regexp.MustCompile(`(?i)\bsleep\s*\(\s*(\d+)\s*\)`)
 	slowMarker    = regexp.MustCompile(`(?i)\bslow\s*\(\s*(\d+)\s*\)`)
+	tstzMarker    = regexp.MustCompile(`(?i)\btstz\s*\(\s*'([A-Za-z0-9_/+:-]+)'\s*\)`)
 )
 
 // Presto's standard error codes for the failures the simulator produces.
@@ -56,6 +57,7 @@ const (
 	generateRows                          // rows(N) or bigrows(N, BYTES)
 	failQuery                             // fail('msg') or a refused session statement
 	sessionStatement                      // SET SESSION, USE, PREPARE, START TRANSACTION, ...
+	tstzValues                            // tstz('zone'): timestamp with time zone values
 )
 
 // plan is what the simulator decided to do with a statement.
@@ -63,7 +65,8 @@ type plan struct {
 	kind  statementKind
 	sql   string // the statement that runs: for EXECUTE, the prepared text with its parameters
 	rows  int64
-	width int // bigrows: bytes of the string column; 0 for rows(N)
+	width int    // bigrows: bytes of the string column; 0 for rows(N)
+	zone  string // tstz('zone'): the zone the values are written in
 
 	failCode int
 	failName string
@@ -92,7 +95,7 @@ func planMarkers(sql string) plan {
 	// prepared statement header allows 2 MB), and most hold no marker at all.
 	lower := strings.ToLower(sql)
 	has := func(name string) bool { return strings.Contains(lower, name) }
-	if !has("sleep") && !has("slow") && !has("fail") && !has("rows") {
+	if !has("sleep") && !has("slow") && !has("fail") && !has("rows") && !has("tstz") {
 		return p
 	}
 	if m := sleepMarker.FindStringSubmatch(sql); m != nil {
@@ -113,6 +116,10 @@ func planMarkers(sql string) plan {
 		f := failPlan(errGenericUser, "GENERIC_USER_ERROR", strings.ReplaceAll(m[1], "''", "'"))
 		f.sleep, f.pageDelay, f.hasPageDelay = p.sleep, p.pageDelay, p.hasPageDelay
 		return f
+	}
+	if m := tstzMarker.FindStringSubmatch(sql); m != nil {
+		p.kind, p.zone = tstzValues, m[1]
+		return p
 	}
 	if m := bigrowsMarker.FindStringSubmatch(sql); m != nil {
 		n, err1 := strconv.ParseInt(m[1], 10, 64)
@@ -348,6 +355,25 @@ var (
 	resultColumns  = []column{typed("result", "boolean")}
 )
 
+// tstzColumns are the columns of tstz('zone'), typed as the flavour types a
+// timestamp with time zone of millisecond precision.
+func tstzColumns(f Flavour) []column {
+	if f == Trino {
+		return []column{typed("n", "bigint"), typed("ts", "timestamp(3) with time zone")}
+	}
+	return []column{typed("n", "bigint"), typed("ts", "timestamp with time zone")}
+}
+
+// TstzValues returns the rows tstz('zone') answers, as Presto writes them
+// for a session in that zone: n, then the value (nil for SQL NULL).
+func TstzValues(zone string) [][]any {
+	return [][]any{
+		{1, "2024-05-06 07:08:09.123 " + zone},
+		{2, "2024-12-31 23:59:59.999 " + zone},
+		{3, nil},
+	}
+}
+
 func (q *query) newError(code int, name, message string) *queryError {
 	exception := "com.facebook.presto.spi.PrestoException"
 	if q.flavour == Trino {
@@ -464,6 +490,11 @@ func (q *query) nextAnswer(l linker, now time.Time) (*answer, bool) {
 			r.NextURI, r.PartialCancelURI = next, partialCancel
 		}
 		return encode(r), final
+	case tstzValues:
+		q.sent.Store(3)
+		r := q.results(l, "FINISHED", now)
+		r.Data = TstzValues(q.plan.zone)
+		return encode(r), true
 	case sessionStatement:
 		r := q.results(l, "FINISHED", now)
 		r.Data = [][]bool{{true}}

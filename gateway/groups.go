@@ -230,3 +230,11 @@ func (g *Gateway) reportFailure(ctx context.Context, base string, err error) {
 		}
 	}
 }
+
+// Groups returns the groups the gateway routes through now, for metrics
+// and status pages; a reload may close their Routers afterwards.
+func (g *Gateway) Groups() []*Group {
+	gs := g.acquire()
+	defer gs.release()
+	return gs.groups
+}

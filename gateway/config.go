@@ -185,17 +185,20 @@ func jsonError(file string, data []byte, err error) error {
 // parseMember reads a member: a coordinator URL (a node) or a ZooKeeper
 // namespace (zk set).
 func parseMember(m string) (*discovery.Node, *discovery.ZooKeeperConfig, error) {
+	if rest, ok := strings.CutPrefix(m, "zk://"); ok {
+		// Not url.Parse: a host list with IPv6 addresses is no URL host.
+		hosts, ns, _ := strings.Cut(rest, "/")
+		ns = strings.Trim(ns, "/")
+		if hosts == "" || ns == "" || strings.ContainsAny(rest, "@?#") {
+			return nil, nil, fmt.Errorf("%q: want zk://host:port[,host:port...]/namespace", m)
+		}
+		return nil, &discovery.ZooKeeperConfig{Servers: strings.Split(hosts, ","), Path: "/" + ns}, nil
+	}
 	u, err := url.Parse(m)
 	if err != nil {
 		return nil, nil, err
 	}
 	switch u.Scheme {
-	case "zk":
-		ns := strings.Trim(u.Path, "/")
-		if u.Host == "" || ns == "" || u.User != nil || u.RawQuery != "" {
-			return nil, nil, fmt.Errorf("%q: want zk://host:port[,host:port...]/namespace", m)
-		}
-		return nil, &discovery.ZooKeeperConfig{Servers: strings.Split(u.Host, ","), Path: "/" + ns}, nil
 	case "http", "https":
 		if u.Host == "" || (u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" {
 			return nil, nil, fmt.Errorf("%q: want http[s]://host:port", m)

@@ -36,13 +36,19 @@ func startCoordinators(t *testing.T, n int) []*coordinator.Coordinator {
 	return cs
 }
 
-// writeConfig writes a router-config.json and returns its path.
+// writeConfig writes a router-config.json (a new one when file is empty)
+// and returns its path.
 func writeConfig(t *testing.T, file, text string) string {
 	t.Helper()
 	if file == "" {
 		file = filepath.Join(t.TempDir(), "router-config.json")
 	}
-	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+	// Written aside and renamed, as deployment tools do: the watcher never
+	// reads half a file.
+	if err := os.WriteFile(file+".new", []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(file+".new", file); err != nil {
 		t.Fatal(err)
 	}
 	return file
@@ -314,4 +320,19 @@ func (s *syncWriter) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buf.String()
+}
+
+func TestParseRouterConfigZooKeeperEnsemble(t *testing.T) {
+	c, err := gateway.ParseRouterConfig("f.json", []byte(`{"groups": [{"name": "a", "members": ["zk://zk1:2181,zk2:2181,[::1]:2181/presto"]}], "scheduler": "USER_HASH"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := gateway.BuildGroups(c, gateway.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gs.Close()
+	if got := gs.Groups()[0].Router.StrategyName(); got != "user_hash" {
+		t.Errorf("USER_HASH is strategy %s, want user_hash", got)
+	}
 }

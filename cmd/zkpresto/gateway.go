@@ -60,6 +60,13 @@ balancer, and any replica routes any follow-up. The secret is one or two
 keys (the first signs, both verify, for rotation), one per line, from
 --secret-file or $ZKPRESTO_GATEWAY_SECRET.
 
+Instead of --dsn, --config reads Presto Router's router-config.json: groups
+of coordinators (a member may be a ZooKeeper namespace,
+zk://host:port[,host:port...]/namespace), first-match selectors on user,
+source and client tags, the scheduler, and an optional weight per group for
+the statements no selector claims. It is reloaded on SIGHUP and when it
+changes; a file that fails to load keeps the config in use.
+
 GET /_zk/health answers 200 while discovery lists coordinators; GET
 /_zk/metrics serves Prometheus metrics. On SIGTERM the gateway drains: new
 statements get 503 (retried elsewhere), running queries go on for up to

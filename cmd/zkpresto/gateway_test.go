@@ -107,7 +107,10 @@ func TestGatewayCommandRouterConfig(t *testing.T) {
 	}
 	write := func(c *coordinator.Coordinator, pad string) {
 		text := `{"groups": [{"name": "all", "members": ["` + c.URL() + `"]}], "scheduler": "ROUND_ROBIN"}` + pad
-		if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
+		if err := os.WriteFile(config+".new", []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(config+".new", config); err != nil {
 			t.Fatal(err)
 		}
 	}

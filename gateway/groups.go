@@ -173,13 +173,9 @@ func (g *Gateway) SetGroups(gs *Groups) {
 }
 
 // Close closes the groups the gateway routes through now, if it owns them.
-func (g *Gateway) Close() error {
-	gs := g.groups.Swap(nil)
-	if gs == nil {
-		return nil
-	}
-	return gs.Close()
-}
+// They stay in place: a request still running after a drain's deadline
+// gets an error from a closed Router, not a crash.
+func (g *Gateway) Close() error { return g.groups.Load().Close() }
 
 // snapshots returns every group's current snapshot, with its Router; a
 // group whose discovery fails to open is left out.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/zkpresto/zkpresto/internal/gateway/token"
@@ -90,7 +91,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 			writeError(w, http.StatusBadRequest, errGatewayName, id, "zkpresto gateway: "+re.Error())
 			return
 		}
-		g.router.Health().Failure(hostOf(base), err)
+		g.reportFailure(r.Context(), base, err)
 		if departed {
 			g.markGone(base)
 			g.stats.add(kind, http.StatusGone)
@@ -166,18 +167,24 @@ func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request) {
 	g.forward(w, r, "query", base+r.URL.EscapedPath(), base, id, g.state(r.Context(), base) == memberDeparted)
 }
 
-// findQuery asks every listed coordinator for query id, at once.
+// findQuery asks every coordinator any group lists for query id, at once.
 func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
-	snap, err := g.router.Snapshot(r.Context())
-	if err != nil || len(snap.Nodes) == 0 {
+	var bases []string
+	for _, rs := range g.snapshots(r.Context()) {
+		for i := range rs.snap.Nodes {
+			if b := g.baseOf(&rs.snap.Nodes[i]); !slices.Contains(bases, b) {
+				bases = append(bases, b)
+			}
+		}
+	}
+	if len(bases) == 0 {
 		return "", false
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), queryFanOutTimeout)
 	defer cancel()
-	found := make(chan string, len(snap.Nodes))
+	found := make(chan string, len(bases))
 	header := outboundHeader(r)
-	for i := range snap.Nodes {
-		base := g.baseOf(&snap.Nodes[i])
+	for _, base := range bases {
 		go func() {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/query/"+url.PathEscape(id), nil)
 			if err != nil {
@@ -198,7 +205,7 @@ func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
 			found <- ""
 		}()
 	}
-	for range snap.Nodes {
+	for range bases {
 		select {
 		case base := <-found:
 			if base != "" {

@@ -39,8 +39,12 @@ const (
 
 // Config is what a Gateway needs.
 type Config struct {
-	// Router picks coordinators; the gateway does not close it.
+	// Router picks coordinators; the gateway does not close it. Exactly
+	// one of Router and Groups is set.
 	Router *routing.Router
+	// Groups routes statements through groups and selectors (a Presto
+	// Router config, see LoadConfig); SetGroups replaces them later.
+	Groups *Groups
 	// Client sends requests to the coordinators (TLS applied); nil means
 	// a default client. Its redirect policy is not used: the gateway
 	// follows no redirect.
@@ -67,7 +71,7 @@ type Config struct {
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
 // to the coordinators its Router picks. It is safe for concurrent use.
 type Gateway struct {
-	router    *routing.Router
+	groups    atomic.Pointer[Groups]
 	transport http.RoundTripper
 	tls       bool
 	keys      *token.Keys
@@ -84,14 +88,21 @@ type Gateway struct {
 
 // New returns a Gateway for cfg. It does no network I/O.
 func New(cfg Config) (*Gateway, error) {
-	if cfg.Router == nil {
-		return nil, errors.New("zkpresto: gateway: no Router")
+	if (cfg.Router == nil) == (cfg.Groups == nil) {
+		return nil, errors.New("zkpresto: gateway: exactly one of Router and Groups must be set")
+	}
+	groups := cfg.Groups
+	if groups == nil {
+		var err error
+		if groups, err = NewGroups([]*Group{{Name: DefaultGroup, Router: cfg.Router, Weight: 1}}, nil, false); err != nil {
+			return nil, err
+		}
 	}
 	keys, err := token.ParseKeys(cfg.Keys)
 	if err != nil {
 		return nil, fmt.Errorf("zkpresto: gateway: routing-token secret: %w", err)
 	}
-	g := &Gateway{router: cfg.Router, tls: cfg.TLS, keys: keys, log: cfg.Logger, started: time.Now()}
+	g := &Gateway{tls: cfg.TLS, keys: keys, log: cfg.Logger, started: time.Now()}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -111,6 +122,7 @@ func New(cfg Config) (*Gateway, error) {
 		u.Path = strings.TrimSuffix(u.Path, "/")
 		g.public = u
 	}
+	g.groups.Store(groups)
 	g.members.init()
 	g.queries.init(rememberedQueries)
 	return g, nil
@@ -164,10 +176,14 @@ func (g *Gateway) publicBase(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// hasCoordinators reports whether discovery lists any coordinator.
+// hasCoordinators reports whether any group lists a coordinator.
 func (g *Gateway) hasCoordinators(ctx context.Context) bool {
-	snap, err := g.router.Snapshot(ctx)
-	return err == nil && len(snap.Nodes) > 0
+	for _, rs := range g.snapshots(ctx) {
+		if len(rs.snap.Nodes) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *Gateway) serveInfo(w http.ResponseWriter, r *http.Request) {
@@ -202,12 +218,13 @@ func (g *Gateway) serveInfoState(w http.ResponseWriter, r *http.Request) {
 // old token ever reaches an unrelated server that later listens there.
 type members struct {
 	mu   sync.Mutex
-	gen  uint64
-	seen map[string]bool // base URL → listed at some point
+	gens map[*routing.Router]uint64 // the snapshot generation last read, per group
+	seen map[string]bool            // base URL → listed at some point
 	gone map[string]bool
 }
 
 func (m *members) init() {
+	m.gens = map[*routing.Router]uint64{}
 	m.seen = map[string]bool{}
 	m.gone = map[string]bool{}
 }
@@ -222,13 +239,14 @@ const (
 	memberGone                        // left and failed since: refused
 )
 
-// state returns base's state, reading the current snapshot.
+// state returns base's state, reading the current snapshots: a coordinator
+// is listed when any group lists it.
 func (g *Gateway) state(ctx context.Context, base string) memberState {
-	snap, err := g.router.Snapshot(ctx)
+	snaps := g.snapshots(ctx)
 	listed := false
-	if err == nil {
-		for i := range snap.Nodes {
-			if g.baseOf(&snap.Nodes[i]) == base {
+	for _, rs := range snaps {
+		for i := range rs.snap.Nodes {
+			if g.baseOf(&rs.snap.Nodes[i]) == base {
 				listed = true
 				break
 			}
@@ -237,14 +255,20 @@ func (g *Gateway) state(ctx context.Context, base string) memberState {
 	m := &g.members
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err == nil && snap.Generation != m.gen {
-		m.gen = snap.Generation
-		for i := range snap.Nodes {
-			b := g.baseOf(&snap.Nodes[i])
+	gens := make(map[*routing.Router]uint64, len(snaps))
+	for _, rs := range snaps {
+		gens[rs.router] = rs.snap.Generation
+		if gen, ok := m.gens[rs.router]; ok && gen == rs.snap.Generation {
+			continue
+		}
+		for i := range rs.snap.Nodes {
+			b := g.baseOf(&rs.snap.Nodes[i])
 			m.seen[b] = true
 			delete(m.gone, b) // listed again: a new registration
 		}
 	}
+	// Only the current groups' Routers: those of a replaced config go.
+	m.gens = gens
 	switch {
 	case listed:
 		return memberListed

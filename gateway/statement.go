@@ -56,6 +56,10 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	req := &strategy.Request{User: clientHeader(header, "User"), Source: clientHeader(header, "Source")}
+	groups := g.acquire()
+	defer groups.release()
+	group := groups.pick(req.User, req.Source, clientTags(header))
+	router := group.Router
 	// The submission outlives the client's request: a client that goes
 	// away after the statement may have reached a coordinator must not
 	// leave it running unseen (its answer is awaited and the query
@@ -64,7 +68,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var resp *http.Response
 	var base string
-	a, err := g.router.Run(r.Context(), req, pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
+	a, err := router.Run(r.Context(), req, pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
 		if err := r.Context().Err(); err != nil {
 			return routing.Abandoned, err // nothing sent: nothing to cancel
 		}
@@ -106,7 +110,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 		return routing.NotSent, failure
 	})
-	g.noteStatement(r, base, resp, err)
+	g.noteStatement(r, group.Name, base, resp, err)
 	if err != nil {
 		g.submitFailed(w, err)
 		return
@@ -116,7 +120,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	if r.Context().Err() != nil {
 		// The client went away while the coordinator answered: cancel
 		// what it accepted.
-		g.cancelAnswered(resp, base)
+		g.cancelAnswered(router, resp, base)
 		return
 	}
 	g.stats.add("submit", resp.StatusCode)
@@ -164,7 +168,7 @@ func (g *Gateway) pinnedNode(ctx context.Context, base string) (*discovery.Node,
 
 // cancelAnswered cancels, in the background, the query a coordinator
 // accepted for a client that is gone.
-func (g *Gateway) cancelAnswered(resp *http.Response, base string) {
+func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, base string) {
 	defer resp.Body.Close()
 	var answer struct {
 		NextURI string `json:"nextUri"`
@@ -178,7 +182,7 @@ func (g *Gateway) cancelAnswered(resp *http.Response, base string) {
 	}
 	target, _ := url.Parse(base)
 	u.Scheme, u.Host = target.Scheme, target.Host
-	g.router.Go(func(<-chan struct{}) {
+	router.Go(func(<-chan struct{}) {
 		if err := protocol.CancelQuery(context.Background(), &http.Client{Transport: g.transport}, u); err != nil {
 			g.log.Debug("cancelling the query of a client that left failed", "node", target.Host, "err", err)
 		}
@@ -200,9 +204,12 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 	}
 	header := outboundHeader(r)
 	req := &strategy.Request{User: clientHeader(header, "User"), Source: clientHeader(header, "Source")}
+	groups := g.acquire()
+	defer groups.release()
+	router := groups.pick(req.User, req.Source, clientTags(header)).Router
 	var resp *http.Response
 	var base string
-	a, err := g.router.Run(r.Context(), req, nil, func(ra *routing.Attempt) (routing.Outcome, error) {
+	a, err := router.Run(r.Context(), req, nil, func(ra *routing.Attempt) (routing.Outcome, error) {
 		base = g.baseOf(ra.Node)
 		out, err := http.NewRequestWithContext(r.Context(), http.MethodHead, base+"/v1/statement", nil)
 		if err != nil {
@@ -232,4 +239,16 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 	if err := g.relay(w, r, resp, base); err != nil {
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// clientTags are the statement's client tags (X-Presto-Client-Tags or
+// X-Trino-Client-Tags, comma-separated), for the selectors.
+func clientTags(h http.Header) []string {
+	var tags []string
+	for _, t := range strings.Split(clientHeader(h, "Client-Tags"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	return tags
 }

@@ -34,9 +34,6 @@ const (
 	maxNoteText = 300
 )
 
-// defaultGroup names the one group the gateway routes to for now: its Router.
-const defaultGroup = "default"
-
 // Status is what the status page shows: the gateway, its request counts
 // and its groups. It is what GET /_zk/status.json answers.
 type Status struct {
@@ -199,9 +196,9 @@ func (l *statementLog) newestFirst() []StatementRecord {
 // is the routing's failure; otherwise resp is the coordinator at base's
 // answer, whose body is watched to find the query id in, and the record is
 // made when the body is closed (relayed or given up).
-func (g *Gateway) noteStatement(r *http.Request, base string, resp *http.Response, err error) {
+func (g *Gateway) noteStatement(r *http.Request, group, base string, resp *http.Response, err error) {
 	rec := StatementRecord{
-		Group:  defaultGroup,
+		Group:  group,
 		User:   clip(clientHeader(r.Header, "User")),
 		Source: clip(clientHeader(r.Header, "Source")),
 	}
@@ -342,9 +339,17 @@ func (g *Gateway) Status() Status {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Status, b.Status))
 	})
 	recent := g.recent.newestFirst()
-	rs := g.router.Stats()
+	for _, group := range g.Groups() {
+		st.Groups = append(st.Groups, groupStatus(group, recent))
+	}
+	return st
+}
+
+// groupStatus is what the status page shows of one group.
+func groupStatus(group *Group, recent []StatementRecord) GroupStatus {
+	rs := group.Router.Stats()
 	grp := GroupStatus{
-		Name:     defaultGroup,
+		Name:     group.Name,
 		Strategy: rs.Strategy,
 		Discovery: DiscoveryStatus{
 			Source: rs.Discovery.Source, Open: rs.Discovery.Open, Connected: rs.Discovery.Connected,
@@ -388,8 +393,7 @@ func (g *Gateway) Status() Status {
 		}
 		grp.Coordinators = append(grp.Coordinators, c)
 	}
-	st.Groups = append(st.Groups, grp)
-	return st
+	return grp
 }
 
 //go:embed status.html

@@ -10,6 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +24,7 @@ import (
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/cli"
 	"github.com/zkpresto/zkpresto/metrics"
+	"github.com/zkpresto/zkpresto/routing"
 )
 
 func init() { subcommands = append(subcommands, newGatewayCommand) }
@@ -31,6 +35,7 @@ const secretEnv = "ZKPRESTO_GATEWAY_SECRET"
 type gatewayOptions struct {
 	listen       string
 	dsn          string
+	config       string
 	secretFile   string
 	publicURL    string
 	tlsCert      string
@@ -55,6 +60,13 @@ balancer, and any replica routes any follow-up. The secret is one or two
 keys (the first signs, both verify, for rotation), one per line, from
 --secret-file or $ZKPRESTO_GATEWAY_SECRET.
 
+Instead of --dsn, --config reads Presto Router's router-config.json: groups
+of coordinators (a member may be a ZooKeeper namespace,
+zk://host:port[,host:port...]/namespace), first-match selectors on user,
+source and client tags, the scheduler, and an optional weight per group for
+the statements no selector claims. It is reloaded on SIGHUP and when it
+changes; a file that fails to load keeps the config in use.
+
 GET /_zk/health answers 200 while discovery lists coordinators; GET
 /_zk/metrics serves Prometheus metrics. On SIGTERM the gateway drains: new
 statements get 503 (retried elsewhere), running queries go on for up to
@@ -63,18 +75,33 @@ statements get 503 (retried elsewhere), running queries go on for up to
     --dsn 'presto://zk1:2181,zk2:2181/;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto;zooKeeperStrategy=p2c' \
     --secret-file /etc/zkpresto/gateway.key
 
+  # Presto Router's groups and selectors, a group's member may be zk://hosts/namespace:
+  zkpresto gateway --listen 0.0.0.0:8080 --config /etc/presto-router/router-config.json \
+    --secret-file /etc/zkpresto/gateway.key
+
   # Behind a load balancer that clients reach at https://presto.example.com:
   zkpresto gateway --listen :8443 --tls-cert gw.pem --tls-key gw-key.pem \
     --public-url https://presto.example.com --dsn "$ZKPRESTO_DSN" --secret-file gw.key`,
-		Args:    cobra.NoArgs,
-		PreRunE: applyEnvHook,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			configOnly := f.Changed("config") && !f.Changed("dsn")
+			if err := applyEnvHook(cmd, args); err != nil {
+				return err
+			}
+			if configOnly {
+				o.dsn = "" // $ZKPRESTO_DSN is for the other commands then
+			}
+			return nil
+		},
 		RunE: cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			return runGateway(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve the Presto/Trino protocol on")
-	f.StringVar(&o.dsn, "dsn", "", "the driver's DSN: discovery (ZooKeeper or a host list), strategy, health and TLS keys (required)")
+	f.StringVar(&o.dsn, "dsn", "", "the driver's DSN: discovery (ZooKeeper or a host list), strategy, health and TLS keys (or --config)")
+	f.StringVar(&o.config, "config", "", "Presto Router's router-config.json: groups, selectors, scheduler; reloaded on SIGHUP and when it changes (or --dsn)")
 	f.StringVar(&o.secretFile, "secret-file", "", "file holding the routing-token keys (default: $"+secretEnv+")")
 	f.StringVar(&o.publicURL, "public-url", "", "base URL clients reach the gateway at (default: the scheme and host of each request)")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate to serve https with (with --tls-key)")
@@ -106,8 +133,11 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
-	if o.dsn == "" {
-		return errNoDSN
+	if o.dsn != "" && o.config != "" {
+		return errors.New("--dsn and --config: give one of them")
+	}
+	if o.dsn == "" && o.config == "" {
+		return errors.New("--dsn (or $ZKPRESTO_DSN) or --config is required")
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
@@ -116,22 +146,53 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	if err != nil {
 		return err
 	}
-	cfg, err := zkdriver.ParseDSN(o.dsn)
+	gwCfg := gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger}
+	var stats metrics.StatsSource
+	var routingTo string
+	if o.dsn != "" {
+		cfg, err := zkdriver.ParseDSN(o.dsn)
+		if err != nil {
+			return err
+		}
+		rt, err := zkdriver.OpenRouting(cfg, zkdriver.WithLogger(logger))
+		if err != nil {
+			return err
+		}
+		defer rt.Close()
+		gwCfg.Router, gwCfg.Client, gwCfg.TLS = rt.Router, rt.Client, rt.TLS
+		gwCfg.Flavour = gateway.FlavourFor(cfg.Trino)
+		stats, routingTo = rt.Router, cfg.String()
+	} else {
+		groups, err := gateway.LoadConfig(o.config, gateway.BuildOptions{Logger: logger})
+		if err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+		gwCfg.Groups, routingTo = groups, "the groups of "+o.config
+	}
+	gw, err := gateway.New(gwCfg)
 	if err != nil {
+		if gwCfg.Groups != nil {
+			gwCfg.Groups.Close()
+		}
 		return err
 	}
-	rt, err := zkdriver.OpenRouting(cfg, zkdriver.WithLogger(logger))
-	if err != nil {
-		return err
-	}
-	defer rt.Close()
-	gw, err := gateway.New(gateway.Config{Router: rt.Router, Client: rt.Client, TLS: rt.TLS, Keys: secret, PublicURL: o.publicURL, Logger: logger, Flavour: gateway.FlavourFor(cfg.Trino)})
-	if err != nil {
-		return err
+	defer gw.Close()
+	if o.config != "" {
+		stats = metrics.StatsFunc(func() routing.Stats { return groupStats(gw.Groups()) })
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		watchCtx, stopWatch := context.WithCancel(context.Background())
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			gateway.WatchConfig(watchCtx, gw, o.config, gateway.BuildOptions{Logger: logger}, hup, gateway.ConfigPollInterval)
+		}()
+		defer func() { stopWatch(); <-watched }()
 	}
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(
-		metrics.NewDriverCollector(rt.Router),
+		metrics.NewDriverCollector(stats),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -140,7 +201,7 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	gw.HandleStatus(mux)
 	mux.Handle("GET /_zk/metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /_zk/health", func(w http.ResponseWriter, r *http.Request) {
-		if err := rt.Router.Open(r.Context()); err != nil {
+		if err := gw.Open(r.Context()); err != nil {
 			http.Error(w, "no coordinators: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -168,7 +229,7 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	if o.tlsCert != "" {
 		scheme = "https"
 	}
-	fmt.Fprintf(out, "zkpresto gateway on %s://%s, routing to %s\n", scheme, ln.Addr(), cfg)
+	fmt.Fprintf(out, "zkpresto gateway on %s://%s, routing to %s\n", scheme, ln.Addr(), routingTo)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -185,4 +246,38 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	}
 	<-served
 	return nil
+}
+
+// groupStats merges the groups' figures for the metrics: every coordinator
+// once (one listed in two groups shows the first group's view), the
+// strategy and sources of all.
+func groupStats(groups []*gateway.Group) routing.Stats {
+	var out routing.Stats
+	seen := map[string]bool{}
+	var sources []string
+	for _, gr := range groups {
+		s := gr.Router.Stats()
+		out.Strategy = s.Strategy
+		sources = append(sources, gr.Name+": "+s.Discovery.Source)
+		d := &out.Discovery
+		d.Open = d.Open || s.Discovery.Open
+		d.Connected = d.Connected || s.Discovery.Connected
+		d.Generation += s.Discovery.Generation
+		d.Skipped += s.Discovery.Skipped
+		if s.Discovery.LastChange.After(d.LastChange) {
+			d.LastChange = s.Discovery.LastChange
+		}
+		if s.Discovery.Problem != "" {
+			d.Problem = strings.TrimPrefix(d.Problem+"; ", "; ") + gr.Name + ": " + s.Discovery.Problem
+		}
+		for _, n := range s.Nodes {
+			if !seen[n.Node.Addr] {
+				seen[n.Node.Addr] = true
+				out.Nodes = append(out.Nodes, n)
+			}
+		}
+	}
+	out.Discovery.Source = strings.Join(sources, ", ")
+	out.Discovery.Nodes = len(out.Nodes)
+	return out
 }

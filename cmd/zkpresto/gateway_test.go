@@ -75,6 +75,7 @@ func TestGatewayCommandRefusesBadSetups(t *testing.T) {
 		{[]string{"gateway"}, "--dsn"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/"}, "--secret-file"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--tls-cert", "x.pem"}, "--tls-cert and --tls-key"},
+		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--config", "router-config.json"}, "give one of them"},
 	} {
 		if _, _, err := run(tc.args, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error naming %s", tc.args, err, tc.want)
@@ -83,5 +84,87 @@ func TestGatewayCommandRefusesBadSetups(t *testing.T) {
 	t.Setenv(secretEnv, "not a key")
 	if _, _, err := run([]string{"gateway", "--dsn", "presto://c1:8080/"}, ""); err == nil || strings.Contains(err.Error(), "not a key") {
 		t.Errorf("a bad secret: %v (it must be refused and never quoted)", err)
+	}
+}
+
+// --config instead of --dsn: Presto Router's file, reloaded when it
+// changes.
+func TestGatewayCommandRouterConfig(t *testing.T) {
+	var cs []*coordinator.Coordinator
+	for _, name := range []string{"c1", "c2"} {
+		c, err := coordinator.Start(coordinator.Options{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		cs = append(cs, c)
+	}
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "gateway.key")
+	config := filepath.Join(dir, "router-config.json")
+	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write := func(c *coordinator.Coordinator, pad string) {
+		text := `{"groups": [{"name": "all", "members": ["` + c.URL() + `"]}], "scheduler": "ROUND_ROBIN"}` + pad
+		if err := os.WriteFile(config+".new", []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(config+".new", config); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(cs[0], "")
+	t.Setenv("ZKPRESTO_DSN", "presto://ignored:8080/")
+	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--config", config)
+	var addr string
+	t.Cleanup(func() {
+		if t.Failed() {
+			select {
+			case err := <-gw.done:
+				gw.done <- err
+				t.Logf("gateway exited: %v", err)
+			default:
+			}
+			t.Logf("gateway log:\n%s%s", gw.out.String(), gw.errOut.String())
+		}
+	})
+	eventually(t, "the gateway to announce its address", func() bool {
+		m := regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)`).FindStringSubmatch(gw.out.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+	query := func() string {
+		t.Helper()
+		db, err := sql.Open("presto", "presto://alice@"+addr+"/hive")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		// One row of six columns, the first naming the coordinator.
+		var coord string
+		dest := []any{&coord}
+		for range 5 {
+			dest = append(dest, new(any))
+		}
+		if err := db.QueryRow("SELECT who").Scan(dest...); err != nil {
+			t.Fatal(err)
+		}
+		return coord
+	}
+	if got := query(); got != "c1" {
+		t.Fatalf("ran on %s, want c1", got)
+	}
+	write(cs[1], "\n")
+	eventually(t, "the gateway to reload its config", func() bool {
+		return strings.Contains(gw.errOut.String(), "router config reloaded")
+	})
+	if got := query(); got != "c2" {
+		t.Fatalf("after the reload, ran on %s, want c2", got)
+	}
+	if err := gw.stop(t); err != nil {
+		t.Fatalf("gateway exited with %v", err)
 	}
 }

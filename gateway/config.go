@@ -1,0 +1,353 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/routing"
+)
+
+// RouterConfig is Presto Router's router-config.json (the presto-router
+// module's RouterSpec), read as it is, plus an optional weight per group.
+type RouterConfig struct {
+	// Groups are the coordinator groups.
+	Groups []GroupSpec `json:"groups"`
+	// Selectors send statements to groups; the first that matches wins.
+	Selectors []SelectorSpec `json:"selectors"`
+	// Scheduler picks a coordinator inside a group: RANDOM_CHOICE,
+	// ROUND_ROBIN, USER_HASH, WEIGHTED_RANDOM_CHOICE or
+	// WEIGHTED_ROUND_ROBIN; empty means RANDOM_CHOICE.
+	Scheduler string `json:"scheduler"`
+}
+
+// GroupSpec is one group of a RouterConfig.
+type GroupSpec struct {
+	// Name is what selectors target.
+	Name string `json:"name"`
+	// Members are coordinator base URLs (http[s]://host:port), or exactly
+	// one ZooKeeper namespace, zk://host:port[,host:port...]/namespace.
+	Members []string `json:"members"`
+	// Weights, when set, are the members' weights, in order.
+	Weights []int `json:"weights"`
+	// Weight is the group's share of the statements no selector claims
+	// (not in Presto Router); nil means 1, 0 means selectors only.
+	Weight *int `json:"weight"`
+}
+
+// SelectorSpec is one selector of a RouterConfig.
+type SelectorSpec struct {
+	// User is a regular expression the whole user name must match.
+	User *string `json:"user"`
+	// Source is a regular expression the whole client source must match.
+	Source *string `json:"source"`
+	// ClientTags must all be among the statement's client tags.
+	ClientTags []string `json:"clientTags"`
+	// TargetGroup names the group.
+	TargetGroup string `json:"targetGroup"`
+}
+
+// schedulers maps Presto Router's scheduler names to zkpresto strategies.
+var schedulers = map[string]string{
+	"":                       "random",
+	"RANDOM_CHOICE":          "random",
+	"ROUND_ROBIN":            "poll",
+	"USER_HASH":              "user_hash",
+	"WEIGHTED_RANDOM_CHOICE": "weighted",
+	"WEIGHTED_ROUND_ROBIN":   "weighted_poll",
+}
+
+// known are the top-level fields a RouterConfig reads; others (predictor)
+// are logged and ignored, so that a Presto Router file works as it is.
+var known = map[string]bool{"groups": true, "selectors": true, "scheduler": true}
+
+// ParseRouterConfig parses a router-config.json and checks it; errors name
+// file and the JSON path of the field at fault.
+func ParseRouterConfig(file string, data []byte, log *slog.Logger) (*RouterConfig, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, jsonError(file, data, err)
+	}
+	for k := range top {
+		if !known[k] {
+			log.Info("router config: ignoring a field the gateway does not use", "file", file, "field", k)
+		}
+	}
+	var c RouterConfig
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, jsonError(file, data, err)
+	}
+	fail := func(path, format string, args ...any) error {
+		return fmt.Errorf("%s: %s: %s", file, path, fmt.Sprintf(format, args...))
+	}
+	if _, ok := schedulers[c.Scheduler]; !ok {
+		return nil, fail("scheduler", "%q is not one of RANDOM_CHOICE, ROUND_ROBIN, USER_HASH, WEIGHTED_RANDOM_CHOICE, WEIGHTED_ROUND_ROBIN", c.Scheduler)
+	}
+	if len(c.Groups) == 0 {
+		return nil, fail("groups", "no groups")
+	}
+	names := map[string]bool{}
+	total := 0
+	for i, gr := range c.Groups {
+		at := fmt.Sprintf("groups[%d]", i)
+		switch {
+		case gr.Name == "":
+			return nil, fail(at+".name", "missing")
+		case names[gr.Name]:
+			return nil, fail(at+".name", "a second group named %q", gr.Name)
+		case len(gr.Members) == 0:
+			return nil, fail(at+".members", "no members")
+		case gr.Weights != nil && len(gr.Weights) != len(gr.Members):
+			return nil, fail(at+".weights", "%d weights for %d members", len(gr.Weights), len(gr.Members))
+		case gr.Weight != nil && *gr.Weight < 0:
+			return nil, fail(at+".weight", "negative")
+		}
+		names[gr.Name] = true
+		for j, w := range gr.Weights {
+			if w < 1 {
+				return nil, fail(fmt.Sprintf("%s.weights[%d]", at, j), "%d: a weight is at least 1", w)
+			}
+		}
+		for j, m := range gr.Members {
+			if strings.HasPrefix(m, "zk://") && len(gr.Members) > 1 {
+				return nil, fail(fmt.Sprintf("%s.members[%d]", at, j), "a ZooKeeper namespace must be the group's only member")
+			}
+			if _, _, err := parseMember(m); err != nil {
+				return nil, fail(fmt.Sprintf("%s.members[%d]", at, j), "%v", err)
+			}
+		}
+		total += groupWeight(gr)
+	}
+	if total == 0 {
+		return nil, fail("groups", "every group has weight 0: statements no selector claims would have nowhere to go")
+	}
+	for i, s := range c.Selectors {
+		at := fmt.Sprintf("selectors[%d]", i)
+		if !names[s.TargetGroup] {
+			return nil, fail(at+".targetGroup", "no group named %q", s.TargetGroup)
+		}
+		for field, re := range map[string]*string{"user": s.User, "source": s.Source} {
+			if re == nil {
+				continue
+			}
+			if _, err := regexp.Compile(`^(?:` + *re + `)$`); err != nil {
+				return nil, fail(at+"."+field, "%v", err)
+			}
+		}
+	}
+	return &c, nil
+}
+
+func groupWeight(gr GroupSpec) int {
+	if gr.Weight == nil {
+		return 1
+	}
+	return *gr.Weight
+}
+
+// jsonError names the file, the field (for a type error) and the line and
+// column of a JSON error.
+func jsonError(file string, data []byte, err error) error {
+	var off int64 = -1
+	where := ""
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset
+	case errors.As(err, &typ):
+		off = typ.Offset
+		if typ.Field != "" {
+			where = typ.Field + ": "
+		}
+		err = fmt.Errorf("%s where %s is wanted", typ.Value, typ.Type)
+	}
+	if off >= 0 && off <= int64(len(data)) {
+		line := bytes.Count(data[:off], []byte("\n")) + 1
+		col := int(off) - bytes.LastIndexByte(data[:off], '\n')
+		return fmt.Errorf("%s:%d:%d: %s%v", file, line, col, where, err)
+	}
+	return fmt.Errorf("%s: %s%v", file, where, err)
+}
+
+// parseMember reads a member: a coordinator URL (a node) or a ZooKeeper
+// namespace (zk set).
+func parseMember(m string) (*discovery.Node, *discovery.ZooKeeperConfig, error) {
+	if rest, ok := strings.CutPrefix(m, "zk://"); ok {
+		// Not url.Parse: a host list with IPv6 addresses is no URL host.
+		hosts, ns, _ := strings.Cut(rest, "/")
+		ns = strings.Trim(ns, "/")
+		if hosts == "" || ns == "" || strings.ContainsAny(rest, "@?#") {
+			return nil, nil, fmt.Errorf("%q: want zk://host:port[,host:port...]/namespace", m)
+		}
+		return nil, &discovery.ZooKeeperConfig{Servers: strings.Split(hosts, ","), Path: "/" + ns}, nil
+	}
+	u, err := url.Parse(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch u.Scheme {
+	case "http", "https":
+		if u.Host == "" || (u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" {
+			return nil, nil, fmt.Errorf("%q: want http[s]://host:port", m)
+		}
+		host := u.Host
+		if u.Port() == "" {
+			host += map[string]string{"http": ":80", "https": ":443"}[u.Scheme]
+		}
+		addr, err := discovery.CanonicalAddr(host)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &discovery.Node{Addr: addr, Scheme: u.Scheme, ID: addr, Weight: 1}, nil, nil
+	}
+	return nil, nil, fmt.Errorf("%q: want http[s]://host:port or zk://host:port/namespace", m)
+}
+
+// BuildOptions are what building groups needs besides the config.
+type BuildOptions struct {
+	// Routing is the template of every group's routing.Config (health,
+	// retries, checks); its discovery and strategy fields are set per group.
+	Routing routing.Config
+	// Logger receives the groups' logs; nil means none.
+	Logger *slog.Logger
+}
+
+// BuildGroups makes the groups of c: one Router per group, over its static
+// members (with their weights) or its ZooKeeper namespace. The Groups owns
+// the Routers. It does no network I/O.
+func BuildGroups(c *RouterConfig, opts BuildOptions) (*Groups, error) {
+	name := schedulers[c.Scheduler]
+	var groups []*Group
+	closeAll := func() {
+		for _, gr := range groups {
+			_ = gr.Router.Close()
+		}
+	}
+	for _, spec := range c.Groups {
+		rc := opts.Routing
+		rc.Logger = opts.Logger
+		rc.StrategyName = name
+		rc.Strategy = nil
+		rc.ZooKeeper, rc.Discoverer = nil, nil
+		var nodes []discovery.Node
+		for j, m := range spec.Members {
+			node, zk, err := parseMember(m)
+			if err != nil {
+				closeAll()
+				return nil, fmt.Errorf("group %s: %w", spec.Name, err)
+			}
+			if zk != nil {
+				zk.Logger = opts.Logger
+				rc.ZooKeeper = zk
+				continue
+			}
+			if spec.Weights != nil {
+				node.Weight = spec.Weights[j]
+			}
+			nodes = append(nodes, *node)
+		}
+		if rc.ZooKeeper == nil {
+			rc.Discoverer = discovery.NewStatic("group "+spec.Name, nodes)
+		}
+		r, err := routing.New(rc)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("group %s: %w", spec.Name, err)
+		}
+		groups = append(groups, &Group{Name: spec.Name, Router: r, Weight: groupWeight(spec)})
+	}
+	var selectors []Selector
+	for _, s := range c.Selectors {
+		sel := Selector{ClientTags: s.ClientTags, Group: s.TargetGroup}
+		if s.User != nil {
+			sel.User = regexp.MustCompile(`^(?:` + *s.User + `)$`) // checked by ParseRouterConfig
+		}
+		if s.Source != nil {
+			sel.Source = regexp.MustCompile(`^(?:` + *s.Source + `)$`)
+		}
+		selectors = append(selectors, sel)
+	}
+	gs, err := NewGroups(groups, selectors, true)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return gs, nil
+}
+
+// LoadConfig reads, checks and builds the groups of a router-config.json.
+func LoadConfig(file string, opts BuildOptions) (*Groups, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ParseRouterConfig(file, data, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return BuildGroups(c, opts)
+}
+
+// ConfigPollInterval is how often WatchConfig looks at the file's
+// modification time and size.
+const ConfigPollInterval = 2 * time.Second
+
+// WatchConfig reloads gw's groups from file when hup delivers (SIGHUP) or
+// the file's modification time or size changes, until ctx is done. A file
+// that fails to load keeps the groups in use, and the reason is logged.
+// Statements already routed are not affected: they keep the Router they
+// started with, which closes when the last of them is done.
+func WatchConfig(ctx context.Context, gw *Gateway, file string, opts BuildOptions, hup <-chan os.Signal, interval time.Duration) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if interval <= 0 {
+		interval = ConfigPollInterval
+	}
+	stamp := func() (time.Time, int64) {
+		fi, err := os.Stat(file)
+		if err != nil {
+			return time.Time{}, -1
+		}
+		return fi.ModTime(), fi.Size()
+	}
+	mtime, size := stamp()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		why := "changed"
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			why = "SIGHUP"
+		case <-tick.C:
+			m, s := stamp()
+			if m.Equal(mtime) && s == size {
+				continue
+			}
+		}
+		mtime, size = stamp()
+		gs, err := LoadConfig(file, opts)
+		if err != nil {
+			log.Error("router config not reloaded; the previous one stays in use", "file", file, "reason", why, "err", err)
+			continue
+		}
+		gw.SetGroups(gs)
+		log.Info("router config reloaded", "file", file, "reason", why, "groups", len(gs.Groups()))
+	}
+}

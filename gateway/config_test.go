@@ -1,0 +1,338 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/gateway"
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+)
+
+// startCoordinators starts n coordinators, named c1..cn.
+func startCoordinators(t *testing.T, n int) []*coordinator.Coordinator {
+	t.Helper()
+	var cs []*coordinator.Coordinator
+	for i := range n {
+		c, err := coordinator.Start(coordinator.Options{Name: fmt.Sprintf("c%d", i+1), BatchRows: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// writeConfig writes a router-config.json (a new one when file is empty)
+// and returns its path.
+func writeConfig(t *testing.T, file, text string) string {
+	t.Helper()
+	if file == "" {
+		file = filepath.Join(t.TempDir(), "router-config.json")
+	}
+	// Written aside and renamed, as deployment tools do: the watcher never
+	// reads half a file.
+	if err := os.WriteFile(file+".new", []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(file+".new", file); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// configGateway serves a gateway routing by the config in file.
+func configGateway(t *testing.T, file string, log *slog.Logger) (*gateway.Gateway, *httptest.Server) {
+	t.Helper()
+	gs, err := gateway.LoadConfig(file, gateway.BuildOptions{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(gateway.Config{Groups: gs, Keys: testKeys, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	t.Cleanup(func() {
+		srv.Close()
+		gw.Close()
+	})
+	return gw, srv
+}
+
+// runStatement sends sql through the gateway with header and pages to the
+// end, calling each after every page; it returns the number of rows.
+func runStatement(t *testing.T, base, sql string, header map[string]string, each func()) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/statement", strings.NewReader(sql))
+	req.Header.Set("X-Presto-User", "nobody")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	rows := 0
+	for {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			NextURI string `json:"nextUri"`
+			Columns []struct{ Name string }
+			Data    [][]any `json:"data"`
+			Error   *struct{ Message string }
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d, %v", sql, resp.StatusCode, err)
+		}
+		if page.Error != nil {
+			t.Fatalf("%s: %s", sql, page.Error.Message)
+		}
+		rows += len(page.Data)
+		if page.NextURI == "" {
+			return rows
+		}
+		if each != nil {
+			each()
+		}
+		req, _ = http.NewRequest(http.MethodGet, page.NextURI, nil)
+		req.Header.Set("X-Presto-User", "nobody")
+	}
+}
+
+// statements returns how many statements each coordinator accepted.
+func statements(cs []*coordinator.Coordinator) []int64 {
+	out := make([]int64, len(cs))
+	for i, c := range cs {
+		out[i] = c.Statements()
+	}
+	return out
+}
+
+// A router-config.json as Presto Router's documentation shows it, with a
+// predictor the gateway ignores: groups, weights, selectors, scheduler.
+func TestRouterConfigRoutesBySelectors(t *testing.T) {
+	cs := startCoordinators(t, 4)
+	var logs syncWriter
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	file := writeConfig(t, "", `{
+  "groups": [
+    {"name": "etl", "members": ["`+cs[0].URL()+`", "`+cs[1].URL()+`"], "weights": [1, 3]},
+    {"name": "bi", "members": ["`+cs[2].URL()+`"]},
+    {"name": "adhoc", "members": ["`+cs[3].URL()+`"]}
+  ],
+  "selectors": [
+    {"user": "etl_.*", "targetGroup": "etl"},
+    {"source": "superset|tableau", "targetGroup": "bi"},
+    {"clientTags": ["adhoc", "small"], "targetGroup": "adhoc"}
+  ],
+  "scheduler": "WEIGHTED_ROUND_ROBIN",
+  "predictor": "http://127.0.0.1:8000/v1"
+}`)
+	_, srv := configGateway(t, file, log)
+	if !strings.Contains(logs.String(), "predictor") {
+		t.Errorf("ignoring predictor was not logged:\n%s", logs.String())
+	}
+	for _, tc := range []struct {
+		header map[string]string
+		want   []int64
+	}{
+		// 1:3 weighted round robin inside etl.
+		{map[string]string{"X-Presto-User": "etl_nightly"}, []int64{1, 3, 0, 0}},
+		// The whole user must match: not etl.
+		{map[string]string{"X-Presto-User": "my_etl_job", "X-Trino-Source": "tableau"}, []int64{0, 0, 4, 0}},
+		{map[string]string{"X-Presto-Source": "superset"}, []int64{0, 0, 4, 0}},
+		{map[string]string{"X-Presto-Client-Tags": "small, x,adhoc"}, []int64{0, 0, 0, 4}},
+	} {
+		before := statements(cs)
+		for range 4 {
+			runStatement(t, srv.URL, "SELECT 1", tc.header, nil)
+		}
+		got := statements(cs)
+		for i := range got {
+			got[i] -= before[i]
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%v: statements per coordinator %v, want %v", tc.header, got, tc.want)
+		}
+	}
+}
+
+// Statements no selector claims split between groups by weight, exactly
+// with weighted round robin across groups.
+func TestRouterConfigGroupWeights(t *testing.T) {
+	cs := startCoordinators(t, 3)
+	file := writeConfig(t, "", `{
+  "groups": [
+    {"name": "big", "weight": 3, "members": ["`+cs[0].URL()+`", "`+cs[1].URL()+`"]},
+    {"name": "small", "weight": 1, "members": ["`+cs[2].URL()+`"]},
+    {"name": "special", "weight": 0, "members": ["`+cs[2].URL()+`"]}
+  ],
+  "selectors": [{"user": "vip", "targetGroup": "special"}],
+  "scheduler": "ROUND_ROBIN"
+}`)
+	_, srv := configGateway(t, file, nil)
+	for range 200 {
+		runStatement(t, srv.URL, "SELECT 1", nil, nil)
+	}
+	if got := fmt.Sprint(statements(cs)); got != "[75 75 50]" {
+		t.Errorf("statements per coordinator %s, want [75 75 50] (3:1 across groups, round robin inside)", got)
+	}
+}
+
+// A group whose member is a ZooKeeper namespace routes to what the
+// namespace lists.
+func TestRouterConfigZooKeeperMember(t *testing.T) {
+	f := fleet.StartT(t, fleet.Options{Coordinators: 2})
+	for _, c := range f.Coordinators {
+		if _, err := f.Register(c, discovery.FormatZkpresto, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	static := startCoordinators(t, 1)
+	file := writeConfig(t, "", `{
+  "groups": [
+    {"name": "zk", "members": ["zk://`+f.Ensemble()+`/`+f.Namespace+`"]},
+    {"name": "static", "members": ["`+static[0].URL()+`"]}
+  ],
+  "selectors": [{"user": "alice", "targetGroup": "zk"}],
+  "scheduler": "ROUND_ROBIN"
+}`)
+	_, srv := configGateway(t, file, nil)
+	for range 4 {
+		runStatement(t, srv.URL, "SELECT * FROM rows(3)", map[string]string{"X-Presto-User": "alice"}, nil)
+	}
+	if got := fmt.Sprint(statements(f.Coordinators)); got != "[2 2]" {
+		t.Errorf("statements per registered coordinator %s, want [2 2]", got)
+	}
+	if n := static[0].Statements(); n != 0 {
+		t.Errorf("the static group got %d of alice's statements", n)
+	}
+}
+
+// Changing the file while a query pages through results: the query
+// finishes on its coordinator, new statements follow the new config; a bad
+// file keeps the config in use and says why.
+func TestRouterConfigReload(t *testing.T) {
+	cs := startCoordinators(t, 2)
+	var logs syncWriter
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	config := func(c *coordinator.Coordinator) string {
+		return `{"groups": [{"name": "all", "members": ["` + c.URL() + `"]}], "scheduler": "RANDOM_CHOICE"}`
+	}
+	file := writeConfig(t, "", config(cs[0]))
+	gw, srv := configGateway(t, file, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	hup := make(chan os.Signal, 1)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		gateway.WatchConfig(ctx, gw, file, gateway.BuildOptions{Logger: log}, hup, 10*time.Millisecond)
+	}()
+	t.Cleanup(func() { cancel(); <-watched })
+	waitLog := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(logs.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the logs:\n%s", what, logs.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	pages := 0
+	n := runStatement(t, srv.URL, "SELECT * FROM rows(10)", nil, func() {
+		pages++
+		if pages == 2 {
+			writeConfig(t, file, config(cs[1]))
+			waitLog("router config reloaded")
+			// A new statement follows the new config while the old
+			// query still pages.
+			runStatement(t, srv.URL, "SELECT 1", nil, nil)
+		}
+	})
+	if n != 10 {
+		t.Fatalf("the query running across the reload returned %d rows, want 10", n)
+	}
+	// c1 ran the query from start to end, c2 the statement sent after.
+	if got := fmt.Sprint(statements(cs)); got != "[1 1]" {
+		t.Errorf("statements per coordinator %s, want [1 1]", got)
+	}
+
+	writeConfig(t, file, `{"groups": [{"name": "all", "members": ["`+cs[0].URL()+`"], "weights": ["heavy"]}]}`)
+	hup <- os.Interrupt
+	waitLog("not reloaded")
+	if s := logs.String(); !strings.Contains(s, file) || !strings.Contains(s, "groups.weights") {
+		t.Errorf("the bad file's log names neither it nor the field:\n%s", s)
+	}
+	runStatement(t, srv.URL, "SELECT 1", nil, nil)
+	if got := fmt.Sprint(statements(cs)); got != "[1 2]" {
+		t.Errorf("after a bad file, statements per coordinator %s, want [1 2]", got)
+	}
+}
+
+func TestParseRouterConfigNamesTheField(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{`{"groups": []}`, "f.json: groups: no groups"},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"], "weights": [1, 2]}]}`, "groups[0].weights: 2 weights for 1 members"},
+		{`{"groups": [{"name": "a", "members": ["c1:8080"]}]}`, "groups[0].members[0]"},
+		{`{"groups": [{"name": "a", "members": ["zk://z1:2181/presto", "http://c1:8080"]}]}`, "groups[0].members[0]: a ZooKeeper namespace must be the group's only member"},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"targetGroup": "b"}]}`, `selectors[0].targetGroup: no group named "b"`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"user": "(", "targetGroup": "a"}]}`, "selectors[0].user"},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "scheduler": "FASTEST"}`, "scheduler"},
+		{"{\n  \"groups\": [{\"name\": 1}]}", "f.json:2:"},
+	} {
+		_, err := gateway.ParseRouterConfig("f.json", []byte(tc.text), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", tc.text, err, tc.want)
+		}
+	}
+}
+
+// syncWriter is a log destination tests read while the gateway writes.
+type syncWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+func TestParseRouterConfigZooKeeperEnsemble(t *testing.T) {
+	c, err := gateway.ParseRouterConfig("f.json", []byte(`{"groups": [{"name": "a", "members": ["zk://zk1:2181,zk2:2181,[::1]:2181/presto"]}], "scheduler": "USER_HASH"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := gateway.BuildGroups(c, gateway.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gs.Close()
+	if got := gs.Groups()[0].Router.StrategyName(); got != "user_hash" {
+		t.Errorf("USER_HASH is strategy %s, want user_hash", got)
+	}
+}

@@ -1,0 +1,240 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/routing"
+)
+
+// DefaultGroup names the one group of a gateway made from a single Router
+// (zkpresto gateway --dsn).
+const DefaultGroup = "default"
+
+// Group is one routing group: a name and the Router that picks among its
+// coordinators (a static list or one ZooKeeper namespace).
+type Group struct {
+	// Name is the group's name, as selectors target it.
+	Name string
+	// Router picks the group's coordinators.
+	Router *routing.Router
+	// Weight is the group's share of the statements no selector claims; 0
+	// means it only gets statements a selector sends it.
+	Weight int
+}
+
+// Selector sends the statements it matches to a group: every set field must
+// match (user and source as full-match regular expressions, every client tag
+// present), the first selector that matches wins.
+type Selector struct {
+	// User, when set, must match the whole user name.
+	User *regexp.Regexp
+	// Source, when set, must match the whole client source.
+	Source *regexp.Regexp
+	// ClientTags must all be among the statement's client tags.
+	ClientTags []string
+	// Group is the target group's name.
+	Group string
+}
+
+func (s *Selector) matches(user, source string, tags []string) bool {
+	if s.User != nil && !s.User.MatchString(user) {
+		return false
+	}
+	if s.Source != nil && !s.Source.MatchString(source) {
+		return false
+	}
+	for _, t := range s.ClientTags {
+		if !slices.Contains(tags, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// Groups is the routing a gateway does at one time: its groups, selectors
+// and the split of unclaimed statements between groups. A gateway swaps a
+// whole Groups at once on reload; the Groups it replaced closes its
+// Routers when the last statement that picked through it is done.
+type Groups struct {
+	groups    []*Group
+	selectors []Selector
+	byName    map[string]*Group
+	owned     bool // close the Routers when retired
+
+	// refs counts the gateway's own reference (until the swap) plus one
+	// per statement picking through these groups; at 0 the Routers close.
+	refs atomic.Int64
+
+	mu      sync.Mutex
+	current []int // smooth weighted round robin state, per group
+}
+
+// NewGroups returns the routing of groups and selectors. With own set, the
+// Groups closes the Routers once it is replaced and no statement uses it
+// any more (or on Close); otherwise the caller closes them.
+func NewGroups(groups []*Group, selectors []Selector, own bool) (*Groups, error) {
+	if len(groups) == 0 {
+		return nil, errors.New("zkpresto: gateway: no groups")
+	}
+	gs := &Groups{groups: groups, selectors: selectors, byName: map[string]*Group{}, owned: own, current: make([]int, len(groups))}
+	total := 0
+	for _, gr := range groups {
+		if gr.Router == nil {
+			return nil, errors.New("zkpresto: gateway: group " + gr.Name + " has no Router")
+		}
+		if _, dup := gs.byName[gr.Name]; dup {
+			return nil, errors.New("zkpresto: gateway: two groups named " + gr.Name)
+		}
+		gs.byName[gr.Name] = gr
+		total += gr.Weight
+	}
+	if total == 0 {
+		return nil, errors.New("zkpresto: gateway: every group has weight 0: statements no selector claims would have nowhere to go")
+	}
+	for _, s := range selectors {
+		if gs.byName[s.Group] == nil {
+			return nil, errors.New("zkpresto: gateway: a selector targets group " + s.Group + ", which does not exist")
+		}
+	}
+	gs.refs.Store(1)
+	return gs, nil
+}
+
+// Groups returns the groups, in their configured order.
+func (gs *Groups) Groups() []*Group { return gs.groups }
+
+// Close closes the Routers now, if the Groups owns them, whatever runs.
+func (gs *Groups) Close() error {
+	if !gs.owned {
+		return nil
+	}
+	var errs []error
+	for _, gr := range gs.groups {
+		errs = append(errs, gr.Router.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// release drops one reference; the last one closes the Routers.
+func (gs *Groups) release() {
+	if gs.refs.Add(-1) == 0 {
+		_ = gs.Close()
+	}
+}
+
+// pick returns the group for a statement: the first selector that matches,
+// else the next group by weight (smooth weighted round robin: deterministic,
+// a 3:1 split sends exactly 3 of every 4 to the first).
+func (gs *Groups) pick(user, source string, tags []string) *Group {
+	for i := range gs.selectors {
+		if gs.selectors[i].matches(user, source, tags) {
+			return gs.byName[gs.selectors[i].Group]
+		}
+	}
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	best, total := -1, 0
+	for i, gr := range gs.groups {
+		gs.current[i] += gr.Weight
+		total += gr.Weight
+		if gr.Weight > 0 && (best < 0 || gs.current[i] > gs.current[best]) {
+			best = i
+		}
+	}
+	gs.current[best] -= total
+	return gs.groups[best]
+}
+
+// acquire returns the current groups with a reference the caller releases:
+// groups replaced meanwhile stay open until their last user is done.
+func (g *Gateway) acquire() *Groups {
+	for {
+		gs := g.groups.Load()
+		n := gs.refs.Load()
+		if n > 0 && gs.refs.CompareAndSwap(n, n+1) {
+			return gs
+		}
+		// Retired between the load and the count: the new one is in place.
+	}
+}
+
+// SetGroups makes the gateway route new statements through gs. Statements
+// already picking through the groups it replaces go on with them; those
+// groups close their Routers when the last one is done. Follow-ups need no
+// group: their token names the coordinator.
+func (g *Gateway) SetGroups(gs *Groups) {
+	old := g.groups.Swap(gs)
+	if old != nil && old != gs {
+		old.release()
+	}
+}
+
+// Close closes the groups the gateway routes through now, if it owns them.
+// They stay in place: a request still running after a drain's deadline
+// gets an error from a closed Router, not a crash.
+func (g *Gateway) Close() error { return g.groups.Load().Close() }
+
+// snapshots returns every group's current snapshot, with its Router; a
+// group whose discovery fails to open is left out.
+func (g *Gateway) snapshots(ctx context.Context) []routerSnapshot {
+	gs := g.acquire()
+	defer gs.release()
+	out := make([]routerSnapshot, 0, len(gs.groups))
+	for _, gr := range gs.groups {
+		if snap, err := gr.Router.Snapshot(ctx); err == nil {
+			out = append(out, routerSnapshot{gr.Router, snap})
+		}
+	}
+	return out
+}
+
+type routerSnapshot struct {
+	router *routing.Router
+	snap   *discovery.Snapshot
+}
+
+// Open opens every group's discovery, for a health check, and returns an
+// error naming each group that lists no coordinator: one such group is
+// enough to fail, since the statements sent to it fail.
+func (g *Gateway) Open(ctx context.Context) error {
+	gs := g.acquire()
+	defer gs.release()
+	var errs []error
+	for _, gr := range gs.groups {
+		if err := gr.Router.Open(ctx); err != nil {
+			if len(gs.groups) > 1 {
+				err = errors.New("group " + gr.Name + ": " + strings.TrimPrefix(err.Error(), "zkpresto: "))
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reportFailure counts a coordinator's failure in every group's health
+// tracker (a coordinator may be in several groups).
+func (g *Gateway) reportFailure(ctx context.Context, base string, err error) {
+	for _, rs := range g.snapshots(ctx) {
+		for i := range rs.snap.Nodes {
+			if g.baseOf(&rs.snap.Nodes[i]) == base {
+				rs.router.Health().Failure(hostOf(base), err)
+				break
+			}
+		}
+	}
+}
+
+// Groups returns the groups the gateway routes through now, for metrics
+// and status pages; a reload may close their Routers afterwards.
+func (g *Gateway) Groups() []*Group {
+	gs := g.acquire()
+	defer gs.release()
+	return gs.groups
+}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/zkpresto/zkpresto/internal/protocol"
 )
 
 // Progress is what a coordinator reported of a running statement in one
@@ -172,24 +174,8 @@ func (e *pageEnds) progress() (Progress, bool) {
 	if len(rest) == 0 || rest[0] != ':' {
 		return p, p.QueryID != ""
 	}
-	var st struct {
-		State              string   `json:"state"`
-		Queued             bool     `json:"queued"`
-		Scheduled          bool     `json:"scheduled"`
-		Nodes              int      `json:"nodes"`
-		TotalSplits        int      `json:"totalSplits"`
-		QueuedSplits       int      `json:"queuedSplits"`
-		RunningSplits      int      `json:"runningSplits"`
-		CompletedSplits    int      `json:"completedSplits"`
-		CPUTimeMillis      int64    `json:"cpuTimeMillis"`
-		WallTimeMillis     int64    `json:"wallTimeMillis"`
-		QueuedTimeMillis   int64    `json:"queuedTimeMillis"`
-		ElapsedTimeMillis  int64    `json:"elapsedTimeMillis"`
-		ProcessedRows      int64    `json:"processedRows"`
-		ProcessedBytes     int64    `json:"processedBytes"`
-		PeakMemoryBytes    int64    `json:"peakMemoryBytes"`
-		ProgressPercentage *float64 `json:"progressPercentage"`
-	}
+	var st protocol.QueryStats
+
 	if err := json.NewDecoder(bytes.NewReader(rest[1:])).Decode(&st); err != nil {
 		return p, p.QueryID != ""
 	}

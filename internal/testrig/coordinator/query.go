@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zkpresto/zkpresto/internal/protocol"
 )
 
 var (
@@ -305,24 +307,9 @@ type (
 		RawType   string     `json:"rawType"`
 		Arguments []struct{} `json:"arguments"`
 	}
-	stats struct {
-		State              string   `json:"state"`
-		Queued             bool     `json:"queued"`
-		Scheduled          bool     `json:"scheduled"`
-		Nodes              int      `json:"nodes"`
-		TotalSplits        int      `json:"totalSplits"`
-		QueuedSplits       int      `json:"queuedSplits"`
-		RunningSplits      int      `json:"runningSplits"`
-		CompletedSplits    int      `json:"completedSplits"`
-		CPUTimeMillis      int64    `json:"cpuTimeMillis"`
-		WallTimeMillis     int64    `json:"wallTimeMillis"`
-		QueuedTimeMillis   int64    `json:"queuedTimeMillis"`
-		ElapsedTimeMillis  int64    `json:"elapsedTimeMillis"`
-		ProcessedRows      int64    `json:"processedRows"`
-		ProcessedBytes     int64    `json:"processedBytes"`
-		PeakMemoryBytes    int64    `json:"peakMemoryBytes"`
-		ProgressPercentage *float64 `json:"progressPercentage,omitempty"`
-	}
+	// stats is the protocol's, as clients read it.
+	stats = protocol.QueryStats
+
 	queryError struct {
 		Message     string      `json:"message"`
 		ErrorCode   int         `json:"errorCode"`

@@ -15,63 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/gateway/token"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/routing"
 )
-
-// newFlavourSetup is newSetup with gateways told the coordinators'
-// flavour. When via is set, discovery lists what via returns for each
-// coordinator (a proxy in front of it) instead of the coordinator.
-func newFlavourSetup(t *testing.T, n int, opts coordinator.Options, flavour gateway.Flavour, via func(*coordinator.Coordinator) string) *setup {
-	t.Helper()
-	s := &setup{disc: &changing{}}
-	var nodes []discovery.Node
-	for range n {
-		c, err := coordinator.Start(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		s.coords = append(s.coords, c)
-		addr := c.Addr()
-		if via != nil {
-			addr = via(c)
-		}
-		nodes = append(nodes, discovery.Node{Addr: addr})
-	}
-	s.disc.snap.Store(discovery.NewSnapshot("test", 1, nodes))
-	var fronts [2]*url.URL
-	for i := range 2 {
-		r, err := routing.New(routing.Config{Discoverer: s.disc, StrategyName: "poll"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
-		g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: flavour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hits := &s.hits[i]
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			hits.Add(1)
-			g.ServeHTTP(w, req)
-		}))
-		t.Cleanup(srv.Close)
-		s.replicas = append(s.replicas, srv)
-		s.gateways = append(s.gateways, g)
-		fronts[i], _ = url.Parse(srv.URL)
-	}
-	var next atomic.Int64
-	s.front = httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
-		pr.SetURL(fronts[next.Add(1)%2])
-		pr.Out.Host = pr.In.Host
-	}})
-	t.Cleanup(s.front.Close)
-	return s
-}
 
 // run sends a statement with the session headers h and follows its
 // nextUri to the end with the same headers, as a client that speaks one
@@ -131,7 +79,7 @@ func session(prefix string, kv ...string) http.Header {
 // X-Trino-*, and a SET SESSION answer comes back as X-Presto-Set-Session,
 // so that the client's next statement carries the property.
 func TestPrestoClientToTrinoCoordinators(t *testing.T) {
-	s := newFlavourSetup(t, 2, coordinator.Options{Flavour: coordinator.Trino}, gateway.Trino, nil)
+	s := newSetupFor(t, 2, coordinator.Options{Flavour: coordinator.Trino}, gateway.Trino, nil)
 	db, err := sql.Open("presto", s.dsn("alice"))
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +129,7 @@ func TestPrestoClientToTrinoCoordinators(t *testing.T) {
 // and every statement goes, as X-Trino-Transaction-Id with the
 // coordinator's own id, to the coordinator holding it.
 func TestTransactionAcrossFlavours(t *testing.T) {
-	s := newFlavourSetup(t, 3, coordinator.Options{Flavour: coordinator.Trino}, gateway.Trino, nil)
+	s := newSetupFor(t, 3, coordinator.Options{Flavour: coordinator.Trino}, gateway.Trino, nil)
 	db, err := sql.Open("presto", s.dsn("alice"))
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +177,7 @@ func TestTransactionAcrossFlavours(t *testing.T) {
 // X-Presto-*, and USE, SET SESSION, PREPARE and a transaction answer in
 // X-Trino-*.
 func TestTrinoHeadersToStrictPrestoCoordinators(t *testing.T) {
-	s := newFlavourSetup(t, 2, coordinator.Options{StrictPrefix: true}, gateway.Presto, nil)
+	s := newSetupFor(t, 2, coordinator.Options{StrictPrefix: true}, gateway.Presto, nil)
 	h := session("X-Trino-", "User", "bob", "Catalog", "hive", "Schema", "default", "Source", "trino-cli",
 		"Time-Zone", "UTC", "Client-Info", "ci")
 	for _, tc := range []struct{ sql, header, want string }{
@@ -284,7 +232,7 @@ func TestTrinoHeadersToStrictPrestoCoordinators(t *testing.T) {
 // A client using both prefixes is left as it is, both ways: nothing tells
 // which one it reads.
 func TestBothPrefixesPassThrough(t *testing.T) {
-	s := newFlavourSetup(t, 1, coordinator.Options{Flavour: coordinator.Trino}, gateway.Trino, nil)
+	s := newSetupFor(t, 1, coordinator.Options{Flavour: coordinator.Trino}, gateway.Trino, nil)
 	h := session("X-Presto-", "User", "carol", "Catalog", "hive")
 	h.Set("X-Trino-User", "dave")
 	got, _ := run(t, s.front.URL, "USE other.s2", h)
@@ -316,7 +264,7 @@ func TestUnknownFlavour(t *testing.T) {
 // rewritten.
 func TestNoForwardedPrefixIsSent(t *testing.T) {
 	for _, f := range []coordinator.Flavour{coordinator.Presto, coordinator.Trino} {
-		s := newFlavourSetup(t, 1, coordinator.Options{Flavour: f, HonourForwarded: true}, gateway.Flavour(f), nil)
+		s := newSetupFor(t, 1, coordinator.Options{Flavour: f, HonourForwarded: true}, gateway.Flavour(f), nil)
 		h := session("X-Presto-", "User", "alice")
 		h.Set("X-Forwarded-Prefix", "/_zk/forged")
 		h.Set("X-Forwarded-Host", "evil.example")
@@ -375,7 +323,7 @@ func TestURIsAlreadyOnTheGatewayAreKept(t *testing.T) {
 		self = proxy.URL
 		return strings.TrimPrefix(proxy.URL, "http://")
 	}
-	s := newFlavourSetup(t, 1, coordinator.Options{Flavour: coordinator.Trino, HonourForwarded: true, BatchRows: 10}, gateway.Trino, via)
+	s := newSetupFor(t, 1, coordinator.Options{Flavour: coordinator.Trino, HonourForwarded: true, BatchRows: 10}, gateway.Trino, via)
 	front.Store(&s.front.URL)
 	h := session("X-Trino-", "User", "alice")
 	for _, forged := range []bool{false, true} {

@@ -61,13 +61,18 @@ type changing struct {
 }
 
 func (c *changing) set(cs ...*coordinator.Coordinator) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gen++
 	nodes := make([]discovery.Node, len(cs))
 	for i, co := range cs {
 		nodes[i] = discovery.Node{Addr: co.Addr()}
 	}
+	c.setNodes(nodes)
+}
+
+// setNodes publishes nodes as the next generation.
+func (c *changing) setNodes(nodes []discovery.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
 	c.snap.Store(discovery.NewSnapshot("test", c.gen, nodes))
 }
 
@@ -78,7 +83,16 @@ func (c *changing) Close() error                               { return nil }
 
 func newSetup(t *testing.T, n int, opts coordinator.Options) *setup {
 	t.Helper()
+	return newSetupFor(t, n, opts, "", nil)
+}
+
+// newSetupFor is newSetup with gateways for coordinators of flavour, and,
+// when via is not nil, the address via gives each coordinator listed
+// instead of its own (a proxy in front of it).
+func newSetupFor(t *testing.T, n int, opts coordinator.Options, flavour gateway.Flavour, via func(*coordinator.Coordinator) string) *setup {
+	t.Helper()
 	s := &setup{disc: &changing{}}
+	var nodes []discovery.Node
 	for range n {
 		c, err := coordinator.Start(opts)
 		if err != nil {
@@ -86,8 +100,13 @@ func newSetup(t *testing.T, n int, opts coordinator.Options) *setup {
 		}
 		t.Cleanup(func() { c.Close() })
 		s.coords = append(s.coords, c)
+		addr := c.Addr()
+		if via != nil {
+			addr = via(c)
+		}
+		nodes = append(nodes, discovery.Node{Addr: addr})
 	}
-	s.disc.set(s.coords...)
+	s.disc.setNodes(nodes)
 	var fronts [2]*url.URL
 	for i := range 2 {
 		// Each replica has its own Router over the same discovery, as two
@@ -97,16 +116,15 @@ func newSetup(t *testing.T, n int, opts coordinator.Options) *setup {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { r.Close() })
-		g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys})
+		g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: flavour})
 		if err != nil {
 			t.Fatal(err)
 		}
 		hits := &s.hits[i]
-		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			hits.Add(1)
 			g.ServeHTTP(w, req)
 		}))
-		srv.Start()
 		t.Cleanup(srv.Close)
 		s.replicas = append(s.replicas, srv)
 		s.gateways = append(s.gateways, g)
@@ -120,6 +138,25 @@ func newSetup(t *testing.T, n int, opts coordinator.Options) *setup {
 	s.front = httptest.NewServer(proxy)
 	t.Cleanup(s.front.Close)
 	return s
+}
+
+// checkRowsInOrder reads rows of rows(n): 1 to n, each once, in order.
+func checkRowsInOrder(t *testing.T, rows *sql.Rows, n int64) {
+	t.Helper()
+	want := int64(1)
+	for rows.Next() {
+		var got int64
+		if err := rows.Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("row %d arrived as %d", want, got)
+		}
+		want++
+	}
+	if err := rows.Err(); err != nil || want != n+1 {
+		t.Fatalf("%d rows, %v", want-1, err)
+	}
 }
 
 func (s *setup) dsn(user string) string {
@@ -140,20 +177,7 @@ func TestPrestoClientThroughTwoReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := int64(1)
-		for rows.Next() {
-			var n int64
-			if err := rows.Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			if n != want {
-				t.Fatalf("row %d arrived as %d", want, n)
-			}
-			want++
-		}
-		if err := rows.Err(); err != nil || want != 101 {
-			t.Fatalf("%d rows, %v", want-1, err)
-		}
+		checkRowsInOrder(t, rows, 100)
 		rows.Close()
 	}
 	if s.hits[0].Load() < 10 || s.hits[1].Load() < 10 {

@@ -54,20 +54,7 @@ func TestTrinoClientThroughTwoReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := int64(1)
-		for rows.Next() {
-			var n int64
-			if err := rows.Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			if n != want {
-				t.Fatalf("row %d arrived as %d", want, n)
-			}
-			want++
-		}
-		if err := rows.Err(); err != nil || want != 201 {
-			t.Fatalf("%d rows, %v", want-1, err)
-		}
+		checkRowsInOrder(t, rows, 200)
 		if err := rows.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -55,10 +55,8 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	req := &strategy.Request{User: clientHeader(header, "User"), Source: clientHeader(header, "Source")}
-	groups := g.acquire()
+	req, group, groups := g.route(header)
 	defer groups.release()
-	group := groups.pick(req.User, req.Source, clientTags(header))
 	router := group.Router
 	// The submission outlives the client's request: a client that goes
 	// away after the statement may have reached a coordinator must not
@@ -203,10 +201,9 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	header := outboundHeader(r)
-	req := &strategy.Request{User: clientHeader(header, "User"), Source: clientHeader(header, "Source")}
-	groups := g.acquire()
+	req, group, groups := g.route(header)
 	defer groups.release()
-	router := groups.pick(req.User, req.Source, clientTags(header)).Router
+	router := group.Router
 	var resp *http.Response
 	var base string
 	a, err := router.Run(r.Context(), req, nil, func(ra *routing.Attempt) (routing.Outcome, error) {
@@ -239,6 +236,15 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 	if err := g.relay(w, r, resp, base); err != nil {
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// route returns what the strategy sees of a statement with header, and
+// the group its selectors send it to, from the groups in force, which the
+// caller releases when the statement is done with them.
+func (g *Gateway) route(header http.Header) (*strategy.Request, *Group, *Groups) {
+	req := &strategy.Request{User: clientHeader(header, "User"), Source: clientHeader(header, "Source")}
+	groups := g.acquire()
+	return req, groups.pick(req.User, req.Source, clientTags(header)), groups
 }
 
 // clientTags are the statement's client tags (X-Presto-Client-Tags or

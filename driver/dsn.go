@@ -236,6 +236,11 @@ var errDSNAmbiguousAt = errors.New(`ambiguous "@": the text before it reads both
 	`user:password and as hosts followed by ";" or "?" parameters; percent-encode "@" as %40 in a value, ` +
 	`or ";" and "?" in a password`)
 
+// errDSNMaybePassword is the error for a DSN that fails while a part of it
+// may be a password (see dsnMayHidePassword): it quotes nothing.
+var errDSNMaybePassword = errors.New(`invalid DSN, not quoted because the text between the first ":" and the "@" ` +
+	`may be a password: if the "@" is part of a value, percent-encode it as %40 to see which part is wrong`)
+
 // errDSNFragment is the error for a "#" part, as Hive and Kyuubi URLs end
 // with #hivevar:name=value: Presto has no such variables, and dropping the
 // part would run statements without what it asked for.
@@ -276,6 +281,25 @@ func dsnSplitUserinfo(rest string) (userinfo, after string, ok bool, err error) 
 	return userinfo, after, true, nil
 }
 
+// dsnMayHidePassword reports whether rest, the DSN after "://" read without
+// a user info, could still be user:password@ by its shape: an "@" before the
+// first "/" with a ":" before it, and no ";" or "?" before that ":". The
+// "@" was taken for part of a value (as in h:8080?user=bob@corp&x=1), but
+// the text between the ":" and the "@" may be a password, so no error may
+// quote any of the DSN.
+func dsnMayHidePassword(rest string) bool {
+	head := rest
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		head = rest[:i]
+	}
+	at := strings.LastIndexByte(head, '@')
+	if at < 0 {
+		return false
+	}
+	user, _, hasColon := strings.Cut(head[:at], ":")
+	return hasColon && !strings.ContainsAny(user, ";?")
+}
+
 // dsnIsHostListText reports whether s, up to its first "/", ";" or "?", can
 // be a host list rather than the rest of a parameter: it holds no "=" or "&".
 func dsnIsHostListText(s string) bool {
@@ -300,7 +324,7 @@ func ParseDSN(dsn string) (*Config, error) {
 	return cfg, nil
 }
 
-func dsnParse(dsn string) (*Config, error) {
+func dsnParse(dsn string) (_ *Config, err error) {
 	rest := strings.TrimSpace(dsn)
 	if len(rest) >= 5 && strings.EqualFold(rest[:5], "jdbc:") {
 		rest = rest[5:]
@@ -326,6 +350,13 @@ func dsnParse(dsn string) (*Config, error) {
 	userinfo, rest, hasUserinfo, err := dsnSplitUserinfo(rest)
 	if err != nil {
 		return nil, err
+	}
+	if !hasUserinfo && dsnMayHidePassword(rest) {
+		defer func() {
+			if err != nil && !errors.Is(err, errDSNAtAfterHosts) && !errors.Is(err, errDSNFragment) {
+				err = errDSNMaybePassword
+			}
+		}()
 	}
 	if hasUserinfo {
 		rawUser, rawPassword, hasPassword := strings.Cut(userinfo, ":")

@@ -111,6 +111,9 @@ func runStatement(t *testing.T, base, sql string, header map[string]string, each
 		}
 		req, _ = http.NewRequest(http.MethodGet, page.NextURI, nil)
 		req.Header.Set("X-Presto-User", "nobody")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
 	}
 }
 

@@ -66,13 +66,25 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var resp *http.Response
 	var base string
+	// The answered attempt's context lives until its answer is relayed:
+	// cancelling it earlier would cut the answer's body and close the
+	// connection to the coordinator instead of reusing it.
+	endAnswered := func() {}
+	defer func() { endAnswered() }()
 	a, err := router.Run(r.Context(), req, pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
 		if err := r.Context().Err(); err != nil {
 			return routing.Abandoned, err // nothing sent: nothing to cancel
 		}
 		base = g.baseOf(ra.Node)
 		attemptCtx, abort := context.WithCancel(ctx)
-		defer abort()
+		answered := false
+		defer func() {
+			if answered {
+				endAnswered = abort
+			} else {
+				abort()
+			}
+		}()
 		out, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, base+r.URL.RequestURI(), bytes.NewReader(body))
 		if err != nil {
 			return routing.Invalid, err
@@ -93,6 +105,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		resp, err = protocol.Submit(g.transport, out, &e, nil)
 		switch {
 		case err == nil:
+			answered = true
 			return routing.Answered, nil
 		case e.Invalid() != nil:
 			return routing.Invalid, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // Field names which URI of an answer the rewrite function is given, so
@@ -103,7 +104,8 @@ type Reader struct {
 	src    io.Reader
 	s      scanner
 	buf    []byte
-	off    int // read position in s.out
+	bufs   *readerBuffers // nil once released
+	off    int            // read position in s.out
 	err    error
 	nilRds int
 }
@@ -112,10 +114,47 @@ type Reader struct {
 // paths in the package doc passed through fn. A nil fn changes nothing,
 // which still checks that the body is well-formed.
 func New(r io.Reader, fn Func) *Reader {
-	rd := &Reader{src: r, buf: make([]byte, bufSize)}
+	b, _ := buffers.Get().(*readerBuffers)
+	if b == nil {
+		b = &readerBuffers{read: make([]byte, bufSize)}
+	}
+	rd := &Reader{src: r, buf: b.read, bufs: b}
+	rd.s.out = b.out[:0]
 	rd.s.init(fn)
 	return rd
 }
+
+// Release gives the Reader's buffers to the next Reader New makes: a proxy
+// makes one per answer, and 32 KB per answer is most of what it allocates.
+// The Reader must not be used after.
+func (r *Reader) Release() {
+	b := r.bufs
+	if b == nil {
+		return
+	}
+	r.bufs, r.buf, r.src = nil, nil, nil
+	if cap(r.s.out) <= maxPooledOut {
+		b.out = r.s.out[:0]
+	} else {
+		b.out = nil // grown for a large answer: not worth keeping
+	}
+	r.s.out, r.off = nil, 0
+	r.err = errReleased
+	buffers.Put(b)
+}
+
+// readerBuffers are the buffers a Reader takes from the pool.
+type readerBuffers struct {
+	read []byte // bufSize
+	out  []byte
+}
+
+// maxPooledOut is the largest output buffer kept for the next Reader.
+const maxPooledOut = 4 * bufSize
+
+var buffers sync.Pool
+
+var errReleased = errors.New("rewrite: read after Release")
 
 // Read implements io.Reader. After the source's EOF it returns io.EOF
 // only if the body was one complete object; otherwise a *SyntaxError.

@@ -172,3 +172,31 @@ func BenchmarkStream(b *testing.B) {
 		}
 	})
 }
+
+// A released Reader's buffers serve the next one, which starts clean: the
+// second answer comes out exactly as it would from a fresh Reader, and the
+// released one reads nothing more.
+func TestReleaseReusesBuffers(t *testing.T) {
+	fn := func(_ Field, uri string) (string, error) {
+		return "http://gw" + strings.TrimPrefix(uri, "http://c1"), nil
+	}
+	long := `{"id":"q1","nextUri":"http://c1/v1/statement/q1/1","data":[` + strings.Repeat(`[1],`, 50_000) + `[2]]}`
+	short := `{"id":"q2","nextUri":"http://c1/v1/statement/q2/1"}`
+	first := New(strings.NewReader(long), fn)
+	if _, err := io.ReadAll(first); err != nil {
+		t.Fatal(err)
+	}
+	first.Release()
+	if n, err := first.Read(make([]byte, 10)); n != 0 || err == nil {
+		t.Fatalf("Read after Release = %d, %v; want an error", n, err)
+	}
+	first.Release() // twice is harmless
+	for range 3 {
+		r := New(strings.NewReader(short), fn)
+		got, err := io.ReadAll(r)
+		r.Release()
+		if err != nil || string(got) != `{"id":"q2","nextUri":"http://gw/v1/statement/q2/1"}` {
+			t.Fatalf("after a released Reader: %q, %v", got, err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"database/sql"
@@ -410,30 +411,67 @@ func TestGatewayOnADSN(t *testing.T) {
 	}
 }
 
-// A client that asks for gzip gets gzip, URIs rewritten inside.
+// A client that asks for gzip gets gzip, URIs rewritten inside, for every
+// answer larger than one packet; a smaller one comes uncompressed, whole,
+// with its Content-Length.
 func TestGzipToClients(t *testing.T) {
-	s := newSetup(t, 1, coordinator.Options{Latency: time.Hour})
-	req, _ := http.NewRequest(http.MethodPost, s.replicas[0].URL+"/v1/statement", strings.NewReader("SELECT 1"))
-	req.Header.Set("X-Presto-User", "alice")
-	req.Header.Set("Accept-Encoding", "gzip")
-	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.Header.Get("Content-Encoding") != "gzip" {
-		t.Fatalf("Content-Encoding %q, want gzip", resp.Header.Get("Content-Encoding"))
-	}
-	gz, err := gzip.NewReader(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var answer map[string]any
-	if err := json.NewDecoder(gz).Decode(&answer); err != nil {
-		t.Fatal(err)
-	}
-	if next, _ := answer["nextUri"].(string); !strings.HasPrefix(next, s.replicas[0].URL+"/_zk/") {
-		t.Fatalf("nextUri %q inside the gzip body is not the gateway's", next)
+	s := newSetup(t, 1, coordinator.Options{BatchRows: 1000})
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, s.replicas[0].URL+"/v1/statement", strings.NewReader("SELECT * FROM rows(3000)"))
+	var gzipped, small int
+	for rows := 0; ; {
+		req.Header.Set("X-Presto-User", "alice")
+		req.Header.Set("Accept-Encoding", "gzip")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s: %s %v", req.Method, req.URL, resp.Status, err)
+		}
+		body := raw
+		switch resp.Header.Get("Content-Encoding") {
+		case "gzip":
+			gzipped++
+			gz, err := gzip.NewReader(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body, err = io.ReadAll(gz); err != nil {
+				t.Fatal(err)
+			}
+			if len(body) <= 1400 {
+				t.Errorf("an answer of %d bytes was compressed", len(body))
+			}
+		case "":
+			small++
+			if len(raw) > 1400 || resp.ContentLength != int64(len(raw)) {
+				t.Errorf("an answer of %d bytes (Content-Length %d) came uncompressed", len(raw), resp.ContentLength)
+			}
+		default:
+			t.Fatalf("Content-Encoding %q", resp.Header.Get("Content-Encoding"))
+		}
+		var answer struct {
+			NextURI string  `json:"nextUri"`
+			Data    [][]any `json:"data"`
+		}
+		if err := json.Unmarshal(body, &answer); err != nil {
+			t.Fatal(err)
+		}
+		rows += len(answer.Data)
+		if answer.NextURI == "" {
+			if rows != 3000 || gzipped < 3 || small == 0 {
+				t.Fatalf("%d rows, %d answers gzipped, %d small; want 3000 rows, 3 pages gzipped and the queued answer small", rows, gzipped, small)
+			}
+			return
+		}
+		if !strings.HasPrefix(answer.NextURI, s.replicas[0].URL+"/_zk/") {
+			t.Fatalf("nextUri %q is not the gateway's", answer.NextURI)
+		}
+		req, _ = http.NewRequest(http.MethodGet, answer.NextURI, nil)
 	}
 }
 

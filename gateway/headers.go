@@ -12,8 +12,8 @@ import (
 var hopByHop = []string{
 	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
-	// The gateway asks for and gives compression itself: it must read the
-	// answers to rewrite their URIs.
+	// The gateway decides the compression of both legs itself (see
+	// outboundHeader and relay).
 	"Accept-Encoding", "Content-Length",
 }
 
@@ -39,9 +39,16 @@ var untrusted = []string{
 
 // outboundHeader returns the headers to send a coordinator for the client
 // request r: the client's headers without the hop-by-hop and untrusted ones,
-// and X-Forwarded-For naming the client.
+// X-Forwarded-For naming the client, and Accept-Encoding: identity.
+//
+// Answers come uncompressed because the gateway reads every one of them to
+// rewrite its URIs: a gzipped answer would be compressed by the
+// coordinator, decompressed by the gateway and compressed again for the
+// client, three passes where one does (the gateway's, for a client that
+// asks for gzip). Without the explicit identity Go's transport would ask for
+// gzip itself and decode it in silence.
 func outboundHeader(r *http.Request) http.Header {
-	h := make(http.Header, len(r.Header)+1)
+	h := make(http.Header, len(r.Header)+2)
 	for k, v := range r.Header {
 		h[k] = v // the values are not modified, only the map
 	}
@@ -49,6 +56,7 @@ func outboundHeader(r *http.Request) http.Header {
 	for _, k := range untrusted {
 		delete(h, k)
 	}
+	h["Accept-Encoding"] = identity
 	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		h.Set("X-Forwarded-For", ip)
 	}
@@ -76,6 +84,9 @@ func removeConnectionHeaders(h http.Header) {
 		h.Del(k)
 	}
 }
+
+// identity is the Accept-Encoding of every request to a coordinator.
+var identity = []string{"identity"}
 
 // clientHeader returns the value of a session header in either flavour
 // (X-Presto-name or X-Trino-name).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/gateway/token"
+	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -73,6 +74,7 @@ type Config struct {
 type Gateway struct {
 	groups    atomic.Pointer[Groups]
 	transport http.RoundTripper
+	inline    *protocol.InlineTransport // the pool of transport, when the gateway made one
 	tls       bool
 	keys      *token.Keys
 	public    *url.URL
@@ -109,6 +111,13 @@ func New(cfg Config) (*Gateway, error) {
 	g.transport = http.DefaultTransport
 	if cfg.Client != nil && cfg.Client.Transport != nil {
 		g.transport = cfg.Client.Transport
+	}
+	if t, ok := g.transport.(*http.Transport); ok {
+		// Each request the gateway serves makes one exchange with a
+		// coordinator: on the serving goroutine, not through two of the
+		// transport's own.
+		g.inline = protocol.NewInlineTransport(t)
+		g.transport = g.inline
 	}
 	if err := cfg.Flavour.valid(); err != nil {
 		return nil, err

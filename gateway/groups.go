@@ -176,10 +176,15 @@ func (g *Gateway) SetGroups(gs *Groups) {
 	}
 }
 
-// Close closes the groups the gateway routes through now, if it owns them.
-// They stay in place: a request still running after a drain's deadline
+// Close closes the groups the gateway routes through now, if it owns them,
+// and its idle connections to coordinators. The groups stay in place: a request still running after a drain's deadline
 // gets an error from a closed Router, not a crash.
-func (g *Gateway) Close() error { return g.groups.Load().Close() }
+func (g *Gateway) Close() error {
+	if g.inline != nil {
+		g.inline.CloseIdleConnections()
+	}
+	return g.groups.Load().Close()
+}
 
 // snapshots returns every group's current snapshot, with its Router; a
 // group whose discovery fails to open is left out.

@@ -4,10 +4,12 @@ package gateway_test
 
 // The gateway against nginx, the floor for any proxy (BENCHMARKS.md, "The
 // gateway against nginx"). Every benchmark runs one coordinator simulator
-// and the same client over three paths: straight to the coordinator
+// and the same client over four paths: straight to the coordinator
 // (/path=direct), through `zkpresto gateway` as its own process, built from
-// ./cmd/zkpresto (/path=gateway), and through nginx as a plain streaming
-// reverse proxy (/path=nginx, internal/testrig/nginx). The coordinator is a
+// ./cmd/zkpresto (/path=gateway), through nginx as a plain streaming
+// reverse proxy (/path=nginx, internal/testrig/nginx), and through Go's
+// httputil.ReverseProxy, this test binary re-executed as a process of its
+// own (/path=goproxy: what any proxy on net/http costs). The coordinator is a
 // Trino one that honours X-Forwarded-*: behind nginx it builds its links on
 // nginx's address, so every request of a statement goes through nginx, as
 // every request goes through the gateway, which rewrites the links itself
@@ -21,7 +23,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,13 +44,14 @@ import (
 	"github.com/zkpresto/zkpresto/internal/testrig/nginx"
 )
 
-var paths = []string{"direct", "gateway", "nginx"}
+var paths = []string{"direct", "gateway", "nginx", "goproxy"}
 
-// benchRig is one coordinator and the three ways to it.
+// benchRig is one coordinator and the four ways to it.
 type benchRig struct {
 	coord *coordinator.Coordinator
-	gw    *gatewayProcess
+	gw    *proxyProcess
 	ngx   *nginx.Proxy
+	gp    *proxyProcess
 }
 
 func (r *benchRig) base(path string) string {
@@ -54,6 +60,8 @@ func (r *benchRig) base(path string) string {
 		return r.gw.url
 	case "nginx":
 		return r.ngx.URL()
+	case "goproxy":
+		return r.gp.url
 	}
 	return r.coord.URL()
 }
@@ -67,7 +75,12 @@ func newBenchRig(b *testing.B, opts coordinator.Options) *benchRig {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close() })
-	return &benchRig{coord: c, gw: startGatewayProcess(b, c.Addr()), ngx: nginx.StartT(b, nginx.Options{Upstream: c.Addr()})}
+	return &benchRig{
+		coord: c,
+		gw:    startGatewayProcess(b, c.Addr()),
+		ngx:   nginx.StartT(b, nginx.Options{Upstream: c.Addr()}),
+		gp:    startGoProxyProcess(b, c.Addr()),
+	}
 }
 
 // The gateway binary, built once per test binary into a directory removed
@@ -112,17 +125,85 @@ func gatewayBinary(b *testing.B) string {
 // connections of its own, closed after each request.
 var plainClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
-// gatewayProcess is `zkpresto gateway` in front of one coordinator.
-type gatewayProcess struct {
+// proxyProcess is a proxy in front of one coordinator, in a process of
+// its own.
+type proxyProcess struct {
 	cmd *exec.Cmd
 	url string
 }
 
-func startGatewayProcess(b *testing.B, coordAddr string) *gatewayProcess {
+func startGatewayProcess(b *testing.B, coordAddr string) *proxyProcess {
 	b.Helper()
 	cmd := exec.Command(gatewayBinary(b), "gateway", "--listen", "127.0.0.1:0", "--log-level", "error",
-		"--drain-timeout", "1s", "--dsn", "presto://"+coordAddr+"/")
+		"--drain-timeout", "1s", "--dsn", "trino://"+coordAddr+"/")
 	cmd.Env = append(os.Environ(), "ZKPRESTO_GATEWAY_SECRET="+testKeys)
+	p := startProxyProcess(b, "zkpresto gateway", cmd)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := plainClient.Get(p.url + "/_zk/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("zkpresto gateway not healthy: %v", err)
+		}
+	}
+	return p
+}
+
+// goProxyEnv, set to a coordinator's address, makes this test binary
+// serve as the goproxy path instead of running tests: Go's own
+// httputil.ReverseProxy in front of it, the floor for a proxy built on
+// net/http.
+const goProxyEnv = "ZKPRESTO_BENCH_GOPROXY"
+
+func init() {
+	if addr := os.Getenv(goProxyEnv); addr != "" {
+		serveGoProxy(addr)
+		os.Exit(0)
+	}
+}
+
+// serveGoProxy is the goproxy path: a plain streaming reverse proxy with
+// forwarding headers, so that the coordinator builds its links on the
+// proxy's address, as behind nginx.
+func serveGoProxy(coordAddr string) {
+	target := &url.URL{Scheme: "http", Host: coordAddr}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+			pr.Out.Host = pr.In.Host
+		},
+		FlushInterval: -1,
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("goproxy on http://%s\n", ln.Addr())
+	fmt.Fprintln(os.Stderr, http.Serve(ln, proxy))
+	os.Exit(1)
+}
+
+func startGoProxyProcess(b *testing.B, coordAddr string) *proxyProcess {
+	b.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), goProxyEnv+"="+coordAddr)
+	return startProxyProcess(b, "goproxy", cmd)
+}
+
+// startProxyProcess starts cmd, which announces "on http://127.0.0.1:port"
+// on its standard output, and ends it when the benchmark does.
+func startProxyProcess(b *testing.B, name string, cmd *exec.Cmd) *proxyProcess {
+	b.Helper()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -155,27 +236,15 @@ func startGatewayProcess(b *testing.B, coordAddr string) *gatewayProcess {
 			<-exited
 		}
 	})
-	g := &gatewayProcess{cmd: cmd}
+	p := &proxyProcess{cmd: cmd}
 	select {
-	case g.url = <-addr:
+	case p.url = <-addr:
 	case <-exited:
-		b.Fatalf("zkpresto gateway exited: %s", stderr.String())
+		b.Fatalf("%s exited: %s", name, stderr.String())
 	case <-time.After(30 * time.Second):
-		b.Fatalf("zkpresto gateway did not announce its address: %s", stderr.String())
+		b.Fatalf("%s did not announce its address: %s", name, stderr.String())
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		resp, err := plainClient.Get(g.url + "/_zk/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("zkpresto gateway not healthy: %v %s", err, stderr.String())
-		}
-	}
-	return g
+	return p
 }
 
 // benchClient is the one client of every path: it POSTs a statement and

@@ -96,6 +96,10 @@ type Options struct {
 	AbandonAfter time.Duration
 	// RecordLimit is how many recent submissions Requests keeps; default 10000.
 	RecordLimit int
+	// Spooling makes a Trino coordinator answer clients that send
+	// X-Trino-Query-Data-Encoding with "json" among its encodings with spooled segments
+	// instead of inline rows; see SpoolingMode. Off by default.
+	Spooling SpoolingMode
 }
 
 func (o Options) withDefaults() Options {
@@ -152,6 +156,9 @@ type Request struct {
 	// PreparedStatements names the statements of the X-*-Prepared-Statement headers, in
 	// the order they came.
 	PreparedStatements []string
+	// QueryDataEncoding is the X-*-Query-Data-Encoding header: the spooling encodings the
+	// client accepts.
+	QueryDataEncoding string
 	// Wire tells how the HTTP request arrived.
 	Wire
 	// Rejected reports that the statement was refused: 503 while starting, empty SQL, or a
@@ -217,6 +224,7 @@ type Coordinator struct {
 	strict    bool
 	forwarded bool // honour forwarding headers
 	gzip      bool
+	spool     *spooler // nil unless Options.Spooling
 
 	latency     atomic.Int64 // nanoseconds
 	answerDelay atomic.Int64 // nanoseconds a submission's answer waits after acceptance
@@ -296,10 +304,16 @@ func Start(opts Options) (*Coordinator, error) {
 		forwarded: opts.HonourForwarded,
 		gzip:      !opts.NoGzip,
 	}
+	if opts.Spooling != SpoolingOff {
+		c.spool = newSpooler(opts.Spooling)
+	}
 	c.latency.Store(int64(opts.Latency))
 	c.pageDelay.Store(int64(opts.PageDelay))
 	c.starting.Store(opts.Starting)
 	if err := c.listen(); err != nil {
+		if c.spool != nil {
+			c.spool.close()
+		}
 		return nil, err
 	}
 	return c, nil
@@ -510,7 +524,11 @@ func (c *Coordinator) Close() error {
 	c.lifeMu.Lock()
 	defer c.lifeMu.Unlock()
 	c.closed = true
-	return c.stopLocked()
+	err := c.stopLocked()
+	if c.spool != nil {
+		c.spool.close()
+	}
+	return err
 }
 
 // record stores a submission and counts it for its user.

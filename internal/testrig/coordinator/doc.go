@@ -95,10 +95,19 @@
 // Trino; for Presto, X-Forwarded-Proto and X-Presto-Prefix-Url, after which PrestoDB puts
 // its own URI URL-encoded. Without it they are recorded (Wire.Forwarded) and ignored.
 //
+// With Options.Spooling, a Trino coordinator answers a client whose
+// X-Trino-Query-Data-Encoding lists "json" with Trino's spooling protocol: each page of rows
+// becomes one spooled segment ("data": {"encoding": "json", "segments": [...]}, with uri,
+// ackUri, metadata and, on storage, the headers a download needs), downloaded as a JSON array
+// from the coordinator (SpoolingCoordinator), from object storage through a presigned URI
+// (SpoolingStorage: a second loopback server standing in for S3, which refuses a download
+// without the segment's headers), or from the coordinator that answers 303 to the storage
+// (SpoolingRedirect); GET on ackUri deletes the segment. Only the json encoding is offered
+// (no zstd or lz4), and segments are never inline.
+//
 // # What is not simulated
 //
 // There is no SQL, no types beyond varchar, bigint and boolean, no authentication, no
-// spooling protocol (X-Trino-Query-Data-Encoding is ignored and data is always inline), no
 // web UI behind infoUri, no resource groups or queueing, and a transaction neither isolates
 // nor aborts anything: it is an id the coordinator hands out and checks.
 //

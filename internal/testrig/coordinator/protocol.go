@@ -45,6 +45,10 @@ func (c *Coordinator) routes(s *serving) http.Handler {
 	mux.HandleFunc("DELETE /v1/statement/partialCancel/{queryId}/{stage}/{slug}/{token}", c.recorded(c.handlePartialCancel))
 	mux.HandleFunc("GET /v1/query/{queryId}", c.recorded(c.handleQueryInfo))
 	mux.HandleFunc("DELETE /v1/query/{queryId}", c.recorded(c.handleQueryCancel))
+	if c.spool != nil {
+		mux.HandleFunc("GET /v1/spooled/download/{id}", c.spool.serveDownload)
+		mux.HandleFunc("GET /v1/spooled/ack/{id}", c.spool.serveAck)
+	}
 	mux.HandleFunc("GET /v1/info", c.handleInfo)
 	mux.HandleFunc("GET /v1/info/state", c.handleState)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -203,6 +207,7 @@ func (c *Coordinator) parseRequest(r *http.Request, sql string, now time.Time) (
 	if strings.EqualFold(req.TransactionID, "NONE") {
 		req.TransactionID = ""
 	}
+	req.QueryDataEncoding, _ = c.header(r, "Query-Data-Encoding")
 	var sessions, tags, prepared []string
 	sessions, trino[7] = c.headerValues(r, "Session")
 	tags, trino[8] = c.headerValues(r, "Client-Tags")
@@ -367,6 +372,9 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 		readyAt:     now.Add(time.Duration(c.latency.Load()) + p.sleep),
 		canceled:    make(chan struct{}),
 		token:       1,
+	}
+	if c.flavour == Trino && c.spool.spools(req.QueryDataEncoding) {
+		q.spool = c.spool
 	}
 	q.tokenNow.Store(1)
 	q.touched.Store(now.UnixNano())

@@ -167,6 +167,7 @@ type query struct {
 	polled      atomic.Bool  // a poll was answered: the query is no longer QUEUED
 	tokenNow    atomic.Int64 // token, readable by HEAD without waiting for a poll's lock
 	partial     atomic.Bool  // partialCancelUri was deleted: no more rows are produced
+	spool       *spooler     // set when the rows go out as spooled segments
 
 	canceled   chan struct{}
 	cancelOnce sync.Once
@@ -471,7 +472,12 @@ func (q *query) nextAnswer(l linker, now time.Time) (*answer, bool) {
 		}
 		r := q.results(l, state, now)
 		if count > 0 {
-			r.rows = &page{first: sent + 1, count: count, width: q.plan.width}
+			p := &page{first: sent + 1, count: count, width: q.plan.width}
+			if q.spool != nil {
+				r.Data = q.spool.spool(l, p)
+			} else {
+				r.rows = p
+			}
 		}
 		if !final {
 			r.NextURI, r.PartialCancelURI = next, partialCancel

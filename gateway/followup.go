@@ -68,9 +68,11 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // forward sends r's method to target on the coordinator at base (a GET is
-// retried there on transport errors) and relays the answer. A failure is
-// the coordinator's: counted against it, and, for a coordinator that left
-// discovery (departed), the end of it: its tokens get 410 from then on.
+// retried there on transport errors; a redirect is an error, except for a
+// spooled segment's download, whose redirect goes to the client) and
+// relays the answer. A failure is the coordinator's: counted against it,
+// and, for a coordinator that left discovery (departed), the end of it:
+// its tokens get 410 from then on.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, base, id string, departed bool) {
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, nil)
 	if err != nil {
@@ -79,8 +81,16 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 		return
 	}
 	out.Header = outboundHeader(r)
-	var e protocol.Exchange
-	resp, err := protocol.FollowUp(g.transport, out, &e, nil)
+	var resp *http.Response
+	if spooled(out.URL.Path) {
+		// A segment download may be redirected to object storage (Trino's
+		// coordinator_storage_redirect): the client follows that itself.
+		// Never a statement's request, so never one sent twice.
+		resp, err = g.transport.RoundTrip(out)
+	} else {
+		var e protocol.Exchange
+		resp, err = protocol.FollowUp(g.transport, out, &e, nil)
+	}
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client went away

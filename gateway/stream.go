@@ -66,7 +66,13 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 	if rewritable(resp) {
 		public := g.publicBase(r)
-		rw := rewrite.New(body, func(_ rewrite.Field, uri string) (string, error) {
+		rw := rewrite.New(body, func(field rewrite.Field, uri string) (string, error) {
+			if (field == rewrite.SegmentURI || field == rewrite.SegmentAckURI) && !onHost(uri, base) {
+				// A spooled segment on object storage (a presigned URI) or
+				// on a worker: the client fetches it there itself, with the
+				// segment's headers, as it would without the gateway.
+				return uri, nil
+			}
 			return g.gatewayURI(public, base, uri)
 		})
 		defer rw.Release()
@@ -183,6 +189,16 @@ func (g *Gateway) gatewayURI(public, base, uri string) (string, error) {
 	return public + token.Prefix(tok) + rest, nil
 }
 
+// spooled reports whether path is one of a coordinator's spooled-segment
+// resources (download or acknowledgement).
+func spooled(path string) bool { return strings.HasPrefix(path, "/v1/spooled/") }
+
+// onHost reports whether uri is on the host of base.
+func onHost(uri, base string) bool {
+	u, err := url.Parse(uri)
+	return err == nil && strings.EqualFold(u.Host, hostOf(base))
+}
+
 // onPublicBase reports whether uri is on the gateway's public base URL,
 // and returns what follows it (a path from '/', with its query).
 func onPublicBase(public, uri string) (string, bool) {
@@ -231,10 +247,13 @@ func queryIDOf(path, rawQuery string) string {
 
 // rewritable reports whether resp's body is a protocol answer whose URIs
 // are rewritten: a JSON body, or an untyped one on a 200; never an empty
-// one (a 204 to a DELETE).
+// one (a 204 to a DELETE), nor a spooled segment's.
 func rewritable(resp *http.Response) bool {
 	if resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified || resp.ContentLength == 0 {
 		return false
+	}
+	if resp.Request != nil && spooled(resp.Request.URL.Path) {
+		return false // segment data, or an acknowledgement: no URIs in them
 	}
 	ct := resp.Header.Get("Content-Type")
 	return strings.Contains(ct, "json") || (ct == "" && resp.StatusCode == http.StatusOK)

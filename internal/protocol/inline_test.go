@@ -985,22 +985,6 @@ func TestInlineTraceHooks(t *testing.T) {
 	}
 }
 
-// submitTo submits a statement to base through rt as the Presto client
-// does (a body that can be rewound) and returns its exchange.
-func submitTo(rt http.RoundTripper, base string) (*Exchange, error) {
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/statement", strings.NewReader("SELECT 1"))
-	if err != nil {
-		return nil, err
-	}
-	e := new(Exchange)
-	resp, err := Submit(rt, req, e, nil)
-	if err != nil {
-		return e, err
-	}
-	discard(resp)
-	return e, nil
-}
-
 // Through an InlineTransport an Exchange knows what it knows through Go's
 // transport: a submission written whole is Written; one whose reused
 // connection died after it was written whole failed as sent, and was not
@@ -1024,11 +1008,11 @@ func TestInlineExchangeKnowsWhatWasSent(t *testing.T) {
 		}
 	})
 	tr, _ := newInline(t, nil)
-	e, err := submitTo(tr, srv.url())
+	e, err := submit(tr, srv.url())
 	if err != nil || !e.Written() {
 		t.Fatalf("submission: %v, written %t; want it written", err, e.Written())
 	}
-	e, err = submitTo(tr, srv.url()+"/dropped")
+	e, err = submit(tr, srv.url()+"/dropped")
 	if failure, sent := e.Failure(); err == nil || failure == nil || !sent || !e.Written() {
 		t.Errorf("submission whose connection died unanswered: %v, recorded %v sent %t, written %t; want a failure after sending",
 			err, failure, sent, e.Written())
@@ -1042,7 +1026,7 @@ func TestInlineExchangeKnowsWhatWasSent(t *testing.T) {
 	}
 	refused := "http://" + l.Addr().String()
 	l.Close()
-	e, err = submitTo(tr, refused)
+	e, err = submit(tr, refused)
 	if failure, sent := e.Failure(); !errors.Is(err, syscall.ECONNREFUSED) || failure == nil || sent || e.Written() {
 		t.Errorf("submission to a closed port: %v, recorded %v sent %t, written %t; want a refusal before sending",
 			err, failure, sent, e.Written())
@@ -1209,8 +1193,7 @@ func TestInlineMaxIdleConnsPerHost(t *testing.T) {
 // idle for less, or without the limit, is.
 func TestInlineIdleConnTimeout(t *testing.T) {
 	noLeaks(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
-	t.Cleanup(srv.Close)
+	srv := okServer(t)
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration
@@ -1486,8 +1469,7 @@ func TestInlineRefusesWhatItCannotSend(t *testing.T) {
 // the pool, untouched by those reads.
 func TestInlineBodyKeepsAnsweringEOF(t *testing.T) {
 	noLeaks(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
-	t.Cleanup(srv.Close)
+	srv := okServer(t)
 	tr, dials := newInline(t, nil)
 	resp, err := tr.RoundTrip(newRequest(t, context.Background(), http.MethodGet, srv.URL, ""))
 	if err != nil {
@@ -1514,8 +1496,7 @@ func TestInlineBodyKeepsAnsweringEOF(t *testing.T) {
 // connection of its own, as with Go's transport.
 func TestInlineDisableKeepAlives(t *testing.T) {
 	noLeaks(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
-	t.Cleanup(srv.Close)
+	srv := okServer(t)
 	tr, dials := newInline(t, func(b *http.Transport) { b.DisableKeepAlives = true })
 	for range 3 {
 		get(t, tr, srv.URL)
@@ -1523,4 +1504,12 @@ func TestInlineDisableKeepAlives(t *testing.T) {
 	if n := dials.count(); n != 3 {
 		t.Errorf("%d connections dialled for 3 requests, want 3", n)
 	}
+}
+
+// okServer answers every request with "ok".
+func okServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -18,7 +18,8 @@ import (
 )
 
 // RouterConfig is Presto Router's router-config.json (the presto-router
-// module's RouterSpec), read as it is, plus an optional weight per group.
+// module's RouterSpec), read as it is, plus an optional weight, scheduler
+// and flavour per group.
 type RouterConfig struct {
 	// Groups are the coordinator groups.
 	Groups []GroupSpec `json:"groups"`
@@ -37,6 +38,14 @@ type GroupSpec struct {
 	// Members are coordinator base URLs (http[s]://host:port), or exactly
 	// one ZooKeeper namespace, zk://host:port[,host:port...]/namespace.
 	Members []string `json:"members"`
+	// Scheduler, an extension of ours, is the group's own scheduler (one
+	// of RouterConfig.Scheduler's names); empty means the config's.
+	Scheduler string `json:"scheduler"`
+	// Flavour, an extension of ours, is the header flavour the group's
+	// coordinators speak, "presto" or "trino": clients of the other
+	// flavour have their session headers translated. Empty translates
+	// nothing.
+	Flavour Flavour `json:"flavour"`
 	// Weights, when set, are the members' weights, in order.
 	Weights []int `json:"weights"`
 	// Weight is the group's share of the statements no selector claims
@@ -55,6 +64,9 @@ type SelectorSpec struct {
 	// TargetGroup names the group.
 	TargetGroup string `json:"targetGroup"`
 }
+
+// schedulerNames lists Presto Router's scheduler names, for messages.
+const schedulerNames = "RANDOM_CHOICE, ROUND_ROBIN, USER_HASH, WEIGHTED_RANDOM_CHOICE, WEIGHTED_ROUND_ROBIN"
 
 // schedulers maps Presto Router's scheduler names to zkpresto strategies.
 var schedulers = map[string]string{
@@ -93,7 +105,7 @@ func ParseRouterConfig(file string, data []byte, log *slog.Logger) (*RouterConfi
 		return fmt.Errorf("%s: %s: %s", file, path, fmt.Sprintf(format, args...))
 	}
 	if _, ok := schedulers[c.Scheduler]; !ok {
-		return nil, fail("scheduler", "%q is not one of RANDOM_CHOICE, ROUND_ROBIN, USER_HASH, WEIGHTED_RANDOM_CHOICE, WEIGHTED_ROUND_ROBIN", c.Scheduler)
+		return nil, fail("scheduler", "%q is not one of "+schedulerNames, c.Scheduler)
 	}
 	if len(c.Groups) == 0 {
 		return nil, fail("groups", "no groups")
@@ -113,6 +125,11 @@ func ParseRouterConfig(file string, data []byte, log *slog.Logger) (*RouterConfi
 			return nil, fail(at+".weights", "%d weights for %d members", len(gr.Weights), len(gr.Members))
 		case gr.Weight != nil && *gr.Weight < 0:
 			return nil, fail(at+".weight", "negative")
+		case gr.Flavour.valid() != nil:
+			return nil, fail(at+".flavour", "%q: want %q or %q", gr.Flavour, Presto, Trino)
+		}
+		if _, ok := schedulers[gr.Scheduler]; !ok && gr.Scheduler != "" {
+			return nil, fail(at+".scheduler", "%q is not one of "+schedulerNames, gr.Scheduler)
 		}
 		names[gr.Name] = true
 		for j, w := range gr.Weights {
@@ -240,6 +257,9 @@ func BuildGroups(c *RouterConfig, opts BuildOptions) (*Groups, error) {
 		rc := opts.Routing
 		rc.Logger = opts.Logger
 		rc.StrategyName = name
+		if spec.Scheduler != "" {
+			rc.StrategyName = schedulers[spec.Scheduler]
+		}
 		rc.Strategy = nil
 		rc.ZooKeeper, rc.Discoverer = nil, nil
 		var nodes []discovery.Node
@@ -267,7 +287,7 @@ func BuildGroups(c *RouterConfig, opts BuildOptions) (*Groups, error) {
 			closeAll()
 			return nil, fmt.Errorf("group %s: %w", spec.Name, err)
 		}
-		groups = append(groups, &Group{Name: spec.Name, Router: r, Weight: groupWeight(spec)})
+		groups = append(groups, &Group{Name: spec.Name, Router: r, Weight: groupWeight(spec), Flavour: spec.Flavour})
 	}
 	var selectors []Selector
 	for _, s := range c.Selectors {

@@ -339,3 +339,82 @@ func TestParseRouterConfigZooKeeperEnsemble(t *testing.T) {
 		t.Errorf("USER_HASH is strategy %s, want user_hash", got)
 	}
 }
+
+// Groups of both flavours behind one gateway ("flavour" in the config):
+// a Trino client's session reaches a PrestoDB group as X-Presto-* and a
+// Trino group as X-Trino-*, a Presto client's the reverse, and the
+// session changes answered come back in the prefix each client used,
+// from either group.
+func TestGroupFlavours(t *testing.T) {
+	presto, err := coordinator.Start(coordinator.Options{Name: "p1", StrictPrefix: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { presto.Close() })
+	trino, err := coordinator.Start(coordinator.Options{Name: "t1", Flavour: coordinator.Trino})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { trino.Close() })
+	file := writeConfig(t, "", `{
+  "groups": [
+    {"name": "presto", "members": ["`+presto.URL()+`"], "flavour": "presto"},
+    {"name": "trino", "members": ["`+trino.URL()+`"], "flavour": "trino", "weight": 0}
+  ],
+  "selectors": [{"source": "to-trino", "targetGroup": "trino"}]
+}`)
+	_, srv := configGateway(t, file, nil)
+	for _, client := range []string{"X-Trino-", "X-Presto-"} {
+		for _, target := range []*coordinator.Coordinator{presto, trino} {
+			source := "to-presto"
+			if target == trino {
+				source = "to-trino"
+			}
+			h := session(client, "User", "bob", "Catalog", "hive", "Source", source)
+			before := len(target.Requests())
+			got, _ := run(t, srv.URL, "USE other.s2", h)
+			if v := got.Get(client + "Set-Catalog"); v != "other" {
+				t.Errorf("%s client, group %s: %sSet-Catalog %q (answer headers %v)", client, source, client, v, got)
+			}
+			reqs := target.Requests()
+			if len(reqs) != before+1 {
+				t.Fatalf("%s client, group %s: the coordinator got %d statements, want 1", client, source, len(reqs)-before)
+			}
+			r := reqs[len(reqs)-1]
+			if r.User != "bob" || r.Catalog != "hive" || r.Trino != (target == trino) {
+				t.Errorf("%s client, group %s: the coordinator read user %q, catalog %q, X-Trino-* %v", client, source, r.User, r.Catalog, r.Trino)
+			}
+		}
+	}
+}
+
+// A flavour that is neither presto nor trino is refused, naming the group.
+func TestGroupFlavourTypo(t *testing.T) {
+	_, err := gateway.ParseRouterConfig("router-config.json", []byte(`{"groups": [{"name": "a", "members": ["http://c1:8080"], "flavour": "trinodb"}]}`), nil)
+	if err == nil || !strings.Contains(err.Error(), "groups[0].flavour") || !strings.Contains(err.Error(), `"trinodb"`) {
+		t.Fatalf("error %v: want one naming groups[0].flavour and the value", err)
+	}
+}
+
+// A group's own scheduler wins over the config's: round robin spreads one
+// user's statements over the group, where the config's USER_HASH would
+// keep them on one coordinator; a scheduler name that is none of the five
+// is refused, naming the group.
+func TestGroupScheduler(t *testing.T) {
+	cs := startCoordinators(t, 2)
+	file := writeConfig(t, "", `{
+  "scheduler": "USER_HASH",
+  "groups": [{"name": "rr", "members": ["`+cs[0].URL()+`", "`+cs[1].URL()+`"], "scheduler": "ROUND_ROBIN"}]
+}`)
+	_, srv := configGateway(t, file, nil)
+	for range 4 {
+		runStatement(t, srv.URL, "SELECT 1", map[string]string{"X-Presto-User": "alice"}, nil)
+	}
+	if got := statements(cs); got[0] != 2 || got[1] != 2 {
+		t.Errorf("statements per coordinator %v, want 2 and 2", got)
+	}
+	_, err := gateway.ParseRouterConfig("router-config.json", []byte(`{"groups": [{"name": "a", "members": ["http://c1:8080"], "scheduler": "LEAST_LOADED"}]}`), nil)
+	if err == nil || !strings.Contains(err.Error(), "groups[0].scheduler") {
+		t.Fatalf("error %v: want one naming groups[0].scheduler", err)
+	}
+}

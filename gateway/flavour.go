@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -108,20 +109,31 @@ func rename(h http.Header, names []string, from, to string) {
 // reads. Doing it here, under every request the gateway sends, covers
 // submissions, follow-ups, cancels and searches for a query alike.
 type flavourTransport struct {
-	next    http.RoundTripper
-	flavour Flavour
+	next http.RoundTripper
+}
+
+// flavourKey is the context key of the flavour of a request's coordinator.
+type flavourKey struct{}
+
+// withFlavour makes ctx say that its request goes to a coordinator of
+// flavour (empty: translate nothing).
+func withFlavour(ctx context.Context, flavour Flavour) context.Context {
+	return context.WithValue(ctx, flavourKey{}, flavour)
 }
 
 // RoundTrip implements http.RoundTripper. The request is not modified: a
-// shallow copy carries the renamed headers.
+// shallow copy carries the renamed headers. The coordinator's flavour is
+// the one its context carries (see withFlavour), which the gateway takes
+// from the coordinator's group.
 func (t flavourTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	client := clientFlavour(req.Header)
-	if client != "" && t.flavour != "" && client != t.flavour {
+	coordinator, _ := req.Context().Value(flavourKey{}).(Flavour)
+	if client != "" && coordinator != "" && client != coordinator {
 		h := make(http.Header, len(req.Header))
 		for k, v := range req.Header {
 			h[k] = v
 		}
-		rename(h, requestHeaders, client.prefix(), t.flavour.prefix())
+		rename(h, requestHeaders, client.prefix(), coordinator.prefix())
 		out := *req
 		out.Header = h
 		req = &out

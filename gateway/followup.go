@@ -44,7 +44,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, errBadToken, id, "zkpresto gateway: a routing token opens only the URIs of its query")
 		return
 	}
-	state := g.state(r.Context(), base)
+	state, flavour := g.stateAndFlavour(r.Context(), base)
 	if state == memberUnknown || state == memberGone {
 		g.stats.add("followup", http.StatusGone)
 		writeError(w, http.StatusGone, errCoordinatorGone, id,
@@ -64,7 +64,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, errGatewayName, id, "zkpresto gateway: "+r.Method+" is not a follow-up request")
 		return
 	}
-	g.forward(w, r, "followup", base+rest+queryPart(r), base, id, state == memberDeparted)
+	g.forward(w, r, "followup", base+rest+queryPart(r), base, id, flavour, state == memberDeparted)
 }
 
 // forward sends r's method to target on the coordinator at base (a GET is
@@ -73,8 +73,8 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 // relays the answer. A failure is the coordinator's: counted against it,
 // and, for a coordinator that left discovery (departed), the end of it:
 // its tokens get 410 from then on.
-func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, base, id string, departed bool) {
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, nil)
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, base, id string, flavour Flavour, departed bool) {
+	out, err := http.NewRequestWithContext(withFlavour(r.Context(), flavour), r.Method, target, nil)
 	if err != nil {
 		g.stats.add(kind, http.StatusBadRequest)
 		writeError(w, http.StatusBadRequest, errGatewayName, id, "zkpresto gateway: "+err.Error())
@@ -174,16 +174,19 @@ func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, errQueryNotFound, id, "zkpresto gateway: no coordinator knows query "+id)
 		return
 	}
-	g.forward(w, r, "query", base+r.URL.EscapedPath(), base, id, g.state(r.Context(), base) == memberDeparted)
+	state, flavour := g.stateAndFlavour(r.Context(), base)
+	g.forward(w, r, "query", base+r.URL.EscapedPath(), base, id, flavour, state == memberDeparted)
 }
 
 // findQuery asks every coordinator any group lists for query id, at once.
 func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
 	var bases []string
+	flavours := map[string]Flavour{}
 	for _, rs := range g.snapshots(r.Context()) {
 		for i := range rs.snap.Nodes {
 			if b := g.baseOf(&rs.snap.Nodes[i]); !slices.Contains(bases, b) {
 				bases = append(bases, b)
+				flavours[b] = rs.flavour
 			}
 		}
 	}
@@ -196,7 +199,7 @@ func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
 	header := outboundHeader(r)
 	for _, base := range bases {
 		go func() {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/query/"+url.PathEscape(id), nil)
+			req, err := http.NewRequestWithContext(withFlavour(ctx, flavours[base]), http.MethodGet, base+"/v1/query/"+url.PathEscape(id), nil)
 			if err != nil {
 				found <- ""
 				return

@@ -75,6 +75,7 @@ type Gateway struct {
 	groups    atomic.Pointer[Groups]
 	transport http.RoundTripper
 	inline    *protocol.InlineTransport // the pool of transport, when the gateway made one
+	flavour   Flavour                   // the coordinators', unless their group says otherwise
 	tls       bool
 	keys      *token.Keys
 	public    *url.URL
@@ -122,7 +123,8 @@ func New(cfg Config) (*Gateway, error) {
 	if err := cfg.Flavour.valid(); err != nil {
 		return nil, err
 	}
-	g.transport = flavourTransport{next: g.transport, flavour: cfg.Flavour}
+	g.flavour = cfg.Flavour
+	g.transport = flavourTransport{next: g.transport}
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -228,13 +230,13 @@ func (g *Gateway) serveInfoState(w http.ResponseWriter, r *http.Request) {
 type members struct {
 	mu   sync.Mutex
 	gens map[*routing.Router]uint64 // the snapshot generation last read, per group
-	seen map[string]bool            // base URL → listed at some point
+	seen map[string]Flavour         // base URL → its flavour, when it was last listed
 	gone map[string]bool
 }
 
 func (m *members) init() {
 	m.gens = map[*routing.Router]uint64{}
-	m.seen = map[string]bool{}
+	m.seen = map[string]Flavour{}
 	m.gone = map[string]bool{}
 }
 
@@ -251,6 +253,13 @@ const (
 // state returns base's state, reading the current snapshots: a coordinator
 // is listed when any group lists it.
 func (g *Gateway) state(ctx context.Context, base string) memberState {
+	state, _ := g.stateAndFlavour(ctx, base)
+	return state
+}
+
+// stateAndFlavour is state with the flavour of base's group when it was
+// last listed.
+func (g *Gateway) stateAndFlavour(ctx context.Context, base string) (memberState, Flavour) {
 	snaps := g.snapshots(ctx)
 	listed := false
 	for _, rs := range snaps {
@@ -272,21 +281,22 @@ func (g *Gateway) state(ctx context.Context, base string) memberState {
 		}
 		for i := range rs.snap.Nodes {
 			b := g.baseOf(&rs.snap.Nodes[i])
-			m.seen[b] = true
+			m.seen[b] = rs.flavour
 			delete(m.gone, b) // listed again: a new registration
 		}
 	}
 	// Only the current groups' Routers: those of a replaced config go.
 	m.gens = gens
+	flavour, seen := m.seen[base]
 	switch {
 	case listed:
-		return memberListed
+		return memberListed, flavour
 	case m.gone[base]:
-		return memberGone
-	case m.seen[base]:
-		return memberDeparted
+		return memberGone, flavour
+	case seen:
+		return memberDeparted, flavour
 	}
-	return memberUnknown
+	return memberUnknown, g.flavour
 }
 
 // markGone records that a coordinator that left discovery failed.
@@ -296,11 +306,12 @@ func (g *Gateway) markGone(base string) {
 	g.members.gone[base] = true
 }
 
-// noteListed records that base was listed when a token was signed for it.
-func (g *Gateway) noteListed(base string) {
+// noteListed records that base, of a group of flavour, was listed when a
+// token was signed for it.
+func (g *Gateway) noteListed(base string, flavour Flavour) {
 	g.members.mu.Lock()
 	defer g.members.mu.Unlock()
-	g.members.seen[base] = true
+	g.members.seen[base] = flavour
 }
 
 // queryTable remembers which coordinator runs a query, from the answers

@@ -27,6 +27,9 @@ type Group struct {
 	// Weight is the group's share of the statements no selector claims; 0
 	// means it only gets statements a selector sends it.
 	Weight int
+	// Flavour is the header flavour the group's coordinators speak; empty
+	// means the gateway's (Config.Flavour).
+	Flavour Flavour
 }
 
 // Selector sends the statements it matches to a group: every set field must
@@ -177,8 +180,9 @@ func (g *Gateway) SetGroups(gs *Groups) {
 }
 
 // Close closes the groups the gateway routes through now, if it owns them,
-// and its idle connections to coordinators. The groups stay in place: a request still running after a drain's deadline
-// gets an error from a closed Router, not a crash.
+// and its idle connections to coordinators. The groups stay in place: a
+// request still running after a drain's deadline gets an error from a
+// closed Router, not a crash.
 func (g *Gateway) Close() error {
 	if g.inline != nil {
 		g.inline.CloseIdleConnections()
@@ -194,15 +198,24 @@ func (g *Gateway) snapshots(ctx context.Context) []routerSnapshot {
 	out := make([]routerSnapshot, 0, len(gs.groups))
 	for _, gr := range gs.groups {
 		if snap, err := gr.Router.Snapshot(ctx); err == nil {
-			out = append(out, routerSnapshot{gr.Router, snap})
+			out = append(out, routerSnapshot{gr.Router, snap, g.flavourOf(gr)})
 		}
 	}
 	return out
 }
 
 type routerSnapshot struct {
-	router *routing.Router
-	snap   *discovery.Snapshot
+	router  *routing.Router
+	snap    *discovery.Snapshot
+	flavour Flavour // the group's coordinators'
+}
+
+// flavourOf is the flavour of gr's coordinators.
+func (g *Gateway) flavourOf(gr *Group) Flavour {
+	if gr.Flavour != "" {
+		return gr.Flavour
+	}
+	return g.flavour
 }
 
 // Open opens every group's discovery, for a health check, and returns an

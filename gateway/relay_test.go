@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -100,5 +101,67 @@ func TestLargeAnswerToThePOSTArrivesWhole(t *testing.T) {
 	srv, _ := countingGateway(t, strings.TrimPrefix(coord.URL, "http://"))
 	if n := runStatement(t, srv.URL, "SELECT n FROM big", nil, nil); n != rows {
 		t.Fatalf("got %d rows, want %d", n, rows)
+	}
+}
+
+// A coordinator whose answer breaks (cut short, or not JSON) before any of
+// it reached the client: the client gets a Presto error naming the
+// coordinator, a 500 it does not retry, with none of the broken answer's
+// headers, for the POST and for a follow-up alike.
+func TestBrokenAnswerBeforeAnyByteIsAPrestoError(t *testing.T) {
+	for _, tc := range []struct{ name, post, get string }{
+		{"POST answer cut", `{"id":"q1","nextUri":"http://%s/v1/statement/q1/1"`, ""},
+		{"POST answer not JSON", `<html>gateway timeout</html>`, ""},
+		{"page cut", `{"id":"q1","nextUri":"http://%s/v1/statement/q1/1"}`, `{"id":"q1","data":[[1],`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			coord := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("X-Presto-Set-Session", "a=b")
+				if r.Method == http.MethodPost {
+					fmt.Fprintf(w, tc.post, r.Host)
+					return
+				}
+				io.WriteString(w, tc.get)
+			}))
+			t.Cleanup(coord.Close)
+			srv, _ := countingGateway(t, strings.TrimPrefix(coord.URL, "http://"))
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/statement", strings.NewReader("SELECT 1"))
+			req.Header.Set("X-Presto-User", "alice")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.get != "" {
+				var answer struct {
+					NextURI string `json:"nextUri"`
+				}
+				err := json.NewDecoder(resp.Body).Decode(&answer)
+				resp.Body.Close()
+				if err != nil || answer.NextURI == "" {
+					t.Fatalf("POST: %s, %v", resp.Status, err)
+				}
+				if resp, err = http.Get(answer.NextURI); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer resp.Body.Close()
+			var answer struct {
+				Error struct {
+					Message   string `json:"message"`
+					ErrorName string `json:"errorName"`
+				} `json:"error"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+				t.Fatalf("%s: the answer is no Presto error: %v", resp.Status, err)
+			}
+			host := strings.TrimPrefix(coord.URL, "http://")
+			if resp.StatusCode != http.StatusInternalServerError || answer.Error.ErrorName != "ZKPRESTO_COORDINATOR_FAILED" || !strings.Contains(answer.Error.Message, host) {
+				t.Errorf("%s %+v: want 500 ZKPRESTO_COORDINATOR_FAILED naming %s", resp.Status, answer.Error, host)
+			}
+			if v := resp.Header.Get("X-Presto-Set-Session"); v != "" {
+				t.Errorf("the error answer carries the broken answer's X-Presto-Set-Session %q", v)
+			}
+		})
 	}
 }

@@ -134,8 +134,21 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		g.cancelAnswered(router, resp, base, flavour)
 		return
 	}
-	g.stats.add("submit", resp.StatusCode)
-	if err := g.relay(w, r, resp, base); err != nil {
+	written, err := g.relay(w, r, resp, base)
+	switch {
+	case err == nil:
+		g.stats.add("submit", resp.StatusCode)
+	case r.Context().Err() != nil:
+		panic(http.ErrAbortHandler) // the client went away
+	case !written:
+		// The coordinator's answer broke (cut, or not JSON) before any of
+		// it reached the client: a failure of the coordinator, after the
+		// statement was sent.
+		unsent(w)
+		g.submitFailed(w, a.Failed(err))
+	default:
+		a.Failed(err)
+		g.stats.add("submit", resp.StatusCode)
 		g.log.Warn("relaying a statement's answer failed; cutting the client's connection", "node", a.Node.Addr, "err", err)
 		panic(http.ErrAbortHandler)
 	}
@@ -246,7 +259,7 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 	}
 	defer a.End(nil)
 	g.stats.add("info", resp.StatusCode)
-	if err := g.relay(w, r, resp, base); err != nil {
+	if _, err := g.relay(w, r, resp, base); err != nil {
 		panic(http.ErrAbortHandler)
 	}
 }

@@ -42,9 +42,11 @@ const smallAnswerBytes = 1400
 // back to its coordinator) and the body with every URI rewritten to the
 // gateway, compressed when the client asked for it and the answer is
 // larger than smallAnswerBytes. It returns an error when the answer could
-// not be relayed whole; the client's connection is then cut, so that it
-// never takes half a page for a whole one.
-func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Response, base string) (err error) {
+// not be relayed whole, and whether anything of it was written to the
+// client: if so, the client's connection must be cut, so that it never
+// takes half a page for a whole one; if not, the client may still get an
+// error answer (see unsent).
+func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Response, base string) (written bool, err error) {
 	defer resp.Body.Close()
 	h := w.Header()
 	copyAnswerHeader(h, resp.Header)
@@ -54,7 +56,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		// Asked for identity, got gzip anyway: decode to rewrite.
 		gz, err := gzip.NewReader(resp.Body)
 		if err != nil {
-			return err
+			return false, err
 		}
 		defer gz.Close()
 		body = gz
@@ -62,7 +64,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	h.Del("Content-Encoding")
 	if r.Method == http.MethodHead {
 		w.WriteHeader(resp.StatusCode)
-		return nil
+		return true, nil
 	}
 	if rewritable(resp) {
 		public := g.publicBase(r)
@@ -90,10 +92,10 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		}
 		w.WriteHeader(resp.StatusCode)
 		_, err = w.Write((*buf)[:head])
-		return err
+		return true, err
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	var out io.Writer = w
 	if resp.StatusCode == http.StatusOK && acceptsGzip(r) {
@@ -111,21 +113,21 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 	w.WriteHeader(resp.StatusCode)
 	if _, err := out.Write((*buf)[:head]); err != nil {
-		return err
+		return true, err
 	}
 	flusher, _ := w.(http.Flusher)
 	for {
 		n, err := body.Read(*buf)
 		if n > 0 {
 			if _, werr := out.Write((*buf)[:n]); werr != nil {
-				return werr
+				return true, werr
 			}
 		}
 		if err == io.EOF {
-			return nil
+			return true, nil
 		}
 		if err != nil {
-			return err
+			return true, err
 		}
 		if n < len(*buf) && flusher != nil {
 			// The coordinator paused (a long poll, a slow page): pass on
@@ -136,6 +138,13 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 			flusher.Flush()
 		}
 	}
+}
+
+// unsent clears the answer headers a failed relay copied before it wrote
+// anything, so that the error answer the client gets instead carries none
+// of the coordinator's (a session change, a transaction id).
+func unsent(w http.ResponseWriter) {
+	clear(w.Header())
 }
 
 // gatewayURI is the gateway's URI for a coordinator's: the same path and

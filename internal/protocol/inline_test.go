@@ -794,36 +794,23 @@ func TestInlineCancellation(t *testing.T) {
 		{"cancelled reading the body", context.Canceled, func(t *testing.T, tr *InlineTransport) (time.Time, error) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			resp, err := tr.RoundTrip(newRequest(t, ctx, http.MethodGet, srv.URL+"/slow-body", ""))
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := startSlowBody(t, ctx, tr, srv.URL+"/slow-body")
 			defer resp.Body.Close()
-			part := make([]byte, 4)
-			if _, err := io.ReadFull(resp.Body, part); err != nil || string(part) != "part" {
-				t.Fatalf("start of the body: %q, %v", part, err)
-			}
 			// The Read below is most likely blocked by then; it must end
 			// with the context's error either way.
 			at := make(chan time.Time, 1)
 			timer := time.AfterFunc(20*time.Millisecond, func() { at <- time.Now(); cancel() })
 			defer timer.Stop()
-			_, err = resp.Body.Read(make([]byte, 16))
+			_, err := resp.Body.Read(make([]byte, 16))
 			return <-at, err
 		}},
 		{"deadline reading the body", context.DeadlineExceeded, func(t *testing.T, tr *InlineTransport) (time.Time, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			// Long enough for the head and the first bytes on a stalled machine.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			resp, err := tr.RoundTrip(newRequest(t, ctx, http.MethodGet, srv.URL+"/slow-body", ""))
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := startSlowBody(t, ctx, tr, srv.URL+"/slow-body")
 			defer resp.Body.Close()
-			part := make([]byte, 4)
-			if _, err := io.ReadFull(resp.Body, part); err != nil || string(part) != "part" {
-				t.Fatalf("start of the body: %q, %v", part, err)
-			}
-			_, err = resp.Body.Read(make([]byte, 16))
+			_, err := resp.Body.Read(make([]byte, 16))
 			deadline, _ := ctx.Deadline()
 			return deadline, err
 		}},
@@ -1510,4 +1497,20 @@ func startReportingCloses(t *testing.T, srv *httptest.Server, closed chan<- stru
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
+}
+
+// startSlowBody gets uri, whose answer sends "part" and then waits, and
+// returns the answer with "part" read.
+func startSlowBody(t *testing.T, ctx context.Context, tr *InlineTransport, uri string) *http.Response {
+	t.Helper()
+	resp, err := tr.RoundTrip(newRequest(t, ctx, http.MethodGet, uri, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := make([]byte, 4)
+	if _, err := io.ReadFull(resp.Body, part); err != nil || string(part) != "part" {
+		resp.Body.Close()
+		t.Fatalf("start of the body: %q, %v", part, err)
+	}
+	return resp
 }

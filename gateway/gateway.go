@@ -376,11 +376,11 @@ func (c *counters) add(kind string, status int) {
 // RequestCount is how many requests of one kind got one status.
 type RequestCount struct {
 	// Kind is submit, followup, query, info or other.
-	Kind string
+	Kind string `json:"kind"`
 	// Status is the HTTP status answered.
-	Status int
+	Status int `json:"status"`
 	// Count is the number of such requests.
-	Count uint64
+	Count uint64 `json:"count"`
 }
 
 // Requests returns the gateway's request counts so far.

@@ -47,19 +47,9 @@ type Status struct {
 	Draining bool `json:"draining"`
 	// Requests are the gateway's request counts by kind and status,
 	// ordered by kind then status.
-	Requests []RequestCountStatus `json:"requests"`
+	Requests []RequestCount `json:"requests"`
 	// Groups are the groups of coordinators the gateway routes to.
 	Groups []GroupStatus `json:"groups"`
-}
-
-// RequestCountStatus is how many requests of one kind got one status.
-type RequestCountStatus struct {
-	// Kind is submit, followup, query, info or other.
-	Kind string `json:"kind"`
-	// Status is the HTTP status answered.
-	Status int `json:"status"`
-	// Count is the number of such requests.
-	Count uint64 `json:"count"`
 }
 
 // GroupStatus is one group of coordinators and the Router that picks among them.
@@ -332,10 +322,8 @@ func clip(s string) string {
 func (g *Gateway) Status() Status {
 	now := time.Now()
 	st := Status{Now: now, Started: g.started, Uptime: now.Sub(g.started).Seconds(), Draining: g.draining.Load()}
-	for _, c := range g.Requests() {
-		st.Requests = append(st.Requests, RequestCountStatus(c))
-	}
-	slices.SortFunc(st.Requests, func(a, b RequestCountStatus) int {
+	st.Requests = g.Requests()
+	slices.SortFunc(st.Requests, func(a, b RequestCount) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Status, b.Status))
 	})
 	recent := g.recent.newestFirst()

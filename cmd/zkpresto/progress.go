@@ -87,15 +87,7 @@ func formatElapsed(d time.Duration) string {
 
 // formatCount writes a count with presto-cli's K, M, B, T suffixes.
 func formatCount(v float64) string {
-	unit := ""
-	for _, u := range []string{"K", "M", "B", "T"} {
-		if v < 1000 {
-			break
-		}
-		v /= 1000
-		unit = u
-	}
-	return shortNumber(v) + unit
+	return scaled(v, 1000, []string{"K", "M", "B", "T"})
 }
 
 // formatBytes writes a size with presto-cli's B, kB, MB... units (1024).
@@ -103,12 +95,18 @@ func formatBytes(v float64) string {
 	if v < 1024 {
 		return strconv.FormatInt(int64(v), 10) + "B"
 	}
+	return scaled(v, 1024, []string{"kB", "MB", "GB", "TB", "PB"})
+}
+
+// scaled writes v divided by step as often as it stays at least step,
+// with the unit of that many divisions (none for none).
+func scaled(v, step float64, units []string) string {
 	unit := ""
-	for _, u := range []string{"kB", "MB", "GB", "TB", "PB"} {
-		if v < 1024 {
+	for _, u := range units {
+		if v < step {
 			break
 		}
-		v /= 1024
+		v /= step
 		unit = u
 	}
 	return shortNumber(v) + unit

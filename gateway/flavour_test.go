@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -130,42 +129,14 @@ func TestPrestoClientToTrinoCoordinators(t *testing.T) {
 // coordinator's own id, to the coordinator holding it.
 func TestTransactionAcrossFlavours(t *testing.T) {
 	s := newSetupFor(t, 3, coordinator.Options{Flavour: coordinator.Trino}, gateway.Trino, nil)
-	db, err := sql.Open("presto", s.dsn("alice"))
-	if err != nil {
-		t.Fatal(err)
+	holder, in := runTransaction(t, s, 4)
+	if len(in) != 5 { // four statements and the COMMIT
+		t.Fatalf("%d statements carried the transaction id, want 5", len(in))
 	}
-	defer db.Close()
-	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 4 {
-		if _, err := tx.Exec(fmt.Sprintf("SELECT %d", i)); err != nil {
-			t.Fatal(err)
+	for _, r := range in {
+		if strings.HasPrefix(r.TransactionID, "zk~") || !r.Trino {
+			t.Fatalf("the coordinator got transaction id %q (X-Trino-*: %v)", r.TransactionID, r.Trino)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	var holder *coordinator.Coordinator
-	in := 0
-	for _, c := range s.coords {
-		for _, r := range c.Requests() {
-			if r.TransactionID == "" {
-				continue
-			}
-			in++
-			if holder != nil && holder != c {
-				t.Fatalf("statements of one transaction ran on %s and %s", holder.Name(), c.Name())
-			}
-			holder = c
-			if strings.HasPrefix(r.TransactionID, "zk~") || !r.Trino {
-				t.Fatalf("the coordinator got transaction id %q (X-Trino-*: %v)", r.TransactionID, r.Trino)
-			}
-		}
-	}
-	if in != 5 { // four statements and the COMMIT
-		t.Fatalf("%d statements carried the transaction id, want 5", in)
 	}
 	if n := holder.Transactions(); n != 0 {
 		t.Fatalf("%d transactions still open after COMMIT", n)

@@ -521,6 +521,27 @@ func TestNoCoordinatorIs503(t *testing.T) {
 // with the coordinator's own id.
 func TestTransactionStaysOnItsCoordinator(t *testing.T) {
 	s := newSetup(t, 3, coordinator.Options{})
+	holder, in := runTransaction(t, s, 5)
+	for _, r := range in {
+		if strings.HasPrefix(r.TransactionID, "zk~") {
+			t.Fatalf("the coordinator got the wrapped id %q", r.TransactionID)
+		}
+	}
+	if holder == nil {
+		t.Fatal("no statement carried the transaction id")
+	}
+	if n := holder.Transactions(); n != 0 {
+		t.Fatalf("%d transactions still open after COMMIT", n)
+	}
+}
+
+// runTransaction runs statements statements and a COMMIT in one
+// transaction through s's front with the Presto Go client, and returns the
+// coordinator that got the statements carrying a transaction id, and
+// those statements as it got them; it fails when two coordinators got
+// some.
+func runTransaction(t *testing.T, s *setup, statements int) (*coordinator.Coordinator, []coordinator.Request) {
+	t.Helper()
 	db, err := sql.Open("presto", s.dsn("alice"))
 	if err != nil {
 		t.Fatal(err)
@@ -530,7 +551,7 @@ func TestTransactionStaysOnItsCoordinator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 5 {
+	for i := range statements {
 		if _, err := tx.Exec(fmt.Sprintf("SELECT %d", i)); err != nil {
 			t.Fatal(err)
 		}
@@ -539,25 +560,20 @@ func TestTransactionStaysOnItsCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	var holder *coordinator.Coordinator
+	var in []coordinator.Request
 	for _, c := range s.coords {
 		for _, r := range c.Requests() {
-			if r.TransactionID != "" {
-				if holder != nil && holder != c {
-					t.Fatalf("statements of one transaction ran on %s and %s", holder.Name(), c.Name())
-				}
-				holder = c
-				if strings.HasPrefix(r.TransactionID, "zk~") {
-					t.Fatalf("the coordinator got the wrapped id %q", r.TransactionID)
-				}
+			if r.TransactionID == "" {
+				continue
 			}
+			if holder != nil && holder != c {
+				t.Fatalf("statements of one transaction ran on %s and %s", holder.Name(), c.Name())
+			}
+			holder = c
+			in = append(in, r)
 		}
 	}
-	if holder == nil {
-		t.Fatal("no statement carried the transaction id")
-	}
-	if n := holder.Transactions(); n != 0 {
-		t.Fatalf("%d transactions still open after COMMIT", n)
-	}
+	return holder, in
 }
 
 // A routing token opens the URIs of its query only: not the rest of the

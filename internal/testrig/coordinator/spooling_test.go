@@ -1,77 +1,10 @@
 package coordinator
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 )
-
-// spooledStatement runs sql on c as a Trino client that accepts the json
-// spooling encoding, downloads and acknowledges every segment with its
-// headers (following redirects, as clients do), and returns the rows and
-// the segment URIs.
-func spooledStatement(t *testing.T, base, sql string) (rows [][]any, uris []string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/statement", strings.NewReader(sql))
-	for {
-		req.Header.Set("X-Trino-User", "alice")
-		req.Header.Set("X-Trino-Query-Data-Encoding", "json+zstd,json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var answer struct {
-			NextURI string          `json:"nextUri"`
-			Data    json.RawMessage `json:"data"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&answer)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s %s: %s, %v", req.Method, req.URL, resp.Status, err)
-		}
-		if len(answer.Data) > 0 {
-			var data segmentData
-			if err := json.Unmarshal(answer.Data, &data); err != nil || data.Encoding != "json" {
-				t.Fatalf("data %s is not spooled json segments: %v", answer.Data, err)
-			}
-			for _, seg := range data.Segments {
-				uris = append(uris, seg.URI)
-				get, _ := http.NewRequest(http.MethodGet, seg.URI, nil)
-				for k, v := range seg.Headers {
-					get.Header[k] = v
-				}
-				resp, err := http.DefaultClient.Do(get)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK || len(b) != seg.Metadata.SegmentSize {
-					t.Fatalf("segment %s: %s, %d bytes, metadata says %d", seg.URI, resp.Status, len(b), seg.Metadata.SegmentSize)
-				}
-				var part [][]any
-				if err := json.Unmarshal(b, &part); err != nil || int64(len(part)) != seg.Metadata.RowsCount || seg.Metadata.RowOffset != int64(len(rows)) {
-					t.Fatalf("segment %s: %d rows at %d (%v), metadata %+v", seg.URI, len(part), len(rows), err, seg.Metadata)
-				}
-				rows = append(rows, part...)
-				ack, err := http.Get(seg.AckURI)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ack.Body.Close()
-				if ack.StatusCode != http.StatusOK {
-					t.Fatalf("ack %s: %s", seg.AckURI, ack.Status)
-				}
-			}
-		}
-		if answer.NextURI == "" {
-			return rows, uris
-		}
-		req, _ = http.NewRequest(http.MethodGet, answer.NextURI, nil)
-	}
-}
 
 // Each spooling mode hands out every row once, in order, in segments
 // whose metadata is right, from where the mode says; acknowledged
@@ -91,7 +24,18 @@ func TestSpooling(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			rows, uris := spooledStatement(t, c.URL(), "SELECT * FROM rows(10)")
+			res, err := RunSpooled(c.URL(), "SELECT * FROM rows(10)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := res.Rows
+			var uris []string
+			for _, seg := range res.Segments {
+				uris = append(uris, seg.URI)
+				if seg.Downloaded != seg.SegmentSize {
+					t.Fatalf("segment %s: %d bytes, metadata says %d", seg.URI, seg.Downloaded, seg.SegmentSize)
+				}
+			}
 			if len(rows) != 10 {
 				t.Fatalf("%d rows, want 10", len(rows))
 			}

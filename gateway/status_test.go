@@ -48,6 +48,22 @@ func statusGateway(t *testing.T, addrs ...string) (*gateway.Gateway, *httptest.S
 	return g, srv
 }
 
+// queuedCoordinators starts n coordinators whose statements stay running
+// for an hour, so that they show as in flight, and returns their addresses.
+func queuedCoordinators(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for range n {
+		c, err := coordinator.Start(coordinator.Options{Latency: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		addrs = append(addrs, c.Addr())
+	}
+	return addrs
+}
+
 // submit posts a statement as user (with source, and credentials that
 // must never show) and returns the status and decoded answer.
 func submit(t *testing.T, base, user, source string) (int, map[string]any) {
@@ -103,15 +119,7 @@ func statusOf(t *testing.T, base string) (gateway.Status, []byte) {
 // with its coordinator and query id, also under its coordinator) and the
 // request counts; no credential shows anywhere.
 func TestStatusJSONAfterStatements(t *testing.T) {
-	var addrs []string
-	for range 2 {
-		c, err := coordinator.Start(coordinator.Options{Latency: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		addrs = append(addrs, c.Addr())
-	}
+	addrs := queuedCoordinators(t, 2)
 	_, srv := statusGateway(t, addrs...)
 	users := []string{"alice", "bob", "carol", "dave"}
 	ids := map[string]string{} // query id → user
@@ -267,12 +275,7 @@ func TestStatusRingAndFailures(t *testing.T) {
 // A user name that is markup shows as text on the page, in the JSON and
 // (see the browser test) in the DOM the script builds.
 func TestStatusEscapes(t *testing.T) {
-	c, err := coordinator.Start(coordinator.Options{Latency: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	_, srv := statusGateway(t, c.Addr())
+	_, srv := statusGateway(t, queuedCoordinators(t, 1)...)
 	evil := `<script>alert("x")</script><img src=x onerror=alert(1)>`
 	if code, _ := submit(t, srv.URL, evil, `"><b>source</b>`); code != http.StatusOK {
 		t.Fatalf("submit: %d", code)
@@ -319,15 +322,7 @@ func chromium(t *testing.T, bin, url string, extra ...string) []byte {
 func TestStatusPageInChromium(t *testing.T) {
 	bin, err := exec.LookPath("chromium")
 	testutil.RequireTool(t, "chromium", err)
-	var addrs []string
-	for range 2 {
-		c, err := coordinator.Start(coordinator.Options{Latency: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		addrs = append(addrs, c.Addr())
-	}
+	addrs := queuedCoordinators(t, 2)
 	_, srv := statusGateway(t, addrs...)
 	for _, u := range []string{"alice", "bob", "<script>x</script>"} {
 		if code, _ := submit(t, srv.URL, u, "chromium-test"); code != http.StatusOK {

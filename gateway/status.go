@@ -158,15 +158,28 @@ type StatementRecord struct {
 // value is empty and ready.
 type statementLog struct {
 	mu   sync.Mutex
-	ring [RecentStatements]StatementRecord
+	ring [RecentStatements]loggedStatement
 	next int
 	n    int
 }
 
-func (l *statementLog) add(rec StatementRecord) {
+// loggedStatement is a record as the log keeps it: an accepted statement's
+// query id, state and error are read from the head of its first answer
+// only when the status page asks, not while the statement is relayed.
+type loggedStatement struct {
+	rec     StatementRecord
+	head    []byte // the first answer's start, still to be read
+	gzipped bool
+}
+
+func (l *statementLog) add(rec StatementRecord) { l.addAnswered(rec, nil, false) }
+
+// addAnswered records a statement answered with head as its answer's
+// start (gzipped, if it was).
+func (l *statementLog) addAnswered(rec StatementRecord, head []byte, gzipped bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ring[l.next] = rec
+	l.ring[l.next] = loggedStatement{rec: rec, head: head, gzipped: gzipped}
 	l.next = (l.next + 1) % len(l.ring)
 	l.n = min(l.n+1, len(l.ring))
 }
@@ -177,9 +190,24 @@ func (l *statementLog) newestFirst() []StatementRecord {
 	defer l.mu.Unlock()
 	out := make([]StatementRecord, 0, l.n)
 	for i := 1; i <= l.n; i++ {
-		out = append(out, l.ring[(l.next-i+len(l.ring))%len(l.ring)])
+		e := &l.ring[(l.next-i+len(l.ring))%len(l.ring)]
+		if e.head != nil {
+			e.rec.readHead(e.head, e.gzipped)
+			e.head = nil
+		}
+		out = append(out, e.rec)
 	}
 	return out
+}
+
+// readHead fills an accepted statement's query id and state, and its
+// outcome and error when the answer says it failed.
+func (rec *StatementRecord) readHead(head []byte, gzipped bool) {
+	id, state, msg := answerHead(head, gzipped)
+	rec.QueryID, rec.State = clip(id), clip(state)
+	if msg != "" && rec.Outcome == "accepted" {
+		rec.Outcome, rec.Error = "failed", clip(msg)
+	}
 }
 
 // noteStatement records a statement once it was answered or failed: err
@@ -243,20 +271,19 @@ func (b *watchedBody) Close() error {
 	b.once.Do(func() {
 		rec := b.rec
 		rec.Time = time.Now()
-		var msg string
-		rec.QueryID, rec.State, msg = answerHead(b.head, b.gzipped)
-		rec.QueryID, rec.State = clip(rec.QueryID), clip(rec.State)
 		switch {
 		case b.r.Context().Err() != nil:
 			rec.Outcome = "client gone"
 		case rec.Status != http.StatusOK:
 			rec.Outcome = "refused"
-		case msg != "":
-			rec.Outcome, rec.Error = "failed", clip(msg)
 		default:
-			rec.Outcome = "accepted"
+			rec.Outcome = "accepted" // or failed, as the head will tell
 		}
-		b.g.recent.add(rec)
+		head := b.head
+		if head == nil {
+			head = []byte{}
+		}
+		b.g.recent.addAnswered(rec, head, b.gzipped)
 	})
 	return err
 }

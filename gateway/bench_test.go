@@ -4,16 +4,19 @@ package gateway_test
 
 // The gateway against nginx, the floor for any proxy (BENCHMARKS.md, "The
 // gateway against nginx"). Every benchmark runs one coordinator simulator
-// and the same client over four paths: straight to the coordinator
+// and the same client over five paths: straight to the coordinator
 // (/path=direct), through `zkpresto gateway` as its own process, built from
 // ./cmd/zkpresto (/path=gateway), through nginx as a plain streaming
-// reverse proxy (/path=nginx, internal/testrig/nginx), and through Go's
+// reverse proxy (/path=nginx, internal/testrig/nginx), through Go's
 // httputil.ReverseProxy, this test binary re-executed as a process of its
-// own (/path=goproxy: what any proxy on net/http costs). The coordinator is a
+// own (/path=goproxy: what any proxy on net/http costs), and through a TCP
+// relay in Go, the same way (/path=gorelay: what any proxy in Go costs
+// before it reads a byte of HTTP). The coordinator is a
 // Trino one that honours X-Forwarded-*: behind nginx it builds its links on
 // nginx's address, so every request of a statement goes through nginx, as
 // every request goes through the gateway, which rewrites the links itself
-// (and sends no forwarding header but X-Forwarded-For). The client checks
+// (and sends no forwarding header but X-Forwarded-For); behind the relay it
+// builds them on the Host the client sent, the relay's. The client checks
 // that each nextUri is on the address it started from.
 
 import (
@@ -44,7 +47,7 @@ import (
 	"github.com/zkpresto/zkpresto/internal/testrig/nginx"
 )
 
-var paths = []string{"direct", "gateway", "nginx", "goproxy"}
+var paths = []string{"direct", "gateway", "nginx", "goproxy", "gorelay"}
 
 // benchRig is one coordinator and the four ways to it.
 type benchRig struct {
@@ -52,6 +55,7 @@ type benchRig struct {
 	gw    *proxyProcess
 	ngx   *nginx.Proxy
 	gp    *proxyProcess
+	gr    *proxyProcess
 }
 
 func (r *benchRig) base(path string) string {
@@ -62,12 +66,34 @@ func (r *benchRig) base(path string) string {
 		return r.ngx.URL()
 	case "goproxy":
 		return r.gp.url
+	case "gorelay":
+		return r.gr.url
 	}
 	return r.coord.URL()
 }
 
+// pids are the processes of a path's proxy; none for direct.
+func (r *benchRig) pids(path string) []int {
+	switch path {
+	case "gateway":
+		return []int{r.gw.cmd.Process.Pid}
+	case "nginx":
+		return r.ngx.Pids()
+	case "goproxy":
+		return []int{r.gp.cmd.Process.Pid}
+	case "gorelay":
+		return []int{r.gr.cmd.Process.Pid}
+	}
+	return nil
+}
+
 func newBenchRig(b *testing.B, opts coordinator.Options) *benchRig {
 	b.Helper()
+	separate := os.Getenv(separateCoresEnv) == "1"
+	ngxOpts := nginx.Options{}
+	if separate {
+		ngxOpts.Workers = separateCores(b)
+	}
 	opts.Flavour = coordinator.Trino
 	opts.HonourForwarded = true
 	c, err := coordinator.Start(opts)
@@ -75,12 +101,118 @@ func newBenchRig(b *testing.B, opts coordinator.Options) *benchRig {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close() })
-	return &benchRig{
+	ngxOpts.Upstream = c.Addr()
+	rig := &benchRig{
 		coord: c,
 		gw:    startGatewayProcess(b, c.Addr()),
-		ngx:   nginx.StartT(b, nginx.Options{Upstream: c.Addr()}),
+		ngx:   nginx.StartT(b, ngxOpts),
 		gp:    startGoProxyProcess(b, c.Addr()),
+		gr:    startGoRelayProcess(b, c.Addr()),
 	}
+	if separate {
+		for _, path := range paths[1:] {
+			for _, pid := range rig.pids(path) {
+				pinProcess(b, pid, proxyCores())
+			}
+		}
+	}
+	return rig
+}
+
+// separateCoresEnv, set to 1, runs every proxy on cores of its own: this
+// process (the client and the coordinator) on the first core, with
+// GOMAXPROCS 1, the proxies on the others (nginx with one worker a core,
+// the Go proxies with GOMAXPROCS the number of those cores, as each
+// inherits its first core at start), as a proxy runs on hosts of its own
+// in production. Without it, every process shares every core, and the
+// CPU a proxy takes is also time the client and the coordinator wait.
+const separateCoresEnv = "ZKPRESTO_BENCH_SEPARATE_CORES"
+
+// separateCores moves this process to the first core until the benchmark
+// ends, and returns the number of cores left for the proxies.
+func separateCores(b *testing.B) int {
+	b.Helper()
+	n := runtime.NumCPU()
+	if n < 2 {
+		b.Fatalf("%s=1 needs 2 cores or more; this machine has %d", separateCoresEnv, n)
+	}
+	prev := runtime.GOMAXPROCS(1)
+	pinProcess(b, os.Getpid(), "0")
+	b.Cleanup(func() {
+		pinProcess(b, os.Getpid(), fmt.Sprintf("0-%d", n-1))
+		runtime.GOMAXPROCS(prev)
+	})
+	return n - 1
+}
+
+func proxyCores() string { return fmt.Sprintf("1-%d", runtime.NumCPU()-1) }
+
+// pinProcess binds every thread of pid to cpus (taskset's list format).
+func pinProcess(b *testing.B, pid int, cpus string) {
+	b.Helper()
+	out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(pid)).CombinedOutput()
+	if err != nil {
+		b.Fatalf("taskset -a -p -c %s %d: %v: %s", cpus, pid, err, out)
+	}
+}
+
+// usage is what a proxy's processes have taken of the machine so far.
+type usage struct {
+	cpu      time.Duration // on a core, every thread
+	switches int64         // context switches, voluntary or not
+}
+
+// readUsage sums the usage of every thread of pids, from /proc.
+func readUsage(b *testing.B, pids []int) usage {
+	b.Helper()
+	var u usage
+	for _, pid := range pids {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, t := range tasks {
+			dir := fmt.Sprintf("/proc/%d/task/%s/", pid, t.Name())
+			sched, err := os.ReadFile(dir + "schedstat")
+			if err != nil {
+				continue // the thread has exited
+			}
+			if f := strings.Fields(string(sched)); len(f) > 0 {
+				ns, _ := strconv.ParseInt(f[0], 10, 64)
+				u.cpu += time.Duration(ns)
+			}
+			status, err := os.ReadFile(dir + "status")
+			if err != nil {
+				continue
+			}
+			for line := range strings.Lines(string(status)) {
+				if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+					n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					u.switches += n
+				}
+			}
+		}
+	}
+	return u
+}
+
+// reportUsage reports what path's proxy took per statement since from.
+func (r *benchRig) reportUsage(b *testing.B, path string, from usage, statements int) {
+	pids := r.pids(path)
+	if pids == nil || statements == 0 {
+		return
+	}
+	u := readUsage(b, pids)
+	b.ReportMetric(float64((u.cpu-from.cpu).Nanoseconds())/float64(statements), "proxy-cpu-ns/stmt")
+	b.ReportMetric(float64(u.switches-from.switches)/float64(statements), "proxy-switches/stmt")
+}
+
+// usageNow is readUsage of path's proxy; zero for direct.
+func (r *benchRig) usageNow(b *testing.B, path string) usage {
+	if pids := r.pids(path); pids != nil {
+		return readUsage(b, pids)
+	}
+	return usage{}
 }
 
 // The gateway binary, built once per test binary into a directory removed
@@ -158,6 +290,60 @@ func startGatewayProcess(b *testing.B, coordAddr string) *proxyProcess {
 // httputil.ReverseProxy in front of it, the floor for a proxy built on
 // net/http.
 const goProxyEnv = "ZKPRESTO_BENCH_GOPROXY"
+
+// goRelayEnv, set to a coordinator's address, makes this test binary serve
+// as the gorelay path: a TCP relay that copies bytes both ways between
+// each client connection and a connection of its own to the coordinator,
+// with no HTTP at all. What it adds is what Go's runtime and the kernel
+// cost any proxy written in Go, before it reads a header.
+const goRelayEnv = "ZKPRESTO_BENCH_GORELAY"
+
+func init() {
+	if addr := os.Getenv(goRelayEnv); addr != "" {
+		serveGoRelay(addr)
+		os.Exit(0)
+	}
+}
+
+func serveGoRelay(coordAddr string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("gorelay on http://%s\n", ln.Addr())
+	for {
+		client, err := ln.Accept()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		go func() {
+			defer client.Close()
+			coord, err := net.Dial("tcp", coordAddr)
+			if err != nil {
+				return
+			}
+			defer coord.Close()
+			go func() {
+				io.Copy(coord, client)
+				coord.(*net.TCPConn).CloseWrite()
+			}()
+			io.Copy(client, coord)
+		}()
+	}
+}
+
+func startGoRelayProcess(b *testing.B, coordAddr string) *proxyProcess {
+	b.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), goRelayEnv+"="+coordAddr)
+	return startProxyProcess(b, "gorelay", cmd)
+}
 
 func init() {
 	if addr := os.Getenv(goProxyEnv); addr != "" {
@@ -352,6 +538,11 @@ func BenchmarkGatewayRoundTrip(b *testing.B) {
 				b.Fatal(err)
 			}
 			durations := make([]time.Duration, 0, b.N)
+			var mallocs float64
+			if path == "gateway" {
+				mallocs = gatewayMetric(b, base, "go_memstats_mallocs_total")
+			}
+			from := rig.usageNow(b, path)
 			b.ResetTimer()
 			for b.Loop() {
 				start := time.Now()
@@ -362,6 +553,12 @@ func BenchmarkGatewayRoundTrip(b *testing.B) {
 			}
 			b.StopTimer()
 			reportPercentiles(b, durations)
+			rig.reportUsage(b, path, from, len(durations))
+			if path == "gateway" && len(durations) > 0 {
+				// The metrics request itself allocates too: a few hundred
+				// out of the thousands of statements.
+				b.ReportMetric((gatewayMetric(b, base, "go_memstats_mallocs_total")-mallocs)/float64(len(durations)), "gateway-allocs/stmt")
+			}
 		})
 	}
 }
@@ -392,6 +589,7 @@ func BenchmarkGatewayThroughput(b *testing.B) {
 			warm(b, c, base, throughputClients)
 			procs := max(1, runtime.GOMAXPROCS(0))
 			b.SetParallelism((throughputClients + procs - 1) / procs)
+			from := rig.usageNow(b, path)
 			b.ResetTimer()
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
@@ -403,6 +601,7 @@ func BenchmarkGatewayThroughput(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "stmts/s")
+			rig.reportUsage(b, path, from, b.N)
 		})
 	}
 }
@@ -594,6 +793,12 @@ func residentSet(b *testing.B, pids []int) float64 {
 // heapInuse reads go_memstats_heap_inuse_bytes from the gateway's metrics.
 func heapInuse(b *testing.B, base string) float64 {
 	b.Helper()
+	return gatewayMetric(b, base, "go_memstats_heap_inuse_bytes")
+}
+
+// gatewayMetric reads one of the gateway's metrics without labels.
+func gatewayMetric(b *testing.B, base, name string) float64 {
+	b.Helper()
 	resp, err := plainClient.Get(base + "/_zk/metrics")
 	if err != nil {
 		b.Fatal(err)
@@ -602,7 +807,7 @@ func heapInuse(b *testing.B, base string) float64 {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			v, err := strconv.ParseFloat(rest, 64)
 			if err != nil {
 				b.Fatal(err)
@@ -610,6 +815,6 @@ func heapInuse(b *testing.B, base string) float64 {
 			return v
 		}
 	}
-	b.Fatalf("no go_memstats_heap_inuse_bytes in %s/_zk/metrics", base)
+	b.Fatalf("no %s in %s/_zk/metrics", name, base)
 	return 0
 }

@@ -106,8 +106,8 @@ func newBenchRig(b *testing.B, opts coordinator.Options) *benchRig {
 		coord: c,
 		gw:    startGatewayProcess(b, c.Addr()),
 		ngx:   nginx.StartT(b, ngxOpts),
-		gp:    startGoProxyProcess(b, c.Addr()),
-		gr:    startGoRelayProcess(b, c.Addr()),
+		gp:    startSelfProxy(b, "goproxy", goProxyEnv, c.Addr()),
+		gr:    startSelfProxy(b, "gorelay", goRelayEnv, c.Addr()),
 	}
 	if separate {
 		for _, path := range paths[1:] {
@@ -181,19 +181,30 @@ func readUsage(b *testing.B, pids []int) usage {
 				ns, _ := strconv.ParseInt(f[0], 10, 64)
 				u.cpu += time.Duration(ns)
 			}
-			status, err := os.ReadFile(dir + "status")
-			if err != nil {
-				continue
-			}
-			for line := range strings.Lines(string(status)) {
-				if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
-					n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			statusValues(dir+"status", func(key, value string) {
+				if strings.HasSuffix(key, "ctxt_switches") {
+					n, _ := strconv.ParseInt(value, 10, 64)
 					u.switches += n
 				}
-			}
+			})
 		}
 	}
 	return u
+}
+
+// statusValues calls fn with each "key: value" line of a /proc status
+// file, the value trimmed; false when the file cannot be read.
+func statusValues(file string, fn func(key, value string)) bool {
+	s, err := os.ReadFile(file)
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(s)) {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			fn(k, strings.TrimSpace(v))
+		}
+	}
+	return true
 }
 
 // reportUsage reports what path's proxy took per statement since from.
@@ -298,13 +309,6 @@ const goProxyEnv = "ZKPRESTO_BENCH_GOPROXY"
 // cost any proxy written in Go, before it reads a header.
 const goRelayEnv = "ZKPRESTO_BENCH_GORELAY"
 
-func init() {
-	if addr := os.Getenv(goRelayEnv); addr != "" {
-		serveGoRelay(addr)
-		os.Exit(0)
-	}
-}
-
 func serveGoRelay(coordAddr string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -334,22 +338,33 @@ func serveGoRelay(coordAddr string) {
 	}
 }
 
-func startGoRelayProcess(b *testing.B, coordAddr string) *proxyProcess {
+// selfProxies are the proxies this test binary serves as, re-executed
+// with one of these variables set to a coordinator's address.
+var selfProxies = map[string]func(coordAddr string){
+	goProxyEnv: serveGoProxy,
+	goRelayEnv: serveGoRelay,
+}
+
+func init() {
+	for env, serve := range selfProxies {
+		if addr := os.Getenv(env); addr != "" {
+			serve(addr)
+			os.Exit(0)
+		}
+	}
+}
+
+// startSelfProxy runs this test binary as the proxy env selects, in front
+// of the coordinator at coordAddr.
+func startSelfProxy(b *testing.B, name, env, coordAddr string) *proxyProcess {
 	b.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), goRelayEnv+"="+coordAddr)
-	return startProxyProcess(b, "gorelay", cmd)
-}
-
-func init() {
-	if addr := os.Getenv(goProxyEnv); addr != "" {
-		serveGoProxy(addr)
-		os.Exit(0)
-	}
+	cmd.Env = append(os.Environ(), env+"="+coordAddr)
+	return startProxyProcess(b, name, cmd)
 }
 
 // serveGoProxy is the goproxy path: a plain streaming reverse proxy with
@@ -373,17 +388,6 @@ func serveGoProxy(coordAddr string) {
 	fmt.Printf("goproxy on http://%s\n", ln.Addr())
 	fmt.Fprintln(os.Stderr, http.Serve(ln, proxy))
 	os.Exit(1)
-}
-
-func startGoProxyProcess(b *testing.B, coordAddr string) *proxyProcess {
-	b.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), goProxyEnv+"="+coordAddr)
-	return startProxyProcess(b, "goproxy", cmd)
 }
 
 // startProxyProcess starts cmd, which announces "on http://127.0.0.1:port"
@@ -773,18 +777,18 @@ func residentSet(b *testing.B, pids []int) float64 {
 	b.Helper()
 	var total float64
 	for _, pid := range pids {
-		s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for line := range strings.Lines(string(s)) {
-			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+		file := fmt.Sprintf("/proc/%d/status", pid)
+		read := statusValues(file, func(key, value string) {
+			if key == "VmRSS" {
+				kb, err := strconv.ParseFloat(strings.TrimSuffix(value, " kB"), 64)
 				if err != nil {
-					b.Fatal(err)
+					b.Fatalf("%s: VmRSS %q: %v", file, value, err)
 				}
 				total += kb * 1024
 			}
+		})
+		if !read {
+			b.Fatalf("%s cannot be read", file)
 		}
 	}
 	return total

@@ -63,6 +63,19 @@ func checkReused(info httptrace.GotConnInfo) {
 	}
 }
 
+// PeekState is what a peek without blocking found on a connection.
+type PeekState int
+
+const (
+	// PeekNothing: nothing to read, no end of stream, no error.
+	PeekNothing PeekState = iota
+	// PeekBytes: bytes wait to be read.
+	PeekBytes
+	// PeekClosed: the peer closed the connection or reset it, or reading
+	// it fails.
+	PeekClosed
+)
+
 // peekRaw reports whether the connection behind raw looks usable; see
 // peekIdle.
 func peekRaw(raw syscall.RawConn) bool {

@@ -5,3 +5,6 @@ package protocol
 // peekIdle cannot peek on this platform and reports every connection
 // usable, as the transport would assume without it.
 func peekIdle(uintptr) bool { return true }
+
+// PeekFD cannot peek on this platform and reports nothing waiting.
+func PeekFD(uintptr) PeekState { return PeekNothing }

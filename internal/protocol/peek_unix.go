@@ -12,15 +12,23 @@ import "syscall"
 // are an answer nobody asked for (with TLS, most likely the close_notify
 // alert that precedes the FIN): the transport would discard such a
 // connection too.
-func peekIdle(fd uintptr) bool {
+func peekIdle(fd uintptr) bool { return PeekFD(fd) == PeekNothing }
+
+// PeekFD looks at what waits on the connection on fd, without blocking,
+// without taking the descriptor's read lock, and without consuming
+// anything.
+func PeekFD(fd uintptr) PeekState {
 	var b [1]byte
 	for {
-		// Without an error, 0 bytes is the end of stream and 1 an
-		// unexpected byte: either way the connection is done.
-		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		if err == syscall.EINTR {
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case err == syscall.EINTR:
 			continue
+		case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
+			return PeekNothing
+		case err != nil || n == 0:
+			return PeekClosed // an RST, another error, or a FIN
 		}
-		return err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+		return PeekBytes
 	}
 }

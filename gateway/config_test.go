@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,7 +54,7 @@ func writeConfig(t *testing.T, file, text string) string {
 }
 
 // configGateway serves a gateway routing by the config in file.
-func configGateway(t *testing.T, file string, log *slog.Logger) (*gateway.Gateway, *httptest.Server) {
+func configGateway(t *testing.T, file string, log *slog.Logger) (*gateway.Gateway, *gatewayServer) {
 	t.Helper()
 	gs, err := gateway.LoadConfig(file, gateway.BuildOptions{Logger: log})
 	if err != nil {
@@ -65,7 +64,7 @@ func configGateway(t *testing.T, file string, log *slog.Logger) (*gateway.Gatewa
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(gw)
+	srv := serveGateway(t, gw)
 	t.Cleanup(func() {
 		srv.Close()
 		gw.Close()

@@ -47,7 +47,7 @@ const testKeys = "k1:00112233445566778899aabbccddeeff00112233445566778899aabbccd
 // replica than the one before.
 type setup struct {
 	coords   []*coordinator.Coordinator
-	replicas []*httptest.Server
+	replicas []*gatewayServer
 	gateways []*gateway.Gateway
 	front    *httptest.Server
 	hits     [2]atomic.Int64 // requests per replica
@@ -122,11 +122,10 @@ func newSetupFor(t *testing.T, n int, opts coordinator.Options, flavour gateway.
 			t.Fatal(err)
 		}
 		hits := &s.hits[i]
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		srv := serveGateway(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			hits.Add(1)
 			g.ServeHTTP(w, req)
 		}))
-		t.Cleanup(srv.Close)
 		s.replicas = append(s.replicas, srv)
 		s.gateways = append(s.gateways, g)
 		fronts[i], _ = url.Parse(srv.URL)
@@ -396,8 +395,7 @@ func TestGatewayOnADSN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := serveGateway(t, g)
 	db, err := sql.Open("presto", "presto://bob@"+strings.TrimPrefix(srv.URL, "http://")+"/hive")
 	if err != nil {
 		t.Fatal(err)
@@ -476,27 +474,44 @@ func TestGzipToClients(t *testing.T) {
 }
 
 // A client that goes away while the coordinator is slow to answer its POST:
-// the query the coordinator accepted is cancelled, not left running.
+// the query the coordinator accepted is cancelled, not left running; on the
+// gateway's own server, which finds the client gone when the answer comes,
+// and on net/http's, whose request context ends as the client leaves.
 func TestClientLeavingDuringThePOSTCancelsTheQuery(t *testing.T) {
-	s := newSetup(t, 1, coordinator.Options{Latency: time.Hour})
-	s.coords[0].SetAnswerDelay(300 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.replicas[0].URL+"/v1/statement", strings.NewReader("SELECT 1"))
-	req.Header.Set("X-Presto-User", "alice")
-	if resp, err := http.DefaultClient.Do(req); err == nil {
-		resp.Body.Close()
-		t.Fatal("the POST returned before the client's deadline")
-	}
-	if s.coords[0].Statements() != 1 {
-		t.Fatalf("%d statements reached the coordinator", s.coords[0].Statements())
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.coords[0].Running() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the query of the client that left is still running")
-		}
-		time.Sleep(20 * time.Millisecond)
+	for _, on := range []string{"gateway server", "net/http"} {
+		t.Run(on, func(t *testing.T) {
+			c, err := coordinator.Start(coordinator.Options{Latency: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			c.SetAnswerDelay(300 * time.Millisecond)
+			g, _ := staticGateway(t, gateway.Config{}, c.Addr())
+			base := serveGateway(t, g).URL
+			if on == "net/http" {
+				srv := httptest.NewServer(g)
+				t.Cleanup(srv.Close)
+				base = srv.URL
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/statement", strings.NewReader("SELECT 1"))
+			req.Header.Set("X-Presto-User", "alice")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+				t.Fatal("the POST returned before the client's deadline")
+			}
+			if c.Statements() != 1 {
+				t.Fatalf("%d statements reached the coordinator", c.Statements())
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for c.Running() != 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the query of the client that left is still running")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
 	}
 }
 

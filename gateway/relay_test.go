@@ -1,10 +1,12 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,21 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
-	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
 // countingGateway is a gateway in front of addr whose connections to the
 // coordinator are counted as they are dialled.
-func countingGateway(t *testing.T, addr string) (*httptest.Server, *atomic.Int64) {
+func countingGateway(t *testing.T, addr string) (*gatewayServer, *atomic.Int64) {
 	t.Helper()
-	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("static:"+addr, []discovery.Node{{Addr: addr}}), StrategyName: "poll"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
 	dials := new(atomic.Int64)
 	transport := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dials.Add(1)
@@ -35,13 +31,8 @@ func countingGateway(t *testing.T, addr string) (*httptest.Server, *atomic.Int64
 		return d.DialContext(ctx, network, addr)
 	}}
 	t.Cleanup(transport.CloseIdleConnections)
-	g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Client: &http.Client{Transport: transport}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	return srv, dials
+	g, _ := staticGateway(t, gateway.Config{Client: &http.Client{Transport: transport}}, addr)
+	return serveGateway(t, g), dials
 }
 
 // The gateway keeps its connections to a coordinator: statements one
@@ -163,5 +154,59 @@ func TestBrokenAnswerBeforeAnyByteIsAPrestoError(t *testing.T) {
 				t.Errorf("the error answer carries the broken answer's X-Presto-Set-Session %q", v)
 			}
 		})
+	}
+}
+
+// A client that leaves in the middle of a large page: the gateway stops
+// relaying it and blames no coordinator (no failure, no ejection, no
+// warning), whichever side's error it saw first.
+func TestClientLeavingMidPageBlamesNoCoordinator(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{BatchRows: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var logged testutil.Buffer
+	g, r := staticGateway(t, gateway.Config{Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))}, c.Addr())
+	ended := make(chan string, 16)
+	srv := serveGateway(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		defer func() { ended <- req.URL.Path }() // also when the handler aborts
+		g.ServeHTTP(w, req)
+	}))
+	answer := post(t, srv.URL, "SELECT * FROM bigrows(4, 8388608)")
+	<-ended
+	next, _ := answer["nextUri"].(string)
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	for range 10 { // to the first page with rows
+		resp, err := client.Get(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := make([]byte, 64<<10)
+		n, _ := io.ReadFull(resp.Body, head)
+		if bytes.Contains(head[:n], []byte(`"data"`)) {
+			resp.Body.Close() // in the middle of the page: the connection goes
+			break
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		<-ended
+		var page map[string]any
+		if err := json.Unmarshal(head[:n], &page); err != nil {
+			t.Fatal(err)
+		}
+		if next, _ = page["nextUri"].(string); next == "" {
+			t.Fatal("no page with rows")
+		}
+	}
+	<-ended
+	for _, n := range r.Stats().Nodes {
+		if n.Failures != 0 || n.Ejections != 0 || n.LastError != "" {
+			t.Fatalf("coordinator %s blamed for the client's leaving: %d failures, %d ejections, %q", n.Node.Addr, n.Failures, n.Ejections, n.LastError)
+		}
+	}
+	if logged.String() != "" {
+		t.Fatalf("warnings for a client that left: %s", logged.String())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/gateway/server"
 	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
@@ -26,6 +27,9 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, errGatewayName, "", "zkpresto gateway is draining; send the statement again")
 		return
 	}
+	// A client that leaves once the statement may have reached a
+	// coordinator must have its query cancelled: the server is to tell.
+	server.WatchClient(r)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxStatementBytes))
 	if err != nil {
 		status := http.StatusBadRequest
@@ -72,8 +76,8 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	endAnswered := func() {}
 	defer func() { endAnswered() }()
 	a, err := router.Run(r.Context(), req, pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
-		if err := r.Context().Err(); err != nil {
-			return routing.Abandoned, err // nothing sent: nothing to cancel
+		if server.ClientGone(r) {
+			return routing.Abandoned, r.Context().Err() // nothing sent: nothing to cancel
 		}
 		base = g.baseOf(ra.Node)
 		attemptCtx, abort := context.WithCancel(withFlavour(ctx, flavour))
@@ -128,7 +132,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	defer a.End(nil)
 	g.noteListed(base, flavour)
-	if r.Context().Err() != nil {
+	if server.ClientGone(r) {
 		// The client went away while the coordinator answered: cancel
 		// what it accepted.
 		g.cancelAnswered(router, resp, base, flavour)

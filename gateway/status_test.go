@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,36 +15,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
-	"github.com/zkpresto/zkpresto/routing"
 )
 
 // statusGateway is one gateway over a static list of addrs, served on
 // loopback with its status page mounted as zkpresto gateway mounts it.
-func statusGateway(t *testing.T, addrs ...string) (*gateway.Gateway, *httptest.Server) {
+func statusGateway(t *testing.T, addrs ...string) (*gateway.Gateway, *gatewayServer) {
 	t.Helper()
-	nodes := make([]discovery.Node, len(addrs))
-	for i, a := range addrs {
-		nodes[i] = discovery.Node{Addr: a}
-	}
-	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("static:"+strings.Join(addrs, ","), nodes), StrategyName: "poll"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, _ := staticGateway(t, gateway.Config{}, addrs...)
 	mux := http.NewServeMux()
 	mux.Handle("/", g)
 	g.HandleStatus(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return g, srv
+	return g, serveGateway(t, mux)
 }
 
 // queuedCoordinators starts n coordinators whose statements stay running

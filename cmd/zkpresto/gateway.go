@@ -23,6 +23,7 @@ import (
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/cli"
+	"github.com/zkpresto/zkpresto/internal/gateway/server"
 	"github.com/zkpresto/zkpresto/metrics"
 	"github.com/zkpresto/zkpresto/routing"
 )
@@ -207,11 +208,13 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	srv := &http.Server{
+	// The gateway's own HTTP/1.1 server rather than net/http's, which
+	// starts a goroutine for every request (see internal/gateway/server).
+	srv := &server.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 30 * time.Second,
 		MaxHeaderBytes:    gateway.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+		Logger:            logger,
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {

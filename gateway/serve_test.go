@@ -1,0 +1,75 @@
+package gateway_test
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/gateway"
+	"github.com/zkpresto/zkpresto/internal/gateway/server"
+	"github.com/zkpresto/zkpresto/routing"
+)
+
+// gatewayServer is a handler served on a loopback port by the HTTP server
+// zkpresto gateway runs (internal/gateway/server), so that the tests see
+// what the gateway's clients see.
+type gatewayServer struct {
+	// URL is http://127.0.0.1:port.
+	URL   string
+	srv   *server.Server
+	done  chan error
+	close sync.Once
+}
+
+// serveGateway serves h until the test ends (or Close).
+func serveGateway(t testing.TB, h http.Handler) *gatewayServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &gatewayServer{
+		URL:  "http://" + ln.Addr().String(),
+		srv:  &server.Server{Handler: h, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		done: make(chan error, 1),
+	}
+	go func() { s.done <- s.srv.Serve(ln) }()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Close cuts every connection and waits for the handlers to return.
+func (s *gatewayServer) Close() {
+	s.close.Do(func() {
+		s.srv.Close()
+		<-s.done
+	})
+}
+
+// staticGateway is a gateway over a poll Router of the coordinators at
+// addrs; cfg gives the rest of its Config (Router and Keys are set here).
+// Both close when the test ends.
+func staticGateway(t testing.TB, cfg gateway.Config, addrs ...string) (*gateway.Gateway, *routing.Router) {
+	t.Helper()
+	nodes := make([]discovery.Node, len(addrs))
+	for i, a := range addrs {
+		nodes[i] = discovery.Node{Addr: a}
+	}
+	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("static:"+strings.Join(addrs, ","), nodes), StrategyName: "poll"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	cfg.Router, cfg.Keys = r, testKeys
+	g, err := gateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g, r
+}

@@ -394,17 +394,21 @@ func (c *conn) refuse(err error) {
 		return
 	}
 	if c.limit.n <= 0 {
-		c.writeRefusal("431 Request Header Fields Too Large")
+		c.writeRefusal("431 Request Header Fields Too Large", "")
 		return
 	}
-	c.writeRefusal("400 Bad Request")
+	c.writeRefusal("400 Bad Request", "")
 }
 
 // writeRefusal answers a request the server refuses before any handler
-// sees it, and is the connection's last answer.
-func (c *conn) writeRefusal(text string) {
+// sees it (of method, when it was read that far), and is the connection's
+// last answer.
+func (c *conn) writeRefusal(text, method string) {
 	status, _, _ := strings.Cut(text, ":")
-	c.bw.WriteString("HTTP/1.1 " + status + "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(text)) + "\r\n\r\n" + text)
+	c.bw.WriteString("HTTP/1.1 " + status + "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(text)) + "\r\n\r\n")
+	if method != http.MethodHead {
+		c.bw.WriteString(text)
+	}
 	c.bw.Flush()
 }
 
@@ -454,7 +458,7 @@ func isNetError(err error) bool {
 // false means the connection must close after it.
 func (c *conn) serveRequest(req *http.Request, tlsState *tls.ConnectionState) (keep bool) {
 	if problem := badRequest(req); problem != "" {
-		c.writeRefusal("400 Bad Request: " + problem)
+		c.writeRefusal("400 Bad Request: "+problem, req.Method)
 		return false
 	}
 	req.RemoteAddr = c.nc.RemoteAddr().String()

@@ -12,7 +12,8 @@ import (
 
 // ClientGone reports whether r's client has closed or broken its
 // connection, and if it has, ends r's context, so that every later look at
-// r.Context() agrees. On a plain connection it peeks at the socket without
+// r.Context() agrees; once r's handler has returned it reports true, as
+// r's context has ended. On a plain connection it peeks at the socket without
 // blocking and without reading; on TLS it knows only what WatchClient saw
 // (bytes on a TLS connection may be its close_notify alert, which only a
 // read tells apart). A client that has sent more (the next request) has
@@ -50,9 +51,9 @@ type responseKey struct{}
 func (w *response) clientGone() bool {
 	c := w.c
 	if w.gone.Load() || w.ended.Load() {
-		return w.gone.Load()
+		return true // once the handler has returned, its request is over too
 	}
-	if c.raw == nil || c.br.Buffered() > 0 || c.limit.hasExtra {
+	if c.raw == nil || c.buffered.Load() {
 		return false
 	}
 	state := protocol.PeekNothing
@@ -131,7 +132,7 @@ func (w *clientWatch) bodyDone() {
 
 func (w *clientWatch) startLocked() {
 	c := w.c
-	if w.reading || c.br.Buffered() > 0 || c.limit.hasExtra {
+	if w.reading || c.buffered.Load() {
 		return // the client has sent more (a next request): it has not gone
 	}
 	w.reading = true

@@ -24,7 +24,8 @@ type response struct {
 	written     int64 // body bytes the handler wrote
 	pending     []byte
 	closeAfter  bool
-	err         error // the first write error: the connection is broken
+	sniff       []byte // the first write, when it is not held
+	err         error  // the first write error: the connection is broken
 
 	cancel context.CancelFunc // ends the request's context
 	gone   atomic.Bool        // the client has gone: a write failed, or a look found it so
@@ -108,6 +109,10 @@ func (w *response) Write(p []byte) (int, error) {
 			w.pending = append(w.pending, p...)
 			return len(p), nil
 		}
+		if len(w.pending) == 0 {
+			w.pending = p[:0:0]
+			w.sniff = p
+		}
 		w.commit(false)
 	}
 	w.writeBody(p)
@@ -162,10 +167,12 @@ func (w *response) Flush() {
 func (w *response) commit(final bool) {
 	w.committed = true
 	h := w.sent
-	if h.Get("Connection") == "close" || w.req.Close || w.c.srv.closing.Load() || w.body.continueNeeded {
+	if connectionClose(h) || w.req.Close || w.c.srv.closing.Load() || w.body.continueNeeded {
 		// A client told "100 Continue" by no one may still send the body.
 		w.closeAfter = true
 	}
+	// The answer has begun: a 100 Continue now would land inside it.
+	w.body.continueNeeded = false
 	body := bodyAllowed(w.status)
 	switch {
 	case !body:
@@ -173,8 +180,14 @@ func (w *response) commit(final bool) {
 		h.Del("Transfer-Encoding")
 	case w.length >= 0:
 		h.Del("Transfer-Encoding")
-	case final && w.req.Method == http.MethodHead && w.written == 0:
-		// A HEAD answer without a length says nothing of the GET's.
+	case w.req.Method == http.MethodHead:
+		// A HEAD answer has no body, so no framing of one; a length it
+		// can know is the GET's.
+		h.Del("Transfer-Encoding")
+		if final && w.written > 0 {
+			w.length = w.written
+			h["Content-Length"] = []string{strconv.FormatInt(w.written, 10)}
+		}
 	case final:
 		w.length = w.written
 		h["Content-Length"] = []string{strconv.FormatInt(w.written, 10)}
@@ -188,8 +201,13 @@ func (w *response) commit(final bool) {
 		w.closeAfter = true
 		h.Del("Transfer-Encoding")
 	}
-	if _, ok := h["Content-Type"]; !ok && body && len(w.pending) > 0 && h.Get("Content-Encoding") == "" {
-		h["Content-Type"] = []string{http.DetectContentType(w.pending)}
+	sniff := w.pending
+	if len(sniff) == 0 {
+		sniff = w.sniff
+	}
+	w.sniff = nil
+	if _, ok := h["Content-Type"]; !ok && body && len(sniff) > 0 && h.Get("Content-Encoding") == "" {
+		h["Content-Type"] = []string{http.DetectContentType(sniff)}
 	}
 	if _, ok := h["Date"]; !ok {
 		h["Date"] = []string{httpDate()}
@@ -206,6 +224,15 @@ func (w *response) commit(final bool) {
 	p := w.pending
 	w.pending = nil
 	w.writeBody(p)
+}
+
+func connectionClose(h http.Header) bool {
+	for _, v := range h["Connection"] {
+		if hasToken(v, "close") {
+			return true
+		}
+	}
+	return false
 }
 
 func writeStatusLine(w *response, code int) {

@@ -33,6 +33,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
@@ -119,11 +120,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for {
 		if s.closeIdle() == 0 {
 			s.done.Wait()
+			s.stopSweeping()
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			s.closeAll() // and not wait: a handler may be stuck
+			s.stopSweeping()
 			return ctx.Err()
 		case <-tick.C:
 		}
@@ -136,6 +139,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Close() error {
 	s.beginClose()
 	s.closeAll()
+	s.stopSweeping()
 	s.done.Wait()
 	return nil
 }
@@ -147,6 +151,12 @@ func (s *Server) beginClose() {
 	for ln := range s.listeners {
 		(*ln).Close()
 	}
+}
+
+// stopSweeping ends the sweep once no connection needs it.
+func (s *Server) stopSweeping() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.sweeping {
 		close(s.stopSweep)
 		s.sweeping = false
@@ -304,15 +314,21 @@ const (
 
 // conn is one client connection.
 type conn struct {
-	srv   *Server
-	nc    net.Conn
-	raw   syscall.RawConn // the socket, to peek at; nil on TLS
-	state atomic.Int32
-	since atomic.Int64 // when the state began, by now()
-	limit limitReader
-	br    *bufio.Reader
-	bw    *bufio.Writer
-	watch clientWatch // TLS only
+	srv       *Server
+	nc        net.Conn
+	raw       syscall.RawConn // the socket, to peek at; nil on TLS
+	state     atomic.Int32
+	since     atomic.Int64 // when the state began, by now()
+	limit     limitReader
+	br        *bufio.Reader
+	bw        *bufio.Writer
+	watch     clientWatch // TLS only
+	afterBody bool        // the last request had a body
+	// buffered says the connection's goroutine holds bytes the client
+	// sent that no request has consumed (c.br's, or the watch's byte),
+	// for other goroutines (ClientGone, WatchClient) to read.
+	buffered atomic.Bool
+	unread   bool // the client may still be sending: close gently
 	// current is the response being served, for Close to end its
 	// request's context.
 	current atomic.Pointer[response]
@@ -337,6 +353,11 @@ func (c *conn) enter(from, to connState) bool {
 func (c *conn) serve() {
 	defer c.srv.forget(c)
 	defer c.nc.Close()
+	defer func() {
+		if c.unread && c.state.Load() != int32(stateClosed) {
+			c.closeWriteAndWait()
+		}
+	}()
 	defer func() {
 		if v := recover(); v != nil && v != http.ErrAbortHandler {
 			buf := make([]byte, 64<<10)
@@ -368,6 +389,18 @@ func (c *conn) serve() {
 		if _, err := c.br.Peek(1); err != nil {
 			return
 		}
+		if c.afterBody {
+			c.afterBody = false
+			p, _ := c.br.Peek(min(4, c.br.Buffered()))
+			n := 0
+			for n < len(p) && (p[n] == '\r' || p[n] == '\n') {
+				n++
+			}
+			c.br.Discard(n)
+			if _, err := c.br.Peek(1); err != nil {
+				return
+			}
+		}
 		if !c.enter(stateIdle, stateHeader) {
 			return
 		}
@@ -381,18 +414,32 @@ func (c *conn) serve() {
 			return
 		}
 		keep := c.serveRequest(req, tlsState)
+		c.afterBody = req.Body != http.NoBody
 		if !keep || !c.enter(stateActive, stateIdle) || c.srv.closing.Load() {
 			return
 		}
 	}
 }
 
+// closeWriteAndWait half-closes the connection and gives the client a
+// moment to read the answer before the close, whose RST (for input not
+// read) would discard what the kernel has not sent yet; as net/http does.
+func (c *conn) closeWriteAndWait() {
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	c.nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	io.Copy(io.Discard, c.nc)
+}
+
 // refuse answers a request that could not be read, if the client may
 // still be listening.
 func (c *conn) refuse(err error) {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isNetError(err) {
+	var ue *url.Error
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || !errors.As(err, &ue) && isNetError(err) {
 		return
 	}
+	c.unread = true // the client may still be sending what was refused
 	if c.limit.n <= 0 {
 		c.writeRefusal("431 Request Header Fields Too Large", "")
 		return
@@ -458,6 +505,7 @@ func isNetError(err error) bool {
 // false means the connection must close after it.
 func (c *conn) serveRequest(req *http.Request, tlsState *tls.ConnectionState) (keep bool) {
 	if problem := badRequest(req); problem != "" {
+		c.unread = req.Body != http.NoBody
 		c.writeRefusal("400 Bad Request: "+problem, req.Method)
 		return false
 	}
@@ -472,8 +520,12 @@ func (c *conn) serveRequest(req *http.Request, tlsState *tls.ConnectionState) (k
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), responseKey{}, w))
 	w.cancel = cancel
 	defer cancel()
+	c.buffered.Store(c.br.Buffered() > 0 || c.limit.hasExtra)
 	c.current.Store(w)
 	defer c.current.Store(nil)
+	if connState(c.state.Load()) == stateClosed {
+		cancel() // Close ran before current was set: it could not end this context
+	}
 	req = req.WithContext(ctx)
 	if c.raw == nil {
 		c.watch.begin(c, body.eof)
@@ -495,16 +547,15 @@ func (c *conn) serveRequest(req *http.Request, tlsState *tls.ConnectionState) (k
 		return false
 	}
 	if w.closeAfter || req.Close {
+		c.unread = !body.eof
 		return false
 	}
 	// What the handler left of the body is read and dropped, up to a
 	// bound, so that the next request starts where it should.
 	if !body.eof {
-		if body.continueNeeded {
-			return false // the client waits for a 100 it will never get
-		}
 		n, err := io.CopyN(io.Discard, body, maxDrain+1)
 		if n > maxDrain || err != io.EOF {
+			c.unread = true
 			return false
 		}
 	}
@@ -535,6 +586,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := b.rc.Read(p)
+	b.c.buffered.Store(b.c.br.Buffered() > 0 || b.c.limit.hasExtra)
 	if err == io.EOF {
 		b.eof = true
 		if b.c.raw == nil {

@@ -314,16 +314,15 @@ const (
 
 // conn is one client connection.
 type conn struct {
-	srv       *Server
-	nc        net.Conn
-	raw       syscall.RawConn // the socket, to peek at; nil on TLS
-	state     atomic.Int32
-	since     atomic.Int64 // when the state began, by now()
-	limit     limitReader
-	br        *bufio.Reader
-	bw        *bufio.Writer
-	watch     clientWatch // TLS only
-	afterBody bool        // the last request had a body
+	srv   *Server
+	nc    net.Conn
+	raw   syscall.RawConn // the socket, to peek at; nil on TLS
+	state atomic.Int32
+	since atomic.Int64 // when the state began, by now()
+	limit limitReader
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	watch clientWatch // TLS only
 	// buffered says the connection's goroutine holds bytes the client
 	// sent that no request has consumed (c.br's, or the watch's byte),
 	// for other goroutines (ClientGone, WatchClient) to read.
@@ -389,9 +388,9 @@ func (c *conn) serve() {
 		if _, err := c.br.Peek(1); err != nil {
 			return
 		}
-		if c.afterBody {
-			c.afterBody = false
-			p, _ := c.br.Peek(min(4, c.br.Buffered()))
+		// Empty lines before a request line are skipped (RFC 9112 2.2;
+		// old clients send a CRLF after a POST's body), a few at most.
+		if p, _ := c.br.Peek(min(4, c.br.Buffered())); len(p) > 0 && (p[0] == '\r' || p[0] == '\n') {
 			n := 0
 			for n < len(p) && (p[n] == '\r' || p[n] == '\n') {
 				n++
@@ -414,7 +413,6 @@ func (c *conn) serve() {
 			return
 		}
 		keep := c.serveRequest(req, tlsState)
-		c.afterBody = req.Body != http.NoBody
 		if !keep || !c.enter(stateActive, stateIdle) || c.srv.closing.Load() {
 			return
 		}

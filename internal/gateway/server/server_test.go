@@ -21,7 +21,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
@@ -471,22 +470,10 @@ func TestWriteFailureEndsTheContext(t *testing.T) {
 	}
 }
 
-// On TLS, WatchClient ends the context when the client closes, and a
-// request that did not ask is not watched (its context ends when the
-// handler returns).
+// On TLS, WatchClient ends the context when the client closes, and the
+// handler sees the connection's TLS state.
 func TestTLSWatch(t *testing.T) {
-	files, err := testtls.Generate(t.TempDir(), "server")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.LoadX509KeyPair(files.ServerKeyStore, files.ServerKeyStore)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, _ := tlsListener(t)
 	ended := make(chan bool, 1)
 	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS == nil {
@@ -503,7 +490,7 @@ func TestTLSWatch(t *testing.T) {
 		w.Write(b)
 	}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})) }()
+	go func() { done <- s.Serve(ln) }()
 	defer func() { s.Close(); <-done }()
 	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true}) // the watch is tested, not the certificate
 	if err != nil {

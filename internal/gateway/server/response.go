@@ -110,7 +110,6 @@ func (w *response) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 		if len(w.pending) == 0 {
-			w.pending = p[:0:0]
 			w.sniff = p
 		}
 		w.commit(false)
@@ -120,11 +119,6 @@ func (w *response) Write(p []byte) (int, error) {
 		return 0, w.err
 	}
 	return len(p), nil
-}
-
-// WriteString saves the conversion io.WriteString would make.
-func (w *response) WriteString(s string) (int, error) {
-	return w.Write([]byte(s))
 }
 
 func (w *response) writeBody(p []byte) {

@@ -323,6 +323,9 @@ type conn struct {
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	watch clientWatch // TLS only
+	// held is the start of a body held before the head is written, for
+	// one response at a time.
+	held [commitAfter]byte
 	// buffered says the connection's goroutine holds bytes the client
 	// sent that no request has consumed (c.br's, or the watch's byte),
 	// for other goroutines (ClientGone, WatchClient) to read.
@@ -514,7 +517,7 @@ func (c *conn) serveRequest(req *http.Request, tlsState *tls.ConnectionState) (k
 		body.continueNeeded = true
 	}
 	req.Body = body
-	w := &response{c: c, req: req, body: body, header: make(http.Header, 8)}
+	w := &response{c: c, req: req, body: body, header: make(http.Header, 8), pending: c.held[:0]}
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), responseKey{}, w))
 	w.cancel = cancel
 	defer cancel()

@@ -168,7 +168,7 @@ type statementLog struct {
 // only when the status page asks, not while the statement is relayed.
 type loggedStatement struct {
 	rec     StatementRecord
-	head    []byte // the first answer's start, still to be read
+	head    []byte // the first answer's start, still to be read; nil when none
 	gzipped bool
 }
 
@@ -279,11 +279,7 @@ func (b *watchedBody) Close() error {
 		default:
 			rec.Outcome = "accepted" // or failed, as the head will tell
 		}
-		head := b.head
-		if head == nil {
-			head = []byte{}
-		}
-		b.g.recent.addAnswered(rec, head, b.gzipped)
+		b.g.recent.addAnswered(rec, b.head, b.gzipped)
 	})
 	return err
 }

@@ -250,15 +250,9 @@ const (
 	memberGone                        // left and failed since: refused
 )
 
-// state returns base's state, reading the current snapshots: a coordinator
-// is listed when any group lists it.
-func (g *Gateway) state(ctx context.Context, base string) memberState {
-	state, _ := g.stateAndFlavour(ctx, base)
-	return state
-}
-
-// stateAndFlavour is state with the flavour of base's group when it was
-// last listed.
+// stateAndFlavour returns base's state, reading the current snapshots (a
+// coordinator is listed when any group lists it), and the flavour of its
+// group when it was last listed.
 func (g *Gateway) stateAndFlavour(ctx context.Context, base string) (memberState, Flavour) {
 	snaps := g.snapshots(ctx)
 	listed := false

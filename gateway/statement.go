@@ -182,7 +182,7 @@ func (g *Gateway) submitFailed(w http.ResponseWriter, err error) {
 
 // pinnedNode is the coordinator of a transaction, while it may be used.
 func (g *Gateway) pinnedNode(ctx context.Context, base string) (*discovery.Node, error) {
-	switch g.state(ctx, base) {
+	switch state, _ := g.stateAndFlavour(ctx, base); state {
 	case memberListed, memberDeparted:
 	default:
 		return nil, fmt.Errorf("zkpresto gateway: the transaction's coordinator %s is gone", base)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -83,13 +82,11 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	buf := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(buf)
 	// The head of the answer first: one that ends within it is written
-	// whole. Holding it costs the client nothing, as no client reads an
-	// answer before it is whole.
+	// whole, uncompressed, in one write (the server gives it its
+	// Content-Length). Holding it costs the client nothing, as no client
+	// reads an answer before it is whole.
 	head, err := io.ReadFull(body, (*buf)[:smallAnswerBytes])
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		if head > 0 {
-			h.Set("Content-Length", strconv.Itoa(head))
-		}
 		w.WriteHeader(resp.StatusCode)
 		_, err = w.Write((*buf)[:head])
 		return true, err

@@ -76,12 +76,17 @@ const (
 	PeekClosed
 )
 
+// Peek looks at what waits on the connection behind raw, without
+// blocking, without taking its read lock and without consuming anything;
+// PeekNothing when it cannot look.
+func Peek(raw syscall.RawConn) PeekState {
+	state := PeekNothing
+	if err := raw.Control(func(fd uintptr) { state = peekFD(fd) }); err != nil {
+		return PeekNothing
+	}
+	return state
+}
+
 // peekRaw reports whether the connection behind raw looks usable; see
 // peekIdle.
-func peekRaw(raw syscall.RawConn) bool {
-	ok := true
-	if err := raw.Control(func(fd uintptr) { ok = peekIdle(fd) }); err != nil {
-		return true
-	}
-	return ok
-}
+func peekRaw(raw syscall.RawConn) bool { return Peek(raw) == PeekNothing }

@@ -6,5 +6,5 @@ package protocol
 // usable, as the transport would assume without it.
 func peekIdle(uintptr) bool { return true }
 
-// PeekFD cannot peek on this platform and reports nothing waiting.
-func PeekFD(uintptr) PeekState { return PeekNothing }
+// peekFD cannot peek on this platform and reports nothing waiting.
+func peekFD(uintptr) PeekState { return PeekNothing }

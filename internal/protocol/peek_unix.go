@@ -12,12 +12,12 @@ import "syscall"
 // are an answer nobody asked for (with TLS, most likely the close_notify
 // alert that precedes the FIN): the transport would discard such a
 // connection too.
-func peekIdle(fd uintptr) bool { return PeekFD(fd) == PeekNothing }
+func peekIdle(fd uintptr) bool { return peekFD(fd) == PeekNothing }
 
-// PeekFD looks at what waits on the connection on fd, without blocking,
+// peekFD looks at what waits on the connection on fd, without blocking,
 // without taking the descriptor's read lock, and without consuming
 // anything.
-func PeekFD(fd uintptr) PeekState {
+func peekFD(fd uintptr) PeekState {
 	var b [1]byte
 	for {
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)

@@ -56,11 +56,7 @@ func (w *response) clientGone() bool {
 	if c.raw == nil || c.buffered.Load() {
 		return false
 	}
-	state := protocol.PeekNothing
-	if err := c.raw.Control(func(fd uintptr) { state = protocol.PeekFD(fd) }); err != nil {
-		return false
-	}
-	if state == protocol.PeekClosed {
+	if protocol.Peek(c.raw) == protocol.PeekClosed {
 		w.markGone()
 		return true
 	}

@@ -39,3 +39,9 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+// go-zookeeper/zk v1.0.4 with one fix: Conn.lastZxid is read and written
+// atomically (upstream's recvLoop writes it while sendSetWatches reads it on
+// a reconnect with watches, a data race -race reports; upstream pull request
+// go-zookeeper/zk#35, open). See third_party/go-zookeeper-zk/README.md.
+replace github.com/go-zookeeper/zk v1.0.4 => ./third_party/go-zookeeper-zk

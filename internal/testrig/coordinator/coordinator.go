@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -96,6 +97,9 @@ type Options struct {
 	AbandonAfter time.Duration
 	// RecordLimit is how many recent submissions Requests keeps; default 10000.
 	RecordLimit int
+	// TLS, when set, makes the coordinator serve https with it (its
+	// links, URL and registrations then say https).
+	TLS *tls.Config
 	// Spooling makes a Trino coordinator answer clients that send
 	// X-Trino-Query-Data-Encoding with "json" among its encodings with spooled segments
 	// instead of inline rows; see SpoolingMode. Off by default.
@@ -224,7 +228,8 @@ type Coordinator struct {
 	strict    bool
 	forwarded bool // honour forwarding headers
 	gzip      bool
-	spool     *spooler // nil unless Options.Spooling
+	tls       *tls.Config // serve https with it, when set
+	spool     *spooler    // nil unless Options.Spooling
 
 	latency     atomic.Int64 // nanoseconds
 	answerDelay atomic.Int64 // nanoseconds a submission's answer waits after acceptance
@@ -303,6 +308,7 @@ func Start(opts Options) (*Coordinator, error) {
 		strict:    opts.StrictPrefix,
 		forwarded: opts.HonourForwarded,
 		gzip:      !opts.NoGzip,
+		tls:       opts.TLS,
 	}
 	if opts.Spooling != SpoolingOff {
 		c.spool = newSpooler(opts.Spooling)
@@ -353,6 +359,9 @@ func (c *Coordinator) listen() error {
 		return fmt.Errorf("coordinator %s: listen on %s: %w", c.name, c.addr, err)
 	}
 	c.addr = ln.Addr().String()
+	if c.tls != nil {
+		ln = tls.NewListener(ln, c.tls)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &serving{serveDone: make(chan struct{}), ctx: ctx, cancel: cancel}
 	s.srv = &http.Server{
@@ -389,8 +398,18 @@ func (c *Coordinator) Addr() string {
 	return c.addr
 }
 
-// URL returns the coordinator's base URL, http://host:port.
-func (c *Coordinator) URL() string { return "http://" + c.Addr() }
+// URL returns the coordinator's base URL, http://host:port (https:// with
+// Options.TLS).
+func (c *Coordinator) URL() string { return c.Scheme() + "://" + c.Addr() }
+
+// Scheme returns "https" for a coordinator started with Options.TLS, else
+// "http".
+func (c *Coordinator) Scheme() string {
+	if c.tls != nil {
+		return "https"
+	}
+	return "http"
+}
 
 // Statements returns how many statement submissions were received in full, including
 // rejected ones. It never decreases, also across Stop and Restart.

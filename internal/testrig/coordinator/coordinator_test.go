@@ -2,6 +2,8 @@ package coordinator
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -9,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
@@ -845,4 +849,52 @@ func BenchmarkDescribeStatement(b *testing.B) {
 			}
 		}
 	})
+}
+
+// With Options.TLS the coordinator serves https only, and every link it
+// hands out says https.
+func TestTLSServesHTTPSLinks(t *testing.T) {
+	certs, err := testtls.Generate(t.TempDir(), "coordinator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(certs.ServerKeyStore, certs.ServerKeyStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := start(t, Options{TLS: &tls.Config{Certificates: []tls.Certificate{pair}}})
+	if !strings.HasPrefix(c.URL(), "https://") {
+		t.Fatalf("URL %s, want https://", c.URL())
+	}
+	pem, err := os.ReadFile(certs.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport}
+	req, _ := http.NewRequest(http.MethodPost, c.URL()+"/v1/statement", strings.NewReader("SELECT 1"))
+	req.Header.Set("X-Presto-User", "alice")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct {
+		NextURI string `json:"nextUri"`
+		InfoURI string `json:"infoUri"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&answer)
+	resp.Body.Close()
+	if err != nil || !strings.HasPrefix(answer.NextURI, "https://"+c.Addr()+"/") || !strings.HasPrefix(answer.InfoURI, "https://") {
+		t.Fatalf("answer %+v (%v): want https links to %s", answer, err, c.Addr())
+	}
+	plain, err := http.Post("http://"+c.Addr()+"/v1/statement", "text/plain", strings.NewReader("SELECT 1"))
+	if err == nil {
+		plain.Body.Close()
+		if plain.StatusCode != http.StatusBadRequest {
+			t.Errorf("plain http to a TLS coordinator: status %d, want Go's 400 for http to https", plain.StatusCode)
+		}
+	}
 }

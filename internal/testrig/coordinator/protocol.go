@@ -265,7 +265,7 @@ func (c *Coordinator) links(r *http.Request) linker {
 	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); host == "" && ok {
 		host = local.String()
 	}
-	scheme := "http"
+	scheme := c.Scheme()
 	if !c.forwarded {
 		return linker{base: scheme + "://" + host}
 	}

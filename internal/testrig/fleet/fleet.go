@@ -176,7 +176,7 @@ func (f *Fleet) SecureNamespace(name, user, password string, acl []zk.ACL) error
 // Register writes c's registration in the given format with weight (ignored
 // by formats that cannot carry one) and returns the znode path.
 func (f *Fleet) Register(c *coordinator.Coordinator, format discovery.Format, weight int) (string, error) {
-	name, data, flags, err := Znode(format, discovery.Node{Addr: c.Addr(), Scheme: "http", Weight: weight, Version: "0.289"})
+	name, data, flags, err := Znode(format, discovery.Node{Addr: c.Addr(), Scheme: c.Scheme(), Weight: weight, Version: "0.289"})
 	if err != nil {
 		return "", err
 	}

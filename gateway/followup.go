@@ -44,7 +44,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, errBadToken, id, "zkpresto gateway: a routing token opens only the URIs of its query")
 		return
 	}
-	state, flavour := g.stateAndFlavour(r.Context(), base)
+	state, rc := g.stateOf(r.Context(), base)
 	if state == memberUnknown || state == memberGone {
 		g.stats.add("followup", http.StatusGone)
 		writeError(w, http.StatusGone, errCoordinatorGone, id,
@@ -64,17 +64,18 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, errGatewayName, id, "zkpresto gateway: "+r.Method+" is not a follow-up request")
 		return
 	}
-	g.forward(w, r, "followup", base+rest+queryPart(r), base, id, flavour, state == memberDeparted)
+	g.forward(w, r, "followup", base+rest+queryPart(r), base, id, rc, state == memberDeparted)
 }
 
-// forward sends r's method to target on the coordinator at base (a GET is
+// forward sends r's method to target on the coordinator at base, reached
+// through rc (a GET is
 // retried there on transport errors; a redirect is an error, except for a
 // spooled segment's download, whose redirect goes to the client) and
 // relays the answer. A failure is the coordinator's: counted against it,
 // and, for a coordinator that left discovery (departed), the end of it:
 // its tokens get 410 from then on.
-func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, base, id string, flavour Flavour, departed bool) {
-	out, err := http.NewRequestWithContext(withFlavour(r.Context(), flavour), r.Method, target, nil)
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, base, id string, rc reach, departed bool) {
+	out, err := http.NewRequestWithContext(withFlavour(r.Context(), rc.flavour), r.Method, target, nil)
 	if err != nil {
 		g.stats.add(kind, http.StatusBadRequest)
 		writeError(w, http.StatusBadRequest, errGatewayName, id, "zkpresto gateway: "+err.Error())
@@ -86,10 +87,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 		// A segment download may be redirected to object storage (Trino's
 		// coordinator_storage_redirect): the client follows that itself.
 		// Never a statement's request, so never one sent twice.
-		resp, err = g.transport.RoundTrip(out)
+		resp, err = rc.transport.RoundTrip(out)
 	} else {
 		var e protocol.Exchange
-		resp, err = protocol.FollowUp(g.transport, out, &e, nil)
+		resp, err = protocol.FollowUp(rc.transport, out, &e, nil)
 	}
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -187,19 +188,19 @@ func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, errQueryNotFound, id, "zkpresto gateway: no coordinator knows query "+id)
 		return
 	}
-	state, flavour := g.stateAndFlavour(r.Context(), base)
-	g.forward(w, r, "query", base+r.URL.EscapedPath(), base, id, flavour, state == memberDeparted)
+	state, rc := g.stateOf(r.Context(), base)
+	g.forward(w, r, "query", base+r.URL.EscapedPath(), base, id, rc, state == memberDeparted)
 }
 
 // findQuery asks every coordinator any group lists for query id, at once.
 func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
 	var bases []string
-	flavours := map[string]Flavour{}
+	reaches := map[string]reach{}
 	for _, rs := range g.snapshots(r.Context()) {
 		for i := range rs.snap.Nodes {
-			if b := g.baseOf(&rs.snap.Nodes[i]); !slices.Contains(bases, b) {
+			if b := rs.reach.base(&rs.snap.Nodes[i]); !slices.Contains(bases, b) {
 				bases = append(bases, b)
-				flavours[b] = rs.flavour
+				reaches[b] = rs.reach
 			}
 		}
 	}
@@ -212,13 +213,14 @@ func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
 	header := outboundHeader(r)
 	for _, base := range bases {
 		go func() {
-			req, err := http.NewRequestWithContext(withFlavour(ctx, flavours[base]), http.MethodGet, base+"/v1/query/"+url.PathEscape(id), nil)
+			rc := reaches[base]
+			req, err := http.NewRequestWithContext(withFlavour(ctx, rc.flavour), http.MethodGet, base+"/v1/query/"+url.PathEscape(id), nil)
 			if err != nil {
 				found <- ""
 				return
 			}
 			req.Header = header.Clone()
-			resp, err := g.transport.RoundTrip(req)
+			resp, err := rc.transport.RoundTrip(req)
 			if err != nil {
 				found <- ""
 				return

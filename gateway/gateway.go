@@ -72,15 +72,13 @@ type Config struct {
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
 // to the coordinators its Router picks. It is safe for concurrent use.
 type Gateway struct {
-	groups    atomic.Pointer[Groups]
-	transport http.RoundTripper
-	inline    *protocol.InlineTransport // the pool of transport, when the gateway made one
-	flavour   Flavour                   // the coordinators', unless their group says otherwise
-	tls       bool
-	keys      *token.Keys
-	public    *url.URL
-	log       *slog.Logger
-	started   time.Time
+	groups  atomic.Pointer[Groups]
+	reach   reach                     // the coordinators', unless their group has its own
+	inline  *protocol.InlineTransport // the pool of reach's transport, when the gateway made one
+	keys    *token.Keys
+	public  *url.URL
+	log     *slog.Logger
+	started time.Time
 
 	draining atomic.Bool
 	members  members
@@ -105,26 +103,14 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zkpresto: gateway: routing-token secret: %w", err)
 	}
-	g := &Gateway{tls: cfg.TLS, keys: keys, log: cfg.Logger, started: time.Now()}
+	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now()}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
-	}
-	g.transport = http.DefaultTransport
-	if cfg.Client != nil && cfg.Client.Transport != nil {
-		g.transport = cfg.Client.Transport
-	}
-	if t, ok := g.transport.(*http.Transport); ok {
-		// Each request the gateway serves makes one exchange with a
-		// coordinator: on the serving goroutine, not through two of the
-		// transport's own.
-		g.inline = protocol.NewInlineTransport(t)
-		g.transport = g.inline
 	}
 	if err := cfg.Flavour.valid(); err != nil {
 		return nil, err
 	}
-	g.flavour = cfg.Flavour
-	g.transport = flavourTransport{next: g.transport}
+	g.reach, g.inline = newReach(cfg.Client, cfg.TLS, cfg.Flavour)
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -166,9 +152,36 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// baseOf is the base URL the gateway reaches node at.
-func (g *Gateway) baseOf(node *discovery.Node) string {
-	if g.tls || node.Scheme == "https" {
+// reach is how the gateway reaches some coordinators: through which
+// transport, over https or as they registered, speaking which flavour.
+type reach struct {
+	transport http.RoundTripper // renames headers between flavours, then sends
+	tls       bool              // https whatever the registrations say
+	flavour   Flavour
+}
+
+// newReach returns the reach of coordinators that client (nil: Go's default
+// transport) sends to. An http.Transport is replaced by a pool of
+// connections used on the goroutine of the request, returned too for its
+// owner to close: each request the gateway serves makes one exchange with
+// a coordinator, which needs none of the two goroutines Go's transport
+// hands each exchange to.
+func newReach(client *http.Client, tls bool, flavour Flavour) (reach, *protocol.InlineTransport) {
+	var t http.RoundTripper = http.DefaultTransport
+	if client != nil && client.Transport != nil {
+		t = client.Transport
+	}
+	var inline *protocol.InlineTransport
+	if ht, ok := t.(*http.Transport); ok {
+		inline = protocol.NewInlineTransport(ht)
+		t = inline
+	}
+	return reach{transport: flavourTransport{next: t}, tls: tls, flavour: flavour}, inline
+}
+
+// base is the base URL node is reached at.
+func (rc reach) base(node *discovery.Node) string {
+	if rc.tls || node.Scheme == "https" {
 		return "https://" + node.Addr
 	}
 	return "http://" + node.Addr
@@ -227,16 +240,21 @@ func (g *Gateway) serveInfoState(w http.ResponseWriter, r *http.Request) {
 // forwarded while it answers (its running queries finish: a rolling
 // restart loses nothing); once it failed, it is gone for good, so that no
 // old token ever reaches an unrelated server that later listens there.
+//
+// A coordinator is reached as the group that listed it last reaches it
+// (its transport, TLS and flavour), also once that group is gone: a reload
+// that drops a group does not strand the queries running on its
+// coordinators.
 type members struct {
 	mu   sync.Mutex
 	gens map[*routing.Router]uint64 // the snapshot generation last read, per group
-	seen map[string]Flavour         // base URL → its flavour, when it was last listed
+	seen map[string]reach           // base URL → its group's reach, when it was last listed
 	gone map[string]bool
 }
 
 func (m *members) init() {
 	m.gens = map[*routing.Router]uint64{}
-	m.seen = map[string]Flavour{}
+	m.seen = map[string]reach{}
 	m.gone = map[string]bool{}
 }
 
@@ -250,15 +268,15 @@ const (
 	memberGone                        // left and failed since: refused
 )
 
-// stateAndFlavour returns base's state, reading the current snapshots (a
-// coordinator is listed when any group lists it), and the flavour of its
-// group when it was last listed.
-func (g *Gateway) stateAndFlavour(ctx context.Context, base string) (memberState, Flavour) {
+// stateOf returns base's state, reading the current snapshots (a
+// coordinator is listed when any group lists it), and how its group
+// reached it when it was last listed.
+func (g *Gateway) stateOf(ctx context.Context, base string) (memberState, reach) {
 	snaps := g.snapshots(ctx)
 	listed := false
 	for _, rs := range snaps {
 		for i := range rs.snap.Nodes {
-			if g.baseOf(&rs.snap.Nodes[i]) == base {
+			if rs.reach.base(&rs.snap.Nodes[i]) == base {
 				listed = true
 				break
 			}
@@ -274,23 +292,23 @@ func (g *Gateway) stateAndFlavour(ctx context.Context, base string) (memberState
 			continue
 		}
 		for i := range rs.snap.Nodes {
-			b := g.baseOf(&rs.snap.Nodes[i])
-			m.seen[b] = rs.flavour
+			b := rs.reach.base(&rs.snap.Nodes[i])
+			m.seen[b] = rs.reach
 			delete(m.gone, b) // listed again: a new registration
 		}
 	}
 	// Only the current groups' Routers: those of a replaced config go.
 	m.gens = gens
-	flavour, seen := m.seen[base]
+	rc, seen := m.seen[base]
 	switch {
 	case listed:
-		return memberListed, flavour
+		return memberListed, rc
 	case m.gone[base]:
-		return memberGone, flavour
+		return memberGone, rc
 	case seen:
-		return memberDeparted, flavour
+		return memberDeparted, rc
 	}
-	return memberUnknown, g.flavour
+	return memberUnknown, g.reach
 }
 
 // markGone records that a coordinator that left discovery failed.
@@ -300,12 +318,12 @@ func (g *Gateway) markGone(base string) {
 	g.members.gone[base] = true
 }
 
-// noteListed records that base, of a group of flavour, was listed when a
+// noteListed records that base, reached through rc, was listed when a
 // token was signed for it.
-func (g *Gateway) noteListed(base string, flavour Flavour) {
+func (g *Gateway) noteListed(base string, rc reach) {
 	g.members.mu.Lock()
 	defer g.members.mu.Unlock()
-	g.members.seen[base] = flavour
+	g.members.seen[base] = rc
 }
 
 // queryTable remembers which coordinator runs a query, from the answers

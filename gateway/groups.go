@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -30,6 +32,17 @@ type Group struct {
 	// Flavour is the header flavour the group's coordinators speak; empty
 	// means the gateway's (Config.Flavour).
 	Flavour Flavour
+	// Client, when set, sends the requests to the group's coordinators
+	// (its TLS settings and time limits); nil means the gateway's
+	// (Config.Client). Its redirect policy is not used.
+	Client *http.Client
+	// TLS makes the gateway talk https to the group's coordinators,
+	// whatever their registrations say (as Config.TLS does for all).
+	TLS bool
+
+	transport http.RoundTripper         // Client's, made ready by NewGroups
+	inline    *protocol.InlineTransport // transport's pool, when NewGroups made one
+	close     func() error              // closes Router and what it came with
 }
 
 // Selector sends the statements it matches to a group: every set field must
@@ -97,6 +110,10 @@ func NewGroups(groups []*Group, selectors []Selector, own bool) (*Groups, error)
 		}
 		gs.byName[gr.Name] = gr
 		total += gr.Weight
+		if gr.Client != nil && gr.transport == nil {
+			rc, inline := newReach(gr.Client, false, "")
+			gr.transport, gr.inline = rc.transport, inline
+		}
 	}
 	if total == 0 {
 		return nil, errors.New("zkpresto: gateway: every group has weight 0: statements no selector claims would have nowhere to go")
@@ -120,9 +137,22 @@ func (gs *Groups) Close() error {
 	}
 	var errs []error
 	for _, gr := range gs.groups {
-		errs = append(errs, gr.Router.Close())
+		errs = append(errs, gr.shut())
 	}
 	return errors.Join(errs...)
+}
+
+// shut closes gr's Router, with what it came with (a DSN's discovery), and
+// the idle connections of its transport, which stays usable: the queries
+// of the group's coordinators page on through it (see members).
+func (gr *Group) shut() error {
+	if gr.inline != nil {
+		gr.inline.CloseIdleConnections()
+	}
+	if gr.close != nil {
+		return gr.close()
+	}
+	return gr.Router.Close()
 }
 
 // release drops one reference; the last one closes the Routers.
@@ -198,24 +228,30 @@ func (g *Gateway) snapshots(ctx context.Context) []routerSnapshot {
 	out := make([]routerSnapshot, 0, len(gs.groups))
 	for _, gr := range gs.groups {
 		if snap, err := gr.Router.Snapshot(ctx); err == nil {
-			out = append(out, routerSnapshot{gr.Router, snap, g.flavourOf(gr)})
+			out = append(out, routerSnapshot{gr.Router, snap, g.reachOf(gr)})
 		}
 	}
 	return out
 }
 
 type routerSnapshot struct {
-	router  *routing.Router
-	snap    *discovery.Snapshot
-	flavour Flavour // the group's coordinators'
+	router *routing.Router
+	snap   *discovery.Snapshot
+	reach  reach // how the group's coordinators are reached
 }
 
-// flavourOf is the flavour of gr's coordinators.
-func (g *Gateway) flavourOf(gr *Group) Flavour {
-	if gr.Flavour != "" {
-		return gr.Flavour
+// reachOf is how the gateway reaches gr's coordinators: the group's
+// transport, TLS and flavour where it has them, else the gateway's.
+func (g *Gateway) reachOf(gr *Group) reach {
+	rc := g.reach
+	if gr.transport != nil {
+		rc.transport = gr.transport
 	}
-	return g.flavour
+	rc.tls = rc.tls || gr.TLS
+	if gr.Flavour != "" {
+		rc.flavour = gr.Flavour
+	}
+	return rc
 }
 
 // Open opens every group's discovery, for a health check, and returns an
@@ -241,7 +277,7 @@ func (g *Gateway) Open(ctx context.Context) error {
 func (g *Gateway) reportFailure(ctx context.Context, base string, err error) {
 	for _, rs := range g.snapshots(ctx) {
 		for i := range rs.snap.Nodes {
-			if g.baseOf(&rs.snap.Nodes[i]) == base {
+			if rs.reach.base(&rs.snap.Nodes[i]) == base {
 				rs.router.Health().Failure(hostOf(base), err)
 				break
 			}

@@ -61,7 +61,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	req, group, groups := g.route(header)
 	defer groups.release()
-	router, flavour := group.Router, g.flavourOf(group)
+	router, rc := group.Router, g.reachOf(group)
 	// The submission outlives the client's request: a client that goes
 	// away after the statement may have reached a coordinator must not
 	// leave it running unseen (its answer is awaited and the query
@@ -79,8 +79,8 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		if server.ClientGone(r) {
 			return routing.Abandoned, r.Context().Err() // nothing sent: nothing to cancel
 		}
-		base = g.baseOf(ra.Node)
-		attemptCtx, abort := context.WithCancel(withFlavour(ctx, flavour))
+		base = rc.base(ra.Node)
+		attemptCtx, abort := context.WithCancel(withFlavour(ctx, rc.flavour))
 		answered := false
 		defer func() {
 			if answered {
@@ -106,7 +106,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 			}
 		})
 		defer stop()
-		resp, err = protocol.Submit(g.transport, out, &e, nil)
+		resp, err = protocol.Submit(rc.transport, out, &e, nil)
 		switch {
 		case err == nil:
 			answered = true
@@ -131,11 +131,11 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer a.End(nil)
-	g.noteListed(base, flavour)
+	g.noteListed(base, rc)
 	if server.ClientGone(r) {
 		// The client went away while the coordinator answered: cancel
 		// what it accepted.
-		g.cancelAnswered(router, resp, base, flavour)
+		g.cancelAnswered(router, resp, base, rc)
 		return
 	}
 	written, err := g.relay(w, r, resp, base)
@@ -182,7 +182,7 @@ func (g *Gateway) submitFailed(w http.ResponseWriter, err error) {
 
 // pinnedNode is the coordinator of a transaction, while it may be used.
 func (g *Gateway) pinnedNode(ctx context.Context, base string) (*discovery.Node, error) {
-	switch state, _ := g.stateAndFlavour(ctx, base); state {
+	switch state, _ := g.stateOf(ctx, base); state {
 	case memberListed, memberDeparted:
 	default:
 		return nil, fmt.Errorf("zkpresto gateway: the transaction's coordinator %s is gone", base)
@@ -196,7 +196,7 @@ func (g *Gateway) pinnedNode(ctx context.Context, base string) (*discovery.Node,
 
 // cancelAnswered cancels, in the background, the query a coordinator
 // accepted for a client that is gone.
-func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, base string, flavour Flavour) {
+func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, base string, rc reach) {
 	defer resp.Body.Close()
 	var answer struct {
 		NextURI string `json:"nextUri"`
@@ -211,7 +211,7 @@ func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, ba
 	target, _ := url.Parse(base)
 	u.Scheme, u.Host = target.Scheme, target.Host
 	router.Go(func(<-chan struct{}) {
-		if err := protocol.CancelQuery(withFlavour(context.Background(), flavour), &http.Client{Transport: g.transport}, u); err != nil {
+		if err := protocol.CancelQuery(withFlavour(context.Background(), rc.flavour), &http.Client{Transport: rc.transport}, u); err != nil {
 			g.log.Debug("cancelling the query of a client that left failed", "node", target.Host, "err", err)
 		}
 	})
@@ -233,18 +233,18 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 	header := outboundHeader(r)
 	req, group, groups := g.route(header)
 	defer groups.release()
-	router := group.Router
+	router, rc := group.Router, g.reachOf(group)
 	var resp *http.Response
 	var base string
 	a, err := router.Run(r.Context(), req, nil, func(ra *routing.Attempt) (routing.Outcome, error) {
-		base = g.baseOf(ra.Node)
-		out, err := http.NewRequestWithContext(withFlavour(r.Context(), g.flavourOf(group)), http.MethodHead, base+"/v1/statement", nil)
+		base = rc.base(ra.Node)
+		out, err := http.NewRequestWithContext(withFlavour(r.Context(), rc.flavour), http.MethodHead, base+"/v1/statement", nil)
 		if err != nil {
 			return routing.Invalid, err
 		}
 		out.Header = header
 		var e protocol.Exchange
-		resp, err = protocol.FollowUp(g.transport, out, &e, nil)
+		resp, err = protocol.FollowUp(rc.transport, out, &e, nil)
 		switch {
 		case err == nil:
 			return routing.Answered, nil

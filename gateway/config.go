@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -36,7 +37,10 @@ type GroupSpec struct {
 	// Name is what selectors target.
 	Name string `json:"name"`
 	// Members are coordinator base URLs (http[s]://host:port), or exactly
-	// one ZooKeeper namespace, zk://host:port[,host:port...]/namespace.
+	// one ZooKeeper namespace, zk://host:port[,host:port...]/namespace, or
+	// exactly one driver DSN (presto:// or trino://, as zkpresto gateway
+	// --dsn takes it: discovery, ZooKeeper auth and TLS, strategy, health,
+	// TLS to the coordinators).
 	Members []string `json:"members"`
 	// Scheduler, an extension of ours, is the group's own scheduler (one
 	// of RouterConfig.Scheduler's names); empty means the config's.
@@ -138,11 +142,27 @@ func ParseRouterConfig(file string, data []byte, log *slog.Logger) (*RouterConfi
 			}
 		}
 		for j, m := range gr.Members {
-			if strings.HasPrefix(m, "zk://") && len(gr.Members) > 1 {
-				return nil, fail(fmt.Sprintf("%s.members[%d]", at, j), "a ZooKeeper namespace must be the group's only member")
-			}
-			if _, _, err := parseMember(m); err != nil {
+			mem, err := parseMember(m)
+			if err != nil {
 				return nil, fail(fmt.Sprintf("%s.members[%d]", at, j), "%v", err)
+			}
+			if mem.node != nil {
+				continue
+			}
+			what := "a ZooKeeper namespace"
+			if mem.dsn != nil {
+				what = "a DSN"
+			}
+			switch {
+			case len(gr.Members) > 1:
+				return nil, fail(fmt.Sprintf("%s.members[%d]", at, j), "%s must be the group's only member", what)
+			case gr.Weights != nil:
+				return nil, fail(at+".weights", "weights are for coordinator URLs: the coordinators of %s carry their own (a DSN may give its weights key)", what)
+			case mem.dsn == nil:
+			case gr.Scheduler != "":
+				return nil, fail(at+".scheduler", "a DSN's group picks with the DSN's strategy (zooKeeperStrategy, %s by default)", mem.dsn.Strategy)
+			case gr.Flavour != "" && gr.Flavour != FlavourFor(mem.dsn.Trino):
+				return nil, fail(at+".flavour", "%q, but the member is a %s:// DSN", gr.Flavour, FlavourFor(mem.dsn.Trino))
 			}
 		}
 		total += groupWeight(gr)
@@ -199,26 +219,41 @@ func jsonError(file string, data []byte, err error) error {
 	return fmt.Errorf("%s: %s%v", file, where, err)
 }
 
-// parseMember reads a member: a coordinator URL (a node) or a ZooKeeper
-// namespace (zk set).
-func parseMember(m string) (*discovery.Node, *discovery.ZooKeeperConfig, error) {
+// member is one entry of a group's members: a coordinator, a ZooKeeper
+// namespace or a driver DSN; one of the three is set.
+type member struct {
+	node *discovery.Node
+	zk   *discovery.ZooKeeperConfig
+	dsn  *driver.Config
+}
+
+// parseMember reads a member. Its errors never quote a DSN, which may hold
+// passwords: ParseDSN's name the key at fault.
+func parseMember(m string) (member, error) {
+	if isDSN(m) {
+		cfg, err := driver.ParseDSN(m)
+		if err != nil {
+			return member{}, errors.New(strings.TrimPrefix(err.Error(), "zkpresto: "))
+		}
+		return member{dsn: cfg}, nil
+	}
 	if rest, ok := strings.CutPrefix(m, "zk://"); ok {
 		// Not url.Parse: a host list with IPv6 addresses is no URL host.
 		hosts, ns, _ := strings.Cut(rest, "/")
 		ns = strings.Trim(ns, "/")
 		if hosts == "" || ns == "" || strings.ContainsAny(rest, "@?#") {
-			return nil, nil, fmt.Errorf("%q: want zk://host:port[,host:port...]/namespace", m)
+			return member{}, fmt.Errorf("%q: want zk://host:port[,host:port...]/namespace (a DSN for ZooKeeper auth or TLS)", m)
 		}
-		return nil, &discovery.ZooKeeperConfig{Servers: strings.Split(hosts, ","), Path: "/" + ns}, nil
+		return member{zk: &discovery.ZooKeeperConfig{Servers: strings.Split(hosts, ","), Path: "/" + ns}}, nil
 	}
 	u, err := url.Parse(m)
 	if err != nil {
-		return nil, nil, err
+		return member{}, err
 	}
 	switch u.Scheme {
 	case "http", "https":
 		if u.Host == "" || (u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" {
-			return nil, nil, fmt.Errorf("%q: want http[s]://host:port", m)
+			return member{}, fmt.Errorf("%q: want http[s]://host:port", m)
 		}
 		host := u.Host
 		if u.Port() == "" {
@@ -226,68 +261,49 @@ func parseMember(m string) (*discovery.Node, *discovery.ZooKeeperConfig, error) 
 		}
 		addr, err := discovery.CanonicalAddr(host)
 		if err != nil {
-			return nil, nil, err
+			return member{}, err
 		}
-		return &discovery.Node{Addr: addr, Scheme: u.Scheme, ID: addr, Weight: 1}, nil, nil
+		return member{node: &discovery.Node{Addr: addr, Scheme: u.Scheme, ID: addr, Weight: 1}}, nil
 	}
-	return nil, nil, fmt.Errorf("%q: want http[s]://host:port or zk://host:port/namespace", m)
+	return member{}, fmt.Errorf("%q: want http[s]://host:port, zk://host:port/namespace or a presto:// or trino:// DSN", m)
+}
+
+// isDSN reports whether m is written as a driver DSN: presto:// or
+// trino://, with or without jdbc: before it.
+func isDSN(m string) bool {
+	s := strings.ToLower(strings.TrimSpace(m))
+	s = strings.TrimPrefix(s, "jdbc:")
+	return strings.HasPrefix(s, "presto://") || strings.HasPrefix(s, "trino://")
 }
 
 // BuildOptions are what building groups needs besides the config.
 type BuildOptions struct {
-	// Routing is the template of every group's routing.Config (health,
-	// retries, checks); its discovery and strategy fields are set per group.
+	// Routing is the template of the routing.Config of every group whose
+	// member is not a DSN (health, retries, checks); its discovery and
+	// strategy fields are set per group. A DSN's group has the DSN's.
 	Routing routing.Config
 	// Logger receives the groups' logs; nil means none.
 	Logger *slog.Logger
 }
 
 // BuildGroups makes the groups of c: one Router per group, over its static
-// members (with their weights) or its ZooKeeper namespace. The Groups owns
-// the Routers. It does no network I/O.
+// members (with their weights), its ZooKeeper namespace, or its DSN (with
+// the DSN's discovery, health and TLS settings, and a transport of its
+// own). The Groups owns the Routers. It does no network I/O.
 func BuildGroups(c *RouterConfig, opts BuildOptions) (*Groups, error) {
-	name := schedulers[c.Scheduler]
 	var groups []*Group
 	closeAll := func() {
 		for _, gr := range groups {
-			_ = gr.Router.Close()
+			_ = gr.shut()
 		}
 	}
 	for _, spec := range c.Groups {
-		rc := opts.Routing
-		rc.Logger = opts.Logger
-		rc.StrategyName = name
-		if spec.Scheduler != "" {
-			rc.StrategyName = schedulers[spec.Scheduler]
-		}
-		rc.Strategy = nil
-		rc.ZooKeeper, rc.Discoverer = nil, nil
-		var nodes []discovery.Node
-		for j, m := range spec.Members {
-			node, zk, err := parseMember(m)
-			if err != nil {
-				closeAll()
-				return nil, fmt.Errorf("group %s: %w", spec.Name, err)
-			}
-			if zk != nil {
-				zk.Logger = opts.Logger
-				rc.ZooKeeper = zk
-				continue
-			}
-			if spec.Weights != nil {
-				node.Weight = spec.Weights[j]
-			}
-			nodes = append(nodes, *node)
-		}
-		if rc.ZooKeeper == nil {
-			rc.Discoverer = discovery.NewStatic("group "+spec.Name, nodes)
-		}
-		r, err := routing.New(rc)
+		gr, err := buildGroup(c, spec, opts)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("group %s: %w", spec.Name, err)
 		}
-		groups = append(groups, &Group{Name: spec.Name, Router: r, Weight: groupWeight(spec), Flavour: spec.Flavour})
+		groups = append(groups, gr)
 	}
 	var selectors []Selector
 	for _, s := range c.Selectors {
@@ -306,6 +322,57 @@ func BuildGroups(c *RouterConfig, opts BuildOptions) (*Groups, error) {
 		return nil, err
 	}
 	return gs, nil
+}
+
+// buildGroup makes the group spec describes; its members were checked by
+// ParseRouterConfig.
+func buildGroup(c *RouterConfig, spec GroupSpec, opts BuildOptions) (*Group, error) {
+	strategyName := schedulers[c.Scheduler]
+	if spec.Scheduler != "" {
+		strategyName = schedulers[spec.Scheduler]
+	}
+	gr := &Group{Name: spec.Name, Weight: groupWeight(spec), Flavour: spec.Flavour}
+	rc := opts.Routing
+	rc.Logger = opts.Logger
+	rc.StrategyName = strategyName
+	rc.Strategy = nil
+	rc.ZooKeeper, rc.Discoverer = nil, nil
+	var nodes []discovery.Node
+	for j, m := range spec.Members {
+		mem, err := parseMember(m)
+		switch {
+		case err != nil:
+			return nil, err
+		case mem.dsn != nil:
+			// Its strategy is the DSN's, as everything else it says.
+			rt, err := driver.OpenRouting(mem.dsn, driver.WithLogger(opts.Logger))
+			if err != nil {
+				return nil, errors.New(strings.TrimPrefix(err.Error(), "zkpresto: "))
+			}
+			gr.Router, gr.Client, gr.TLS, gr.close = rt.Router, rt.Client, rt.TLS, rt.Close
+			if gr.Flavour == "" {
+				gr.Flavour = FlavourFor(mem.dsn.Trino)
+			}
+			return gr, nil
+		case mem.zk != nil:
+			mem.zk.Logger = opts.Logger
+			rc.ZooKeeper = mem.zk
+		default:
+			if spec.Weights != nil {
+				mem.node.Weight = spec.Weights[j]
+			}
+			nodes = append(nodes, *mem.node)
+		}
+	}
+	if rc.ZooKeeper == nil {
+		rc.Discoverer = discovery.NewStatic("group "+spec.Name, nodes)
+	}
+	r, err := routing.New(rc)
+	if err != nil {
+		return nil, err
+	}
+	gr.Router = r
+	return gr, nil
 }
 
 // LoadConfig reads, checks and builds the groups of a router-config.json.

@@ -3,21 +3,27 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
 )
 
 // startCoordinators starts n coordinators, named c1..cn.
@@ -415,5 +421,203 @@ func TestGroupScheduler(t *testing.T) {
 	_, err := gateway.ParseRouterConfig("router-config.json", []byte(`{"groups": [{"name": "a", "members": ["http://c1:8080"], "scheduler": "LEAST_LOADED"}]}`), nil)
 	if err == nil || !strings.Contains(err.Error(), "groups[0].scheduler") {
 		t.Fatalf("error %v: want one naming groups[0].scheduler", err)
+	}
+}
+
+// zkSecret is the ZooKeeper password of the DSN member tests; it must
+// appear in no error, log line or status answer.
+const zkSecret = "zk-S3cret;pw&x"
+
+// dsnMemberFleet is a ZooKeeper with a TLS client port whose namespace
+// /secure only alice (zkSecret) may read, listing two Trino coordinators
+// that serve https with a certificate of a private CA.
+type dsnMemberFleet struct {
+	coords []*coordinator.Coordinator
+	dsn    string // the member DSN, with a poll strategy
+	noAuth string // the same without the ZooKeeper credentials
+}
+
+func startDSNMemberFleet(t *testing.T) *dsnMemberFleet {
+	t.Helper()
+	f, port := fleet.StartTLST(t, fleet.Options{})
+	if err := f.SecureNamespace("secure", "alice", zkSecret, zk.DigestACL(zk.PermAll, "alice", zkSecret)); err != nil {
+		t.Fatal(err)
+	}
+	certs, err := testtls.Generate(t.TempDir(), "coordinators")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(certs.ServerKeyStore, certs.ServerKeyStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &dsnMemberFleet{}
+	for i := range 2 {
+		c, err := coordinator.Start(coordinator.Options{
+			Name: fmt.Sprintf("s%d", i+1), Flavour: coordinator.Trino, BatchRows: 2,
+			TLS: &tls.Config{Certificates: []tls.Certificate{pair}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := f.Register(c, discovery.FormatZkpresto, 1); err != nil {
+			t.Fatal(err)
+		}
+		m.coords = append(m.coords, c)
+	}
+	zkTLS := ";zooKeeperSSLCAFile=" + port.Files.CAFile + ";zooKeeperSSLCertFile=" + port.Files.ClientCertFile +
+		";zooKeeperSSLKeyFile=" + port.Files.ClientKeyFile
+	base := "trino://" + port.Addr + "/;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=secure;zooKeeperConnectTimeout=3s" +
+		zkTLS + ";ssl_ca=" + certs.CAFile
+	m.dsn = base + ";zooKeeperAuth=digest:alice:" + url.QueryEscape(zkSecret) + ";zooKeeperStrategy=poll"
+	m.noAuth = base
+	return m
+}
+
+// A group whose member is a DSN: discovery through ZooKeeper over TLS with
+// credentials, https with a private CA to the coordinators, the DSN's
+// strategy and flavour. Its statements page to the end, a second replica
+// cancels one of them by query id through the group's transport, and a
+// query running while a reload drops the group finishes on it. No password
+// shows anywhere.
+func TestRouterConfigDSNMember(t *testing.T) {
+	m := startDSNMemberFleet(t)
+	plain := startCoordinators(t, 1)
+	var logs syncWriter
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	config := `{
+  "groups": [
+    {"name": "secure", "members": [` + strconv.Quote(m.dsn) + `], "weight": 0},
+    {"name": "plain", "members": ["` + plain[0].URL() + `"]}
+  ],
+  "selectors": [{"user": "alice", "targetGroup": "secure"}]
+}`
+	file := writeConfig(t, "", config)
+	gw, srv := configGateway(t, file, log)
+	_, other := configGateway(t, file, log)
+	alice := map[string]string{"X-Presto-User": "alice"}
+	for range 4 {
+		if n := runStatement(t, srv.URL, "SELECT * FROM rows(5)", alice, nil); n != 5 {
+			t.Fatalf("alice's statement returned %d rows, want 5", n)
+		}
+	}
+	if got := fmt.Sprint(statements(m.coords)); got != "[2 2]" {
+		t.Errorf("statements per coordinator of the DSN's namespace %s, want [2 2] (its poll strategy)", got)
+	}
+	for _, r := range m.coords[0].Requests() {
+		if r.User != "alice" || !r.Trino {
+			t.Errorf("a Trino coordinator read user %q (X-Trino-* %v): the trino:// DSN's flavour was not applied", r.User, r.Trino)
+		}
+	}
+	runStatement(t, srv.URL, "SELECT 1", nil, nil)
+	if n := plain[0].Statements(); n != 1 {
+		t.Errorf("the static group got %d statements, want 1", n)
+	}
+
+	// The other replica never saw the query: it asks every coordinator,
+	// over the group's https.
+	status, answer := submit(t, srv.URL, "alice", "etl")
+	id, _ := answer["id"].(string)
+	if status != http.StatusOK || id == "" {
+		t.Fatalf("submitting as alice: status %d, answer %v", status, answer)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, other.URL+"/v1/query/"+id, nil)
+	req.Header.Set("X-Presto-User", "alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("DELETE /v1/query/%s on the other replica: status %d", id, resp.StatusCode)
+	}
+	cancelled := false
+	for _, c := range m.coords {
+		for _, call := range c.Calls() {
+			cancelled = cancelled || (call.Method == http.MethodDelete && call.QueryID == id)
+		}
+	}
+	if !cancelled {
+		t.Errorf("no coordinator saw the cancel of %s", id)
+	}
+
+	// A reload that drops the group while one of its queries pages.
+	pages := 0
+	n := runStatement(t, srv.URL, "SELECT * FROM rows(8)", alice, func() {
+		if pages++; pages == 1 {
+			gs, err := gateway.LoadConfig(writeConfig(t, file, `{"groups": [{"name": "plain", "members": ["`+plain[0].URL()+`"]}]}`),
+				gateway.BuildOptions{Logger: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw.SetGroups(gs)
+		}
+	})
+	if n != 8 {
+		t.Errorf("the query running across the reload returned %d rows, want 8", n)
+	}
+	runStatement(t, srv.URL, "SELECT 1", alice, nil)
+	if n := plain[0].Statements(); n != 2 {
+		t.Errorf("after the reload the static group got %d statements, want 2", n)
+	}
+
+	// Without the credentials the group lists nothing, and says why.
+	writeConfig(t, file, `{"groups": [{"name": "secure", "members": [`+strconv.Quote(m.noAuth)+`]}]}`)
+	denied, _ := configGateway(t, file, log)
+	err = denied.Open(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "/secure") {
+		t.Errorf("a namespace the DSN may not read: Open gave %v, want an error naming /secure", err)
+	}
+	_, page := get(t, srv.URL+"/_zk/status.json")
+	for what, text := range map[string]string{"logs": logs.String(), "the status page": string(page)} {
+		if strings.Contains(text, zkSecret) || strings.Contains(text, url.QueryEscape(zkSecret)) {
+			t.Errorf("%s show the ZooKeeper password", what)
+		}
+	}
+}
+
+// What a group with a DSN member may not also say, and a DSN the driver
+// refuses: each error names the field, and none quotes the DSN.
+func TestParseRouterConfigDSNMember(t *testing.T) {
+	dsn := "trino://zk1:2181/;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=digest:alice:" + url.QueryEscape(zkSecret)
+	for _, tc := range []struct{ group, want string }{
+		{`"members": ["` + dsn + `", "http://c1:8080"]`, "groups[0].members[0]: a DSN must be the group's only member"},
+		{`"members": ["` + dsn + `"], "weights": [2]`, "groups[0].weights: weights are for coordinator URLs"},
+		{`"members": ["zk://zk1:2181/presto"], "weights": [2]`, "groups[0].weights: weights are for coordinator URLs"},
+		{`"members": ["` + dsn + `;zooKeeperStrategy=p2c"], "scheduler": "ROUND_ROBIN"`, "groups[0].scheduler: a DSN's group picks with the DSN's strategy"},
+		{`"members": ["` + dsn + `"], "flavour": "presto"`, `groups[0].flavour: "presto", but the member is a trino:// DSN`},
+		{`"members": ["` + dsn + `;zooKeeperStrategie=poll"]`, "groups[0].members[0]: dsn:"},
+		{`"members": ["` + strings.Replace(dsn, "serviceDiscoveryMode=zooKeeper", "serviceDiscoveryMode=consul", 1) + `"]`, "groups[0].members[0]: dsn:"},
+	} {
+		_, err := gateway.ParseRouterConfig("f.json", []byte(`{"groups": [{"name": "a", `+tc.group+`}]}`), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", tc.group, err, tc.want)
+			continue
+		}
+		if strings.Contains(err.Error(), url.QueryEscape(zkSecret)) || strings.Contains(err.Error(), zkSecret) {
+			t.Errorf("%s: the error %q shows the password", tc.group, err)
+		}
+	}
+	// A DSN's group picks with the DSN's strategy, not the config's
+	// scheduler, and its coordinators speak the DSN's flavour.
+	for _, tc := range []struct{ text, want string }{
+		{`{"groups": [{"name": "a", "members": ["` + dsn + `"]}], "scheduler": "ROUND_ROBIN"}`, "random"},
+		{`{"groups": [{"name": "a", "members": ["` + dsn + `;zooKeeperStrategy=p2c"]}], "scheduler": "ROUND_ROBIN"}`, "p2c"},
+		{`{"groups": [{"name": "a", "members": ["jdbc:` + dsn + `;serverSelectStrategy=poll"]}], "scheduler": "USER_HASH"}`, "poll"},
+	} {
+		c, err := gateway.ParseRouterConfig("f.json", []byte(tc.text), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.text, err)
+		}
+		gs, err := gateway.BuildGroups(c, gateway.BuildOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.text, err)
+		}
+		gr := gs.Groups()[0]
+		if got := gr.Router.StrategyName(); got != tc.want || gr.Flavour != gateway.Trino {
+			t.Errorf("%s: strategy %s, flavour %q; want %s, trino", tc.text, got, gr.Flavour, tc.want)
+		}
+		gs.Close()
 	}
 }

@@ -53,3 +53,33 @@ func ExampleNew() {
 	// 200 OK
 	// true
 }
+
+// A Presto Router config whose second group is a whole driver DSN: its
+// strategy, weights and scheme (the flavour its coordinators speak) are the
+// DSN's; the first group takes the config's scheduler.
+func ExampleBuildGroups() {
+	c, err := gateway.ParseRouterConfig("router-config.json", []byte(`{
+  "groups": [
+    {"name": "etl", "members": ["http://etl1:8080", "http://etl2:8080"], "weights": [1, 3]},
+    {"name": "bi", "members": ["trino://bi1:8080,bi2:8080/;zooKeeperStrategy=weighted_poll;weights=bi1:8080=2"]}
+  ],
+  "selectors": [{"source": "superset", "targetGroup": "bi"}],
+  "scheduler": "WEIGHTED_RANDOM_CHOICE"
+}`), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	groups, err := gateway.BuildGroups(c, gateway.BuildOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer groups.Close()
+	for _, gr := range groups.Groups() {
+		fmt.Printf("%s: %s, flavour %q\n", gr.Name, gr.Router.StrategyName(), gr.Flavour)
+	}
+	// Output:
+	// etl: weighted, flavour ""
+	// bi: weighted_poll, flavour "trino"
+}

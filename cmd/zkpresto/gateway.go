@@ -63,7 +63,8 @@ keys (the first signs, both verify, for rotation), one per line, from
 
 Instead of --dsn, --config reads Presto Router's router-config.json: groups
 of coordinators (a member may be a ZooKeeper namespace,
-zk://host:port[,host:port...]/namespace), first-match selectors on user,
+zk://host:port[,host:port...]/namespace, or a whole DSN for ZooKeeper auth,
+TLS and the rest of its keys), first-match selectors on user,
 source and client tags, the scheduler, and an optional weight per group for
 the statements no selector claims. It is reloaded on SIGHUP and when it
 changes; a file that fails to load keeps the config in use.
@@ -76,7 +77,7 @@ statements get 503 (retried elsewhere), running queries go on for up to
     --dsn 'presto://zk1:2181,zk2:2181/;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto;zooKeeperStrategy=p2c' \
     --secret-file /etc/zkpresto/gateway.key
 
-  # Presto Router's groups and selectors, a group's member may be zk://hosts/namespace:
+  # Presto Router's groups and selectors, a group's member may be zk://hosts/namespace or a DSN:
   zkpresto gateway --listen 0.0.0.0:8080 --config /etc/presto-router/router-config.json \
     --secret-file /etc/zkpresto/gateway.key
 

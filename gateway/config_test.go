@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -447,15 +446,14 @@ func startDSNMemberFleet(t *testing.T) *dsnMemberFleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair, err := tls.LoadX509KeyPair(certs.ServerKeyStore, certs.ServerKeyStore)
+	serve, err := certs.ServerTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := &dsnMemberFleet{}
 	for i := range 2 {
 		c, err := coordinator.Start(coordinator.Options{
-			Name: fmt.Sprintf("s%d", i+1), Flavour: coordinator.Trino, BatchRows: 2,
-			TLS: &tls.Config{Certificates: []tls.Certificate{pair}},
+			Name: fmt.Sprintf("s%d", i+1), Flavour: coordinator.Trino, BatchRows: 2, TLS: serve,
 		})
 		if err != nil {
 			t.Fatal(err)

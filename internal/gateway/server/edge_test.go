@@ -95,7 +95,7 @@ func tlsListener(t *testing.T) (net.Listener, *tls.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := tls.LoadX509KeyPair(files.ServerKeyStore, files.ServerKeyStore)
+	cfg, err := files.ServerTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,6 @@ func tlsListener(t *testing.T) (net.Listener, *tls.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}}
 	return tls.NewListener(ln, cfg), cfg
 }
 

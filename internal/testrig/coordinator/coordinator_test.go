@@ -2,8 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -11,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -858,21 +855,19 @@ func TestTLSServesHTTPSLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair, err := tls.LoadX509KeyPair(certs.ServerKeyStore, certs.ServerKeyStore)
+	serve, err := certs.ServerTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := start(t, Options{TLS: &tls.Config{Certificates: []tls.Certificate{pair}}})
+	c := start(t, Options{TLS: serve})
 	if !strings.HasPrefix(c.URL(), "https://") {
 		t.Fatalf("URL %s, want https://", c.URL())
 	}
-	pem, err := os.ReadFile(certs.CAFile)
+	trust, err := certs.ClientTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(pem)
-	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}
+	transport := &http.Transport{TLSClientConfig: trust}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport}
 	req, _ := http.NewRequest(http.MethodPost, c.URL()+"/v1/statement", strings.NewReader("SELECT 1"))

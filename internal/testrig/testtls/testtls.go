@@ -12,6 +12,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -116,6 +117,30 @@ func Generate(dir, name string) (*Files, error) {
 		}
 	}
 	return f, nil
+}
+
+// ServerTLS returns a TLS configuration that serves the server certificate
+// (for 127.0.0.1 and localhost), for a test server in Go.
+func (f *Files) ServerTLS() (*tls.Config, error) {
+	pair, err := tls.LoadX509KeyPair(f.ServerKeyStore, f.ServerKeyStore)
+	if err != nil {
+		return nil, fmt.Errorf("testtls: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}}, nil
+}
+
+// ClientTLS returns a TLS configuration that trusts the CA only, for a
+// test client in Go.
+func (f *Files) ClientTLS() (*tls.Config, error) {
+	pem, err := os.ReadFile(f.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("testtls: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("testtls: no certificate in %s", f.CAFile)
+	}
+	return &tls.Config{RootCAs: roots}, nil
 }
 
 // ServerConfig returns the zoo.cfg lines for a TLS client port on

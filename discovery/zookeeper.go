@@ -68,8 +68,9 @@ type ZooKeeperTLS struct {
 	ServerName string
 }
 
-// config loads the files into a tls.Config.
-func (t *ZooKeeperTLS) config() (*tls.Config, error) {
+// TLSConfig loads the files into a tls.Config, for any ZooKeeper client
+// of the same settings (the registrar's too).
+func (t *ZooKeeperTLS) TLSConfig() (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 	if t.CAFile != "" {
 		pemCerts, err := os.ReadFile(t.CAFile)
@@ -352,7 +353,7 @@ func (w *zkWatch) start(parent context.Context) (err error) {
 		},
 	}
 	if w.cfg.TLS != nil {
-		if zcfg.TLS, err = w.cfg.TLS.config(); err != nil {
+		if zcfg.TLS, err = w.cfg.TLS.TLSConfig(); err != nil {
 			return w.errorf("TLS: %w", err)
 		}
 	}

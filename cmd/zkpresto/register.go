@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/cli"
 	"github.com/zkpresto/zkpresto/metrics"
 	"github.com/zkpresto/zkpresto/registrar"
@@ -229,27 +229,13 @@ func (o registerOptions) tlsConfig() (*tls.Config, error) {
 	if !o.tls && o.tlsCA == "" && o.tlsCert == "" && o.tlsKey == "" && o.tlsServerName == "" {
 		return nil, nil
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.tlsServerName}
-	if o.tlsCA != "" {
-		pem, err := os.ReadFile(o.tlsCA)
-		if err != nil {
-			return nil, fmt.Errorf("--zookeeper-tls-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--zookeeper-tls-ca %s: no PEM certificate in it", o.tlsCA)
-		}
-		cfg.RootCAs = pool
-	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return nil, errors.New("--zookeeper-tls-cert and --zookeeper-tls-key go together")
 	}
-	if o.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
-		if err != nil {
-			return nil, fmt.Errorf("ZooKeeper client certificate: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
+	files := discovery.ZooKeeperTLS{CAFile: o.tlsCA, CertFile: o.tlsCert, KeyFile: o.tlsKey, ServerName: o.tlsServerName}
+	cfg, err := files.TLSConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--zookeeper-tls-ca, --zookeeper-tls-cert, --zookeeper-tls-key: %w", err)
 	}
 	return cfg, nil
 }

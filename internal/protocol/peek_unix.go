@@ -20,7 +20,7 @@ func peekIdle(fd uintptr) bool { return peekFD(fd) == PeekNothing }
 func peekFD(fd uintptr) PeekState {
 	var b [1]byte
 	for {
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		n, err := recvPeek(fd, b[:])
 		switch {
 		case err == syscall.EINTR:
 			continue

@@ -41,6 +41,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/zkpresto/zkpresto/internal/protocol"
 )
 
 // Server serves an http.Handler over HTTP/1.1. Set its fields before
@@ -99,7 +101,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		c := s.newConn(nc)
+		c := s.newConn(protocol.RawIO(nc))
 		if c == nil {
 			nc.Close()
 			return ErrServerClosed

@@ -181,6 +181,16 @@ func (r *Router) Snapshot(ctx context.Context) (*discovery.Snapshot, error) {
 	return d.Snapshot(), nil
 }
 
+// OpenSnapshot returns the coordinators discovery lists now, if discovery
+// is open; it never opens it, so it never waits. The snapshot is shared and
+// must not be modified.
+func (r *Router) OpenSnapshot() (*discovery.Snapshot, bool) {
+	if d := r.disc.Load(); d != nil {
+		return d.Snapshot(), true
+	}
+	return nil, false
+}
+
 // Pick returns the strategy's choice for req among the usable coordinators
 // that are not in tried. When every usable coordinator was tried, it tries
 // the listed ones that are not (an ejected coordinator may have recovered);

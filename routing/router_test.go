@@ -408,3 +408,19 @@ func nodesOf(addrs ...string) []discovery.Node {
 	}
 	return out
 }
+
+// OpenSnapshot never opens discovery: nothing before the first Open or
+// Pick, the listing after.
+func TestOpenSnapshotNeverOpens(t *testing.T) {
+	r := newRouter(t, routing.Config{Discoverer: discovery.NewStatic("static", nodesOf("a:1", "b:1"))})
+	if snap, open := r.OpenSnapshot(); open || snap != nil {
+		t.Fatalf("before Open: %v, %v; want nothing", snap, open)
+	}
+	if err := r.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	snap, open := r.OpenSnapshot()
+	if !open || len(snap.Nodes) != 2 {
+		t.Fatalf("after Open: %v, %v; want the two nodes", snap, open)
+	}
+}

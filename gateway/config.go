@@ -227,8 +227,9 @@ type member struct {
 	dsn  *driver.Config
 }
 
-// parseMember reads a member. Its errors never quote a DSN, which may hold
-// passwords: ParseDSN's name the key at fault.
+// parseMember reads a member. Its errors never quote the member, which may
+// be a mistyped DSN or a URL with a password in it: ParseDSN's name the key
+// at fault.
 func parseMember(m string) (member, error) {
 	if isDSN(m) {
 		cfg, err := driver.ParseDSN(m)
@@ -242,18 +243,19 @@ func parseMember(m string) (member, error) {
 		hosts, ns, _ := strings.Cut(rest, "/")
 		ns = strings.Trim(ns, "/")
 		if hosts == "" || ns == "" || strings.ContainsAny(rest, "@?#") {
-			return member{}, fmt.Errorf("%q: want zk://host:port[,host:port...]/namespace (a DSN for ZooKeeper auth or TLS)", m)
+			return member{}, errors.New("want zk://host:port[,host:port...]/namespace (a DSN for ZooKeeper auth or TLS)")
 		}
 		return member{zk: &discovery.ZooKeeperConfig{Servers: strings.Split(hosts, ","), Path: "/" + ns}}, nil
 	}
+	const want = "want http[s]://host:port, zk://host:port/namespace or a presto:// or trino:// DSN"
 	u, err := url.Parse(m)
 	if err != nil {
-		return member{}, err
+		return member{}, errors.New("malformed: " + want) // url.Parse's error quotes m
 	}
 	switch u.Scheme {
 	case "http", "https":
 		if u.Host == "" || (u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" {
-			return member{}, fmt.Errorf("%q: want http[s]://host:port", m)
+			return member{}, errors.New("want http[s]://host:port, with no user info, path or query")
 		}
 		host := u.Host
 		if u.Port() == "" {
@@ -265,7 +267,11 @@ func parseMember(m string) (member, error) {
 		}
 		return member{node: &discovery.Node{Addr: addr, Scheme: u.Scheme, ID: addr, Weight: 1}}, nil
 	}
-	return member{}, fmt.Errorf("%q: want http[s]://host:port, zk://host:port/namespace or a presto:// or trino:// DSN", m)
+	if len(u.Scheme) <= 16 {
+		// A scheme url.Parse accepted: letters, digits, "+-.", no password.
+		return member{}, fmt.Errorf("scheme %q: %s", u.Scheme, want)
+	}
+	return member{}, errors.New(want)
 }
 
 // isDSN reports whether m is written as a driver DSN: presto:// or
@@ -297,11 +303,11 @@ func BuildGroups(c *RouterConfig, opts BuildOptions) (*Groups, error) {
 			_ = gr.shut()
 		}
 	}
-	for _, spec := range c.Groups {
+	for i, spec := range c.Groups {
 		gr, err := buildGroup(c, spec, opts)
 		if err != nil {
 			closeAll()
-			return nil, fmt.Errorf("group %s: %w", spec.Name, err)
+			return nil, fmt.Errorf("groups[%d] (%s): %w", i, spec.Name, err)
 		}
 		groups = append(groups, gr)
 	}
@@ -385,7 +391,11 @@ func LoadConfig(file string, opts BuildOptions) (*Groups, error) {
 	if err != nil {
 		return nil, err
 	}
-	return BuildGroups(c, opts)
+	gs, err := BuildGroups(c, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return gs, nil
 }
 
 // ConfigPollInterval is how often WatchConfig looks at the file's

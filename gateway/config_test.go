@@ -81,6 +81,16 @@ func configGateway(t *testing.T, file string, log *slog.Logger) (*gateway.Gatewa
 // end, calling each after every page; it returns the number of rows.
 func runStatement(t *testing.T, base, sql string, header map[string]string, each func()) int {
 	t.Helper()
+	rows, err := statementRows(base, sql, header, each)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// statementRows is runStatement for any goroutine: an error instead of
+// failing the test.
+func statementRows(base, sql string, header map[string]string, each func()) (int, error) {
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/statement", strings.NewReader(sql))
 	req.Header.Set("X-Presto-User", "nobody")
 	for k, v := range header {
@@ -90,7 +100,7 @@ func runStatement(t *testing.T, base, sql string, header map[string]string, each
 	for {
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			t.Fatal(err)
+			return rows, err
 		}
 		var page struct {
 			NextURI string `json:"nextUri"`
@@ -101,14 +111,14 @@ func runStatement(t *testing.T, base, sql string, header map[string]string, each
 		err = json.NewDecoder(resp.Body).Decode(&page)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s: status %d, %v", sql, resp.StatusCode, err)
+			return rows, fmt.Errorf("%s: status %d, %v", sql, resp.StatusCode, err)
 		}
 		if page.Error != nil {
-			t.Fatalf("%s: %s", sql, page.Error.Message)
+			return rows, fmt.Errorf("%s: %s", sql, page.Error.Message)
 		}
 		rows += len(page.Data)
 		if page.NextURI == "" {
-			return rows
+			return rows, nil
 		}
 		if each != nil {
 			each()
@@ -617,5 +627,50 @@ func TestParseRouterConfigDSNMember(t *testing.T) {
 			t.Errorf("%s: strategy %s, flavour %q; want %s, trino", tc.text, got, gr.Flavour, tc.want)
 		}
 		gs.Close()
+	}
+}
+
+// A member that is almost a DSN (a typo in the scheme, a space, a missing
+// slash) or a URL with credentials: the error, which WatchConfig logs as
+// "router config not reloaded", never quotes it.
+func TestMemberErrorsHidePasswords(t *testing.T) {
+	const pw = "Hunter2pw"
+	for _, m := range []string{
+		"trno://zk1:2181/;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=digest:alice:" + pw,
+		"jdbc:trino:/zk1:2181/;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=digest:alice:" + pw,
+		"trino:zk1:2181/;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=digest:alice:" + pw,
+		"presto ://zk1:2181/;zooKeeperAuth=digest:alice:" + pw,
+		"prestodb://alice:" + pw + "@c1:8080/",
+		"jdbc:presto//zk1:2181/;zooKeeperAuth=digest:alice:" + pw,
+		"https://alice:" + pw + "@c1:8443",
+		"zk://digest:alice:" + pw + "@zk1:2181/presto",
+		"trino//zk1:2181/;password=" + pw + "%zz",
+		"presto://alice:" + pw + "@c1:8080/;zooKeeperStrategie=poll",
+	} {
+		_, err := gateway.ParseRouterConfig("f.json", []byte(`{"groups": [{"name": "a", "members": [`+strconv.Quote(m)+`]}]}`), nil)
+		if err == nil {
+			t.Errorf("%s: accepted", m)
+			continue
+		}
+		if !strings.Contains(err.Error(), "groups[0].members[0]") {
+			t.Errorf("%v: names no field", err)
+		}
+		if strings.Contains(err.Error(), pw) {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}
+
+// A DSN that parses but cannot be opened (a TLS file that is not there):
+// the error names the file, the group and the key's trouble, and the
+// config in use stays.
+func TestLoadConfigDSNThatCannotOpen(t *testing.T) {
+	file := writeConfig(t, "", `{"groups": [{"name": "secure", "members": ["presto://c1:8080/;ssl_ca=/nonexistent/ca.pem;password=`+url.QueryEscape(zkSecret)+`"]}]}`)
+	_, err := gateway.LoadConfig(file, gateway.BuildOptions{})
+	if err == nil || !strings.Contains(err.Error(), file+": groups[0] (secure): ") || !strings.Contains(err.Error(), "/nonexistent/ca.pem") {
+		t.Fatalf("LoadConfig: %v; want an error naming the file, groups[0] and the CA file", err)
+	}
+	if strings.Contains(err.Error(), zkSecret) || strings.Contains(err.Error(), url.QueryEscape(zkSecret)) {
+		t.Errorf("the error shows the password: %v", err)
 	}
 }

@@ -194,9 +194,16 @@ func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request) {
 
 // findQuery asks every coordinator any group lists for query id, at once.
 func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
+	ctx, cancel := context.WithTimeout(r.Context(), queryFanOutTimeout)
+	defer cancel()
+	// Groups not open yet are opened, but for half the time at most: a
+	// ZooKeeper that does not answer must leave time to ask the others.
+	opening, opened := context.WithTimeout(ctx, queryFanOutTimeout/2)
+	snaps := g.snapshots(opening, true)
+	opened()
 	var bases []string
 	reaches := map[string]reach{}
-	for _, rs := range g.snapshots(r.Context()) {
+	for _, rs := range snaps {
 		for i := range rs.snap.Nodes {
 			if b := rs.reach.base(&rs.snap.Nodes[i]); !slices.Contains(bases, b) {
 				bases = append(bases, b)
@@ -207,8 +214,6 @@ func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
 	if len(bases) == 0 {
 		return "", false
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), queryFanOutTimeout)
-	defer cancel()
 	found := make(chan string, len(bases))
 	header := outboundHeader(r)
 	for _, base := range bases {

@@ -73,8 +73,7 @@ type Config struct {
 // to the coordinators its Router picks. It is safe for concurrent use.
 type Gateway struct {
 	groups  atomic.Pointer[Groups]
-	reach   reach                     // the coordinators', unless their group has its own
-	inline  *protocol.InlineTransport // the pool of reach's transport, when the gateway made one
+	reach   reach // the coordinators', unless their group has its own
 	keys    *token.Keys
 	public  *url.URL
 	log     *slog.Logger
@@ -110,7 +109,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err := cfg.Flavour.valid(); err != nil {
 		return nil, err
 	}
-	g.reach, g.inline = newReach(cfg.Client, cfg.TLS, cfg.Flavour)
+	g.reach = newReach(cfg.Client, cfg.TLS, cfg.Flavour)
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -155,18 +154,19 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // reach is how the gateway reaches some coordinators: through which
 // transport, over https or as they registered, speaking which flavour.
 type reach struct {
-	transport http.RoundTripper // renames headers between flavours, then sends
-	tls       bool              // https whatever the registrations say
+	transport http.RoundTripper         // renames headers between flavours, then sends
+	inline    *protocol.InlineTransport // transport's pool, when made from an http.Transport
+	tls       bool                      // https whatever the registrations say
 	flavour   Flavour
 }
 
 // newReach returns the reach of coordinators that client (nil: Go's default
 // transport) sends to. An http.Transport is replaced by a pool of
-// connections used on the goroutine of the request, returned too for its
-// owner to close: each request the gateway serves makes one exchange with
-// a coordinator, which needs none of the two goroutines Go's transport
-// hands each exchange to.
-func newReach(client *http.Client, tls bool, flavour Flavour) (reach, *protocol.InlineTransport) {
+// connections used on the goroutine of the request (inline, for its owner
+// to close): each request the gateway serves makes one exchange with a
+// coordinator, which needs none of the two goroutines Go's transport hands
+// each exchange to.
+func newReach(client *http.Client, tls bool, flavour Flavour) reach {
 	var t http.RoundTripper = http.DefaultTransport
 	if client != nil && client.Transport != nil {
 		t = client.Transport
@@ -176,7 +176,7 @@ func newReach(client *http.Client, tls bool, flavour Flavour) (reach, *protocol.
 		inline = protocol.NewInlineTransport(ht)
 		t = inline
 	}
-	return reach{transport: flavourTransport{next: t}, tls: tls, flavour: flavour}, inline
+	return reach{transport: flavourTransport{next: t}, inline: inline, tls: tls, flavour: flavour}
 }
 
 // base is the base URL node is reached at.
@@ -200,11 +200,14 @@ func (g *Gateway) publicBase(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// hasCoordinators reports whether any group lists a coordinator.
+// hasCoordinators reports whether any group lists a coordinator: one that
+// is open, else, waiting for them, any.
 func (g *Gateway) hasCoordinators(ctx context.Context) bool {
-	for _, rs := range g.snapshots(ctx) {
-		if len(rs.snap.Nodes) > 0 {
-			return true
+	for _, wait := range []bool{false, true} {
+		for _, rs := range g.snapshots(ctx, wait) {
+			if len(rs.snap.Nodes) > 0 {
+				return true
+			}
 		}
 	}
 	return false
@@ -271,16 +274,18 @@ const (
 // stateOf returns base's state, reading the current snapshots (a
 // coordinator is listed when any group lists it), and how its group
 // reached it when it was last listed.
+//
+// Only groups whose discovery is open are read for a coordinator this
+// replica has seen listed (one listed by a group not open yet passes for
+// departed meanwhile, which is forwarded all the same): a group whose
+// ZooKeeper does not answer must not hold up the follow-ups of every
+// other group's queries. For one it has not seen, every group is asked.
 func (g *Gateway) stateOf(ctx context.Context, base string) (memberState, reach) {
-	snaps := g.snapshots(ctx)
-	listed := false
-	for _, rs := range snaps {
-		for i := range rs.snap.Nodes {
-			if rs.reach.base(&rs.snap.Nodes[i]) == base {
-				listed = true
-				break
-			}
-		}
+	snaps := g.snapshots(ctx, false)
+	listed := listedIn(snaps, base)
+	if !listed && !g.seen(base) {
+		snaps = g.snapshots(ctx, true)
+		listed = listedIn(snaps, base)
 	}
 	m := &g.members
 	m.mu.Lock()
@@ -309,6 +314,26 @@ func (g *Gateway) stateOf(ctx context.Context, base string) (memberState, reach)
 		return memberDeparted, rc
 	}
 	return memberUnknown, g.reach
+}
+
+// listedIn reports whether one of snaps lists base.
+func listedIn(snaps []routerSnapshot, base string) bool {
+	for _, rs := range snaps {
+		for i := range rs.snap.Nodes {
+			if rs.reach.base(&rs.snap.Nodes[i]) == base {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// seen reports whether base was listed once.
+func (g *Gateway) seen(base string) bool {
+	g.members.mu.Lock()
+	defer g.members.mu.Unlock()
+	_, ok := g.members.seen[base]
+	return ok
 }
 
 // markGone records that a coordinator that left discovery failed.

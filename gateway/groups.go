@@ -33,16 +33,15 @@ type Group struct {
 	// means the gateway's (Config.Flavour).
 	Flavour Flavour
 	// Client, when set, sends the requests to the group's coordinators
-	// (its TLS settings and time limits); nil means the gateway's
-	// (Config.Client). Its redirect policy is not used.
+	// through its Transport (TLS settings, dial and response limits); nil
+	// means the gateway's (Config.Client). Its Timeout, Jar and redirect
+	// policy are not used.
 	Client *http.Client
 	// TLS makes the gateway talk https to the group's coordinators,
 	// whatever their registrations say (as Config.TLS does for all).
 	TLS bool
 
-	transport http.RoundTripper         // Client's, made ready by NewGroups
-	inline    *protocol.InlineTransport // transport's pool, when NewGroups made one
-	close     func() error              // closes Router and what it came with
+	close func() error // closes Router and what it came with
 }
 
 // Selector sends the statements it matches to a group: every set field must
@@ -83,6 +82,10 @@ type Groups struct {
 	selectors []Selector
 	byName    map[string]*Group
 	owned     bool // close the Routers when retired
+	// transports are those of the groups with a Client, made by NewGroups
+	// (their transport and inline): kept here, not in the caller's Group,
+	// which may be in other Groups.
+	transports map[*Group]reach
 
 	// refs counts the gateway's own reference (until the swap) plus one
 	// per statement picking through these groups; at 0 the Routers close.
@@ -99,7 +102,7 @@ func NewGroups(groups []*Group, selectors []Selector, own bool) (*Groups, error)
 	if len(groups) == 0 {
 		return nil, errors.New("zkpresto: gateway: no groups")
 	}
-	gs := &Groups{groups: groups, selectors: selectors, byName: map[string]*Group{}, owned: own, current: make([]int, len(groups))}
+	gs := &Groups{groups: groups, selectors: selectors, byName: map[string]*Group{}, owned: own, current: make([]int, len(groups)), transports: map[*Group]reach{}}
 	total := 0
 	for _, gr := range groups {
 		if gr.Router == nil {
@@ -110,9 +113,8 @@ func NewGroups(groups []*Group, selectors []Selector, own bool) (*Groups, error)
 		}
 		gs.byName[gr.Name] = gr
 		total += gr.Weight
-		if gr.Client != nil && gr.transport == nil {
-			rc, inline := newReach(gr.Client, false, "")
-			gr.transport, gr.inline = rc.transport, inline
+		if gr.Client != nil {
+			gs.transports[gr] = newReach(gr.Client, false, "")
 		}
 	}
 	if total == 0 {
@@ -130,8 +132,16 @@ func NewGroups(groups []*Group, selectors []Selector, own bool) (*Groups, error)
 // Groups returns the groups, in their configured order.
 func (gs *Groups) Groups() []*Group { return gs.groups }
 
-// Close closes the Routers now, if the Groups owns them, whatever runs.
+// Close closes the Routers now, if the Groups owns them, whatever runs,
+// and the idle connections of the transports it made for its groups'
+// Clients, which stay usable: the queries of the groups' coordinators page
+// on through them (see members).
 func (gs *Groups) Close() error {
+	for _, t := range gs.transports {
+		if t.inline != nil {
+			t.inline.CloseIdleConnections()
+		}
+	}
 	if !gs.owned {
 		return nil
 	}
@@ -142,13 +152,8 @@ func (gs *Groups) Close() error {
 	return errors.Join(errs...)
 }
 
-// shut closes gr's Router, with what it came with (a DSN's discovery), and
-// the idle connections of its transport, which stays usable: the queries
-// of the group's coordinators page on through it (see members).
+// shut closes gr's Router, with what it came with (a DSN's discovery).
 func (gr *Group) shut() error {
-	if gr.inline != nil {
-		gr.inline.CloseIdleConnections()
-	}
 	if gr.close != nil {
 		return gr.close()
 	}
@@ -214,24 +219,52 @@ func (g *Gateway) SetGroups(gs *Groups) {
 // request still running after a drain's deadline gets an error from a
 // closed Router, not a crash.
 func (g *Gateway) Close() error {
-	if g.inline != nil {
-		g.inline.CloseIdleConnections()
+	// The gateway's pool, and those of groups a reload dropped, which
+	// follow-ups to their coordinators went on using.
+	pools := []*protocol.InlineTransport{g.reach.inline}
+	g.members.mu.Lock()
+	for _, rc := range g.members.seen {
+		if rc.inline != nil && !slices.Contains(pools, rc.inline) {
+			pools = append(pools, rc.inline)
+		}
+	}
+	g.members.mu.Unlock()
+	for _, p := range pools {
+		if p != nil {
+			p.CloseIdleConnections()
+		}
 	}
 	return g.groups.Load().Close()
 }
 
-// snapshots returns every group's current snapshot, with its Router; a
-// group whose discovery fails to open is left out.
-func (g *Gateway) snapshots(ctx context.Context) []routerSnapshot {
+// snapshots returns the current snapshot of every group whose discovery
+// is open, with its Router and reach. With wait set it also opens the
+// others, all at once, and waits for them; a group whose discovery fails to
+// open is left out. Without it, nothing waits: a group whose ZooKeeper does
+// not answer holds up no request of the others.
+func (g *Gateway) snapshots(ctx context.Context, wait bool) []routerSnapshot {
 	gs := g.acquire()
 	defer gs.release()
-	out := make([]routerSnapshot, 0, len(gs.groups))
-	for _, gr := range gs.groups {
-		if snap, err := gr.Router.Snapshot(ctx); err == nil {
-			out = append(out, routerSnapshot{gr.Router, snap, g.reachOf(gr)})
+	out := make([]routerSnapshot, len(gs.groups))
+	var opening sync.WaitGroup
+	for i, gr := range gs.groups {
+		if snap, open := gr.Router.OpenSnapshot(); open {
+			out[i] = routerSnapshot{gr.Router, snap, g.reachOf(gs, gr)}
+			continue
 		}
+		if !wait {
+			continue
+		}
+		opening.Add(1)
+		go func() {
+			defer opening.Done()
+			if snap, err := gr.Router.Snapshot(ctx); err == nil {
+				out[i] = routerSnapshot{gr.Router, snap, g.reachOf(gs, gr)}
+			}
+		}()
 	}
-	return out
+	opening.Wait()
+	return slices.DeleteFunc(out, func(rs routerSnapshot) bool { return rs.snap == nil })
 }
 
 type routerSnapshot struct {
@@ -240,12 +273,12 @@ type routerSnapshot struct {
 	reach  reach // how the group's coordinators are reached
 }
 
-// reachOf is how the gateway reaches gr's coordinators: the group's
+// reachOf is how the gateway reaches the coordinators of gr, of gs: the group's
 // transport, TLS and flavour where it has them, else the gateway's.
-func (g *Gateway) reachOf(gr *Group) reach {
+func (g *Gateway) reachOf(gs *Groups, gr *Group) reach {
 	rc := g.reach
-	if gr.transport != nil {
-		rc.transport = gr.transport
+	if t, ok := gs.transports[gr]; ok {
+		rc.transport, rc.inline = t.transport, t.inline
 	}
 	rc.tls = rc.tls || gr.TLS
 	if gr.Flavour != "" {
@@ -275,7 +308,7 @@ func (g *Gateway) Open(ctx context.Context) error {
 // reportFailure counts a coordinator's failure in every group's health
 // tracker (a coordinator may be in several groups).
 func (g *Gateway) reportFailure(ctx context.Context, base string, err error) {
-	for _, rs := range g.snapshots(ctx) {
+	for _, rs := range g.snapshots(ctx, false) { // a group not open has no health to tell
 		for i := range rs.snap.Nodes {
 			if rs.reach.base(&rs.snap.Nodes[i]) == base {
 				rs.router.Health().Failure(hostOf(base), err)

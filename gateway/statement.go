@@ -61,7 +61,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	req, group, groups := g.route(header)
 	defer groups.release()
-	router, rc := group.Router, g.reachOf(group)
+	router, rc := group.Router, g.reachOf(groups, group)
 	// The submission outlives the client's request: a client that goes
 	// away after the statement may have reached a coordinator must not
 	// leave it running unseen (its answer is awaited and the query
@@ -233,7 +233,7 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 	header := outboundHeader(r)
 	req, group, groups := g.route(header)
 	defer groups.release()
-	router, rc := group.Router, g.reachOf(group)
+	router, rc := group.Router, g.reachOf(groups, group)
 	var resp *http.Response
 	var base string
 	a, err := router.Run(r.Context(), req, nil, func(ra *routing.Attempt) (routing.Outcome, error) {

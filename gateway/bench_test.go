@@ -567,6 +567,54 @@ func BenchmarkGatewayRoundTrip(b *testing.B) {
 	}
 }
 
+// BenchmarkGatewayAddedLatency is the latency each proxy adds, every path
+// measured in the same moments: each iteration runs the small statement
+// once on every path, in an order that turns by one each time, so that
+// what the shared machine does meanwhile falls on all paths alike.
+// (BenchmarkGatewayRoundTrip measures one path after the other, and a
+// drift of the machine between two of them shows as latency one of them
+// added.) It reports each path's p50 (<path>-p50-ns), what it adds to
+// direct's (<path>-added-ns), and the gateway's added p50 over nginx's
+// (gateway-x-nginx).
+func BenchmarkGatewayAddedLatency(b *testing.B) {
+	rig := newBenchRig(b, coordinator.Options{})
+	clients := make([]*benchClient, len(paths))
+	durations := make([][]time.Duration, len(paths))
+	for i, path := range paths {
+		clients[i] = newBenchClient(4, true)
+		defer clients[i].close()
+		if _, err := clients[i].statement(rig.base(path), smallStatement); err != nil { // a warm connection
+			b.Fatal(err)
+		}
+	}
+	turn := 0
+	for b.Loop() {
+		for j := range paths {
+			i := (turn + j) % len(paths)
+			start := time.Now()
+			if _, err := clients[i].statement(rig.base(paths[i]), smallStatement); err != nil {
+				b.Fatalf("path %s: %v", paths[i], err)
+			}
+			durations[i] = append(durations[i], time.Since(start))
+		}
+		turn++
+	}
+	b.StopTimer()
+	p50 := make([]float64, len(paths))
+	for i, path := range paths {
+		slices.Sort(durations[i])
+		p50[i] = float64(durations[i][len(durations[i])/2].Nanoseconds())
+		b.ReportMetric(p50[i], path+"-p50-ns")
+		if i > 0 {
+			b.ReportMetric(p50[i]-p50[0], path+"-added-ns")
+		}
+	}
+	gw, ngx := slices.Index(paths, "gateway"), slices.Index(paths, "nginx")
+	if added := p50[ngx] - p50[0]; added > 0 {
+		b.ReportMetric((p50[gw]-p50[0])/added, "gateway-x-nginx")
+	}
+}
+
 func reportPercentiles(b *testing.B, d []time.Duration) {
 	if len(d) == 0 {
 		return

@@ -3,18 +3,15 @@ package gateway_test
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/deadpeer"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
-	"github.com/zkpresto/zkpresto/routing"
 )
 
 // countingTransport counts the requests it sends.
@@ -26,21 +23,6 @@ type countingTransport struct {
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return c.next.RoundTrip(r)
-}
-
-// staticRouter is a round-robin Router over addrs, closed at the end.
-func staticRouter(t *testing.T, addrs ...string) *routing.Router {
-	t.Helper()
-	nodes := make([]discovery.Node, len(addrs))
-	for i, a := range addrs {
-		nodes[i] = discovery.Node{Addr: a}
-	}
-	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("static:"+strings.Join(addrs, ","), nodes), StrategyName: "poll"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
 }
 
 // waitNoConns waits until c has no open connection, else fails.

@@ -56,6 +56,20 @@ func (s *gatewayServer) Close() {
 // Both close when the test ends.
 func staticGateway(t testing.TB, cfg gateway.Config, addrs ...string) (*gateway.Gateway, *routing.Router) {
 	t.Helper()
+	r := staticRouter(t, addrs...)
+	cfg.Router, cfg.Keys = r, testKeys
+	g, err := gateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g, r
+}
+
+// staticRouter is a round-robin Router over the coordinators at addrs,
+// closed when the test ends.
+func staticRouter(t testing.TB, addrs ...string) *routing.Router {
+	t.Helper()
 	nodes := make([]discovery.Node, len(addrs))
 	for i, a := range addrs {
 		nodes[i] = discovery.Node{Addr: a}
@@ -65,11 +79,5 @@ func staticGateway(t testing.TB, cfg gateway.Config, addrs ...string) (*gateway.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	cfg.Router, cfg.Keys = r, testKeys
-	g, err := gateway.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	return g, r
+	return r
 }

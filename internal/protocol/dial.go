@@ -118,11 +118,7 @@ type conn struct {
 	// the next write fails before anything is written and closes it.
 	retired atomic.Bool
 
-	// The peek, made once per connection so that a check allocates nothing.
-	raw      syscall.RawConn // nil when c.Conn has no file descriptor
-	peekMu   sync.Mutex
-	peekFunc func(fd uintptr)
-	peekOK   bool
+	peek *Peeker // nil when c.Conn has no file descriptor
 }
 
 func newConn(c net.Conn, writeTimeout time.Duration) *conn {
@@ -130,8 +126,7 @@ func newConn(c net.Conn, writeTimeout time.Duration) *conn {
 	w.heard.Store(now())
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
-			w.raw = raw
-			w.peekFunc = func(fd uintptr) { w.peekOK = peekIdle(fd) }
+			w.peek = NewPeeker(raw)
 		}
 	}
 	return w

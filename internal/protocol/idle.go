@@ -3,6 +3,7 @@ package protocol
 import (
 	"crypto/tls"
 	"net/http/httptrace"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -11,13 +12,7 @@ import (
 // closed it or sent bytes nobody asked for. It reports whether c was
 // retired. It allocates nothing.
 func (c *conn) checkIdle() bool {
-	if c.raw == nil {
-		return false
-	}
-	c.peekMu.Lock()
-	defer c.peekMu.Unlock()
-	c.peekOK = true
-	if err := c.raw.Control(c.peekFunc); err != nil || c.peekOK {
+	if c.peek == nil || c.peek.Peek() == PeekNothing {
 		return false
 	}
 	c.retired.Store(true)
@@ -78,15 +73,40 @@ const (
 
 // Peek looks at what waits on the connection behind raw, without
 // blocking, without taking its read lock and without consuming anything;
-// PeekNothing when it cannot look.
-func Peek(raw syscall.RawConn) PeekState {
-	state := PeekNothing
-	if err := raw.Control(func(fd uintptr) { state = peekFD(fd) }); err != nil {
-		return PeekNothing
-	}
-	return state
+// PeekNothing when it cannot look. A Peeker does the same without
+// allocating, for a connection looked at often.
+func Peek(raw syscall.RawConn) PeekState { return NewPeeker(raw).Peek() }
+
+// Peeker looks at one connection as Peek does, and allocates nothing to
+// do it: make one per connection. It is safe for concurrent use.
+type Peeker struct {
+	raw   syscall.RawConn
+	mu    sync.Mutex
+	state PeekState
+	look  func(fd uintptr) // made once: a closure made per call escapes
 }
 
-// peekRaw reports whether the connection behind raw looks usable; see
-// peekIdle.
+// NewPeeker returns a Peeker of the connection behind raw.
+func NewPeeker(raw syscall.RawConn) *Peeker {
+	p := &Peeker{raw: raw}
+	p.look = func(fd uintptr) { p.state = peekFD(fd) }
+	return p
+}
+
+// Peek looks at what waits on the connection; see Peek.
+func (p *Peeker) Peek() PeekState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state = PeekNothing
+	if err := p.raw.Control(p.look); err != nil {
+		return PeekNothing
+	}
+	return p.state
+}
+
+// peekRaw reports whether the idle connection behind raw looks usable:
+// nothing to read, no end of stream, no error. A FIN reads as 0 bytes, an
+// RST as ECONNRESET, and bytes on an idle HTTP/1 connection are an answer
+// nobody asked for (with TLS, most likely the close_notify alert that
+// precedes the FIN): the transport would discard such a connection too.
 func peekRaw(raw syscall.RawConn) bool { return Peek(raw) == PeekNothing }

@@ -251,6 +251,13 @@ func (t *InlineTransport) dial(ctx context.Context, key, scheme, addr string) (*
 		nc = tc
 	}
 	c := &inlineConn{key: key, conn: nc, raw: raw}
+	if sc, ok := raw.(syscall.Conn); ok {
+		if _, isConn := raw.(*conn); !isConn {
+			if rc, err := sc.SyscallConn(); err == nil {
+				c.peek = NewPeeker(rc)
+			}
+		}
+	}
 	c.br = bufio.NewReaderSize(nc, bufferSize(t.base.ReadBufferSize))
 	c.bw = bufio.NewWriterSize(countingWriter{nc, &c.written}, bufferSize(t.base.WriteBufferSize))
 	return c, nil
@@ -270,6 +277,7 @@ type inlineConn struct {
 	key       string
 	conn      net.Conn // what requests are written on (TLS, when https)
 	raw       net.Conn // the TCP connection under it
+	peek      *Peeker  // raw's, when raw is not the Dialer's (which peeks itself)
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
@@ -291,10 +299,8 @@ func (c *inlineConn) usable() bool {
 	if pc, ok := c.raw.(*conn); ok {
 		return !pc.checkIdle()
 	}
-	if sc, ok := c.raw.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			return peekRaw(raw)
-		}
+	if c.peek != nil {
+		return c.peek.Peek() == PeekNothing
 	}
 	return true
 }

@@ -38,7 +38,7 @@ func ClientGone(r *http.Request) bool {
 // WatchClient does nothing; nor for a request another server serves,
 // since net/http's server watches every request.
 func WatchClient(r *http.Request) {
-	if w, ok := r.Context().Value(responseKey{}).(*response); ok && w.c.raw == nil {
+	if w, ok := r.Context().Value(responseKey{}).(*response); ok && w.c.peek == nil {
 		w.c.watch.want(w)
 	}
 }
@@ -53,10 +53,10 @@ func (w *response) clientGone() bool {
 	if w.gone.Load() || w.ended.Load() {
 		return true // once the handler has returned, its request is over too
 	}
-	if c.raw == nil || c.buffered.Load() {
+	if c.peek == nil || c.buffered.Load() {
 		return false
 	}
-	if protocol.Peek(c.raw) == protocol.PeekClosed {
+	if c.peek.Peek() == protocol.PeekClosed {
 		w.markGone()
 		return true
 	}
@@ -70,14 +70,14 @@ func (w *response) markGone() {
 	w.cancel()
 }
 
-// rawConn is the socket under nc, for peeking; nil for TLS.
-func rawConn(nc any) syscall.RawConn {
+// peeker peeks at the socket under nc; nil for TLS.
+func peeker(nc any) *protocol.Peeker {
 	if _, ok := nc.(*tls.Conn); ok {
 		return nil
 	}
 	if sc, ok := nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
-			return raw
+			return protocol.NewPeeker(raw)
 		}
 	}
 	return nil

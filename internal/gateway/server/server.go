@@ -318,7 +318,7 @@ const (
 type conn struct {
 	srv   *Server
 	nc    net.Conn
-	raw   syscall.RawConn // the socket, to peek at; nil on TLS
+	peek  *protocol.Peeker // the socket, to peek at; nil on TLS
 	state atomic.Int32
 	since atomic.Int64 // when the state began, by now()
 	limit limitReader
@@ -370,7 +370,7 @@ func (c *conn) serve() {
 		}
 	}()
 	c.limit.r = c.nc
-	c.raw = rawConn(c.nc)
+	c.peek = peeker(c.nc)
 	c.br = bufio.NewReaderSize(&c.limit, 4<<10)
 	c.bw = bufio.NewWriterSize(c.nc, 4<<10)
 	var tlsState *tls.ConnectionState
@@ -530,17 +530,17 @@ func (c *conn) serveRequest(req *http.Request, tlsState *tls.ConnectionState) (k
 		cancel() // Close ran before current was set: it could not end this context
 	}
 	req = req.WithContext(ctx)
-	if c.raw == nil {
+	if c.peek == nil {
 		c.watch.begin(c, body.eof)
 	}
 	defer func() {
 		w.ended.Store(true)
-		if c.raw == nil {
+		if c.peek == nil {
 			c.watch.end()
 		}
 	}()
 	c.srv.Handler.ServeHTTP(w, req)
-	if c.raw == nil {
+	if c.peek == nil {
 		c.watch.end()
 	}
 	if w.gone.Load() {
@@ -592,7 +592,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	b.c.buffered.Store(b.c.br.Buffered() > 0 || b.c.limit.hasExtra)
 	if err == io.EOF {
 		b.eof = true
-		if b.c.raw == nil {
+		if b.c.peek == nil {
 			b.c.watch.bodyDone()
 		}
 	}

@@ -338,7 +338,11 @@ func (c *inlineConn) roundTrip(t *InlineTransport, req *http.Request) (*http.Res
 	}
 	// Request.Write calls the trace's WroteRequest once the request is in
 	// the buffer, before the flush, as Go's transport has it.
-	err := req.Write(c.bw)
+	var w io.Writer = c.bw
+	if req.ContentLength > 0 {
+		w = headWithBody{c.bw}
+	}
+	err := req.Write(w)
 	if err == nil {
 		err = c.bw.Flush()
 	}
@@ -372,6 +376,14 @@ func (c *inlineConn) roundTrip(t *InlineTransport, req *http.Request) (*http.Res
 	resp.Body = body
 	return resp, nil
 }
+
+// headWithBody is a request's buffer that Request.Write does not take
+// for a *bufio.Writer: so it does not flush the head by itself before a
+// body it does not know to be in memory (a gated submission's), and a body
+// of known length goes out with its head, in one write. A head sent alone
+// costs a system call, a packet, and a wake-up of the coordinator that
+// then waits for the body.
+type headWithBody struct{ *bufio.Writer }
 
 // inlineBody is the body of an answer on an inlineConn.
 type inlineBody struct {

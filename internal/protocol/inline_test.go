@@ -1514,3 +1514,59 @@ func startSlowBody(t *testing.T, ctx context.Context, tr *InlineTransport, uri s
 	}
 	return resp
 }
+
+// writeCounter counts the writes made on a connection.
+type writeCounter struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c writeCounter) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// A request whose body has a known length goes out with its head in one
+// write, also when the body is no reader Go knows to be in memory (as a
+// gated submission's is not): a head alone costs a packet and a wake-up of
+// the server, which then waits for the body. A body of unknown length is
+// sent as Go sends it, chunked, after its head.
+func TestInlineWritesHeadAndBodyAtOnce(t *testing.T) {
+	noLeaks(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%d:%s", r.ContentLength, b)
+	}))
+	defer srv.Close()
+	var writes atomic.Int64
+	base := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return writeCounter{c, &writes}, nil
+	}}
+	tr := NewInlineTransport(base)
+	defer tr.CloseIdleConnections()
+	for _, tc := range []struct {
+		length      int64
+		wantWrites  int64
+		wantAnswer  string
+		description string
+	}{
+		{22, 1, "22:SELECT * FROM rows(10)", "a body of known length"},
+		{-1, 3, "-1:SELECT * FROM rows(10)", "a body of unknown length (head, chunk, end)"},
+	} {
+		writes.Store(0)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/statement", &trackedBody{Reader: strings.NewReader("SELECT * FROM rows(10)")})
+		req.ContentLength = tc.length
+		status, answer, err := exchange(tr, req)
+		if err != nil || status != http.StatusOK || answer != tc.wantAnswer {
+			t.Fatalf("%s: %d %q, %v; want 200 %q", tc.description, status, answer, err, tc.wantAnswer)
+		}
+		if n := writes.Load(); n != tc.wantWrites {
+			t.Errorf("%s: %d writes, want %d", tc.description, n, tc.wantWrites)
+		}
+	}
+}

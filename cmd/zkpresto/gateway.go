@@ -227,7 +227,7 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 			ln.Close()
 			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
 	}
 	scheme := "http"
 	if o.tlsCert != "" {

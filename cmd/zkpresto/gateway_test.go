@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +15,7 @@ import (
 	_ "github.com/prestodb/presto-go-client/v2"
 
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
 )
 
 const gatewayTestSecret = "k1:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"
@@ -166,5 +169,72 @@ func TestGatewayCommandRouterConfig(t *testing.T) {
 	}
 	if err := gw.stop(t); err != nil {
 		t.Fatalf("gateway exited with %v", err)
+	}
+}
+
+// --tls-cert and --tls-key: the gateway serves https, and the URIs it
+// hands out say https too.
+func TestGatewayCommandTLS(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{BatchRows: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "gateway.key")
+	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	certs, err := testtls.Generate(dir, "gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret,
+		"--tls-cert", certs.ServerKeyStore, "--tls-key", certs.ServerKeyStore,
+		"--dsn", "presto://"+c.Addr()+"/")
+	defer gw.stop(t)
+	var addr string
+	eventually(t, "the gateway to announce its address", func() bool {
+		m := regexp.MustCompile(`on https://(127\.0\.0\.1:\d+)`).FindStringSubmatch(gw.out.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+	trust, err := certs.ClientTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport := &http.Transport{TLSClientConfig: trust}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport, Timeout: 10 * time.Second}
+	req, _ := http.NewRequest(http.MethodPost, "https://"+addr+"/v1/statement", strings.NewReader("SELECT * FROM rows(7)"))
+	rows := 0
+	for {
+		req.Header.Set("X-Presto-User", "alice")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			NextURI string  `json:"nextUri"`
+			Data    [][]any `json:"data"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d, %v", resp.StatusCode, err)
+		}
+		rows += len(page.Data)
+		if page.NextURI == "" {
+			break
+		}
+		if !strings.HasPrefix(page.NextURI, "https://"+addr+"/") {
+			t.Fatalf("nextUri %s is not on https://%s", page.NextURI, addr)
+		}
+		req, _ = http.NewRequest(http.MethodGet, page.NextURI, nil)
+	}
+	if rows != 7 {
+		t.Fatalf("%d rows over https, want 7", rows)
 	}
 }

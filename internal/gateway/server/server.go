@@ -62,6 +62,10 @@ type Server struct {
 	// Logger gets the handlers' panics and the connections' errors that
 	// no client sees; nil means slog.Default().
 	Logger *slog.Logger
+	// TLSConfig, when set, makes Serve speak TLS with it on every
+	// connection it accepts, over the socket made raw (protocol.RawIO),
+	// which a TLS listener handed to Serve would hide from it.
+	TLSConfig *tls.Config
 
 	mu         sync.Mutex
 	listeners  map[*net.Listener]struct{}
@@ -101,7 +105,11 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		c := s.newConn(protocol.RawIO(nc))
+		nc = protocol.RawIO(nc)
+		if s.TLSConfig != nil {
+			nc = tls.Server(nc, s.TLSConfig)
+		}
+		c := s.newConn(nc)
 		if c == nil {
 			nc.Close()
 			return ErrServerClosed

@@ -471,9 +471,19 @@ func TestWriteFailureEndsTheContext(t *testing.T) {
 }
 
 // On TLS, WatchClient ends the context when the client closes, and the
-// handler sees the connection's TLS state.
+// handler sees the connection's TLS state: with a TLS listener, and with
+// Server.TLSConfig.
 func TestTLSWatch(t *testing.T) {
-	ln, _ := tlsListener(t)
+	tlsLn, cfg := tlsListener(t)
+	t.Run("listener", func(t *testing.T) { testTLSWatch(t, tlsLn, nil) })
+	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("TLSConfig", func(t *testing.T) { testTLSWatch(t, plain, cfg) })
+}
+
+func testTLSWatch(t *testing.T, ln net.Listener, cfg *tls.Config) {
 	ended := make(chan bool, 1)
 	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS == nil {
@@ -488,7 +498,7 @@ func TestTLSWatch(t *testing.T) {
 			ended <- false
 		}
 		w.Write(b)
-	}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TLSConfig: cfg}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
 	defer func() { s.Close(); <-done }()

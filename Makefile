@@ -72,6 +72,8 @@ bench:
 	$(GO) run $(BENCHSTAT) -col /scheme bench-discovery.txt
 	$(GO) run ./cmd/zkpresto-lab simulate --markdown --svg docs/loadsim-p99.svg
 	bash scripts/install-nginx.sh
+	$(GO) test -run '^$$' -bench '^BenchmarkGatewayAddedLatency$$' -benchtime 1000x -count $(BENCHCOUNT) ./gateway/ | tee bench-gateway-added.txt
+	$(GO) run $(BENCHSTAT) bench-gateway-added.txt
 	$(GO) test -run '^$$' -bench '^BenchmarkGateway(RoundTrip|Throughput)$$' -benchtime 1000x -count $(BENCHCOUNT) ./gateway/ | tee bench-gateway.txt
 	$(GO) run $(BENCHSTAT) -col /path bench-gateway.txt
 	$(GO) test -run '^$$' -bench '^BenchmarkGatewayStream$$' -benchtime 20x -count $(BENCHCOUNT) ./gateway/ | tee bench-gateway-stream.txt

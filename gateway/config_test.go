@@ -674,3 +674,20 @@ func TestLoadConfigDSNThatCannotOpen(t *testing.T) {
 		t.Errorf("the error shows the password: %v", err)
 	}
 }
+
+// A DSN's Presto user, catalog, schema, source and session properties are
+// the driver's: the gateway passes each client's own.
+func TestDSNMemberSessionKeysAreNotUsed(t *testing.T) {
+	cs := startCoordinators(t, 1)
+	file := writeConfig(t, "", `{"groups": [{"name": "d", "members": ["presto://bob@`+cs[0].Addr()+`/tpch/tiny?source=from-dsn&query_max_run_time=1m"]}]}`)
+	_, srv := configGateway(t, file, nil)
+	runStatement(t, srv.URL, "SELECT 1", map[string]string{"X-Presto-User": "alice", "X-Presto-Catalog": "hive", "X-Presto-Source": "bi"}, nil)
+	reqs := cs[0].Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d statements reached the coordinator, want 1", len(reqs))
+	}
+	if r := reqs[0]; r.User != "alice" || r.Catalog != "hive" || r.Schema != "" || r.Source != "bi" || len(r.SessionProperties) != 0 {
+		t.Errorf("the coordinator read user %q, catalog %q, schema %q, source %q, session %v; want the client's alone",
+			r.User, r.Catalog, r.Schema, r.Source, r.SessionProperties)
+	}
+}

@@ -34,14 +34,7 @@ func TestGatewayCommandServesAndDrains(t *testing.T) {
 	}
 	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret,
 		"--dsn", "presto://"+c.Addr()+"/;zooKeeperStrategy=poll")
-	var addr string
-	eventually(t, "the gateway to announce its address", func() bool {
-		m := regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)`).FindStringSubmatch(gw.out.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return addr != ""
-	})
+	addr := announcedAddr(t, gw, "http")
 	db, err := sql.Open("presto", "presto://alice@"+addr+"/hive")
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +113,6 @@ func TestGatewayCommandRouterConfig(t *testing.T) {
 	write(cs[0], "")
 	t.Setenv("ZKPRESTO_DSN", "presto://ignored:8080/")
 	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--config", config)
-	var addr string
 	t.Cleanup(func() {
 		if t.Failed() {
 			select {
@@ -132,13 +124,7 @@ func TestGatewayCommandRouterConfig(t *testing.T) {
 			t.Logf("gateway log:\n%s%s", gw.out.String(), gw.errOut.String())
 		}
 	})
-	eventually(t, "the gateway to announce its address", func() bool {
-		m := regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)`).FindStringSubmatch(gw.out.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return addr != ""
-	})
+	addr := announcedAddr(t, gw, "http")
 	query := func() string {
 		t.Helper()
 		db, err := sql.Open("presto", "presto://alice@"+addr+"/hive")
@@ -193,14 +179,7 @@ func TestGatewayCommandTLS(t *testing.T) {
 		"--tls-cert", certs.ServerKeyStore, "--tls-key", certs.ServerKeyStore,
 		"--dsn", "presto://"+c.Addr()+"/")
 	defer gw.stop(t)
-	var addr string
-	eventually(t, "the gateway to announce its address", func() bool {
-		m := regexp.MustCompile(`on https://(127\.0\.0\.1:\d+)`).FindStringSubmatch(gw.out.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return addr != ""
-	})
+	addr := announcedAddr(t, gw, "https")
 	trust, err := certs.ClientTLS()
 	if err != nil {
 		t.Fatal(err)
@@ -237,4 +216,19 @@ func TestGatewayCommandTLS(t *testing.T) {
 	if rows != 7 {
 		t.Fatalf("%d rows over https, want 7", rows)
 	}
+}
+
+// announcedAddr waits for the gateway to print that it serves scheme on a
+// loopback address, and returns the address.
+func announcedAddr(t *testing.T, gw *running, scheme string) string {
+	t.Helper()
+	var addr string
+	eventually(t, "the gateway to announce its address", func() bool {
+		m := regexp.MustCompile(`on ` + scheme + `://(127\.0\.0\.1:\d+)`).FindStringSubmatch(gw.out.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+	return addr
 }

@@ -155,6 +155,16 @@ func TestDialerResponseTimeout(t *testing.T) {
 // and the server's end of it.
 func loopbackPair(t *testing.T) (*conn, *net.TCPConn) {
 	t.Helper()
+	c, server := dialPair(t, func(addr string) (net.Conn, error) {
+		return (&Dialer{Timeout: time.Second}).DialContext(context.Background(), "tcp", addr)
+	})
+	return c.(*conn), server
+}
+
+// dialPair returns the connection dial makes to a loopback listener and
+// the server's end of it, both closed when the test ends.
+func dialPair(t *testing.T, dial func(addr string) (net.Conn, error)) (net.Conn, *net.TCPConn) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +175,7 @@ func loopbackPair(t *testing.T) (*conn, *net.TCPConn) {
 		c, _ := l.Accept()
 		accepted <- c
 	}()
-	c, err := (&Dialer{Timeout: time.Second}).DialContext(context.Background(), "tcp", l.Addr().String())
+	c, err := dial(l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +184,7 @@ func loopbackPair(t *testing.T) (*conn, *net.TCPConn) {
 		t.Fatal("accept failed")
 	}
 	t.Cleanup(func() { c.Close(); server.Close() })
-	return c.(*conn), server.(*net.TCPConn)
+	return c, server.(*net.TCPConn)
 }
 
 // retiredSoon reports whether checkIdle retires c within a second: the

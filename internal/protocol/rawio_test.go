@@ -16,27 +16,13 @@ import (
 // rawPair returns a loopback TCP connection through RawIO and its peer.
 func rawPair(t *testing.T) (net.Conn, *net.TCPConn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer := <-accepted
-	if peer == nil {
-		t.Fatal("accept failed")
-	}
-	rc := RawIO(c)
-	t.Cleanup(func() { rc.Close(); peer.Close() })
-	return rc, peer.(*net.TCPConn)
+	return dialPair(t, func(addr string) (net.Conn, error) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return RawIO(c), nil
+	})
 }
 
 // What RawIO returns behaves as a net.Conn does: bytes both ways, however

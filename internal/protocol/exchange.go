@@ -131,6 +131,13 @@ func (e *Exchange) GateBody(req *http.Request) {
 			if err != nil {
 				return nil, err
 			}
+			// A transport sends a request that is not idempotent again
+			// only when nothing of its first try was written: the last
+			// bytes that try read reached no coordinator, and the caller
+			// may again abort until the new try's are.
+			if !idempotent(req) {
+				e.gate.CompareAndSwap(gateReleased, gateOpen)
+			}
 			return &gatedBody{ReadCloser: body, e: e, length: req.ContentLength}, nil
 		}
 	}

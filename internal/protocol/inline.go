@@ -385,6 +385,19 @@ func (c *inlineConn) roundTrip(t *InlineTransport, req *http.Request) (*http.Res
 // then waits for the body.
 type headWithBody struct{ *bufio.Writer }
 
+// ReadFrom copies the body (Request.Write hands a body of known length to
+// its writer's ReadFrom) and flushes head and body together, inside
+// Request.Write: a write that fails then fails Request.Write, before its
+// WroteRequest hook, as the head's own flush did, so that a request of
+// which nothing reached the connection is not taken for written.
+func (w headWithBody) ReadFrom(r io.Reader) (int64, error) {
+	n, err := w.Writer.ReadFrom(r)
+	if err == nil {
+		err = w.Writer.Flush()
+	}
+	return n, err
+}
+
 // inlineBody is the body of an answer on an inlineConn.
 type inlineBody struct {
 	t        *InlineTransport

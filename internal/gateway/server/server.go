@@ -272,7 +272,7 @@ func (s *Server) closeAll() {
 	defer s.mu.Unlock()
 	for c := range s.conns {
 		c.state.Store(int32(stateClosed))
-		c.nc.Close()
+		c.closeNow()
 		if w := c.current.Load(); w != nil {
 			w.cancel()
 		}
@@ -349,10 +349,22 @@ type conn struct {
 // closeIf closes the connection if it is in state from.
 func (c *conn) closeIf(from connState) bool {
 	if c.state.CompareAndSwap(int32(from), int32(stateClosed)) {
-		c.nc.Close()
+		c.closeNow()
 		return true
 	}
 	return false
+}
+
+// closeNow closes the connection at once, as the server's limits and
+// Close do (under s.mu): on TLS the socket under it, since tls.Conn.Close
+// first writes a close_notify, which waits up to 5 s for a client that
+// reads nothing.
+func (c *conn) closeNow() {
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		tc.NetConn().Close()
+		return
+	}
+	c.nc.Close()
 }
 
 // enter moves the connection from one state to another; false means it

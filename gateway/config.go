@@ -398,12 +398,12 @@ func LoadConfig(file string, opts BuildOptions) (*Groups, error) {
 	return gs, nil
 }
 
-// ConfigPollInterval is how often WatchConfig looks at the file's
-// modification time and size.
+// ConfigPollInterval is how often WatchConfig looks at the file.
 const ConfigPollInterval = 2 * time.Second
 
 // WatchConfig reloads gw's groups from file when hup delivers (SIGHUP) or
-// the file's modification time or size changes, until ctx is done. A file
+// the file changes (another file renamed in, or its modification time or
+// size), until ctx is done. A file
 // that fails to load keeps the groups in use, and the reason is logged.
 // Statements already routed are not affected: they keep the Router they
 // started with, which closes when the last of them is done.
@@ -415,14 +415,20 @@ func WatchConfig(ctx context.Context, gw *Gateway, file string, opts BuildOption
 	if interval <= 0 {
 		interval = ConfigPollInterval
 	}
-	stamp := func() (time.Time, int64) {
-		fi, err := os.Stat(file)
-		if err != nil {
-			return time.Time{}, -1
-		}
-		return fi.ModTime(), fi.Size()
+	stamp := func() os.FileInfo {
+		fi, _ := os.Stat(file)
+		return fi
 	}
-	mtime, size := stamp()
+	// A file renamed in is another file, whatever its time and size: a
+	// modification time is only as fine as the kernel's clock tick, and two
+	// configs of the same size written within one tick look alike.
+	same := func(a, b os.FileInfo) bool {
+		if a == nil || b == nil {
+			return a == nil && b == nil
+		}
+		return os.SameFile(a, b) && a.ModTime().Equal(b.ModTime()) && a.Size() == b.Size()
+	}
+	last := stamp()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -433,12 +439,11 @@ func WatchConfig(ctx context.Context, gw *Gateway, file string, opts BuildOption
 		case <-hup:
 			why = "SIGHUP"
 		case <-tick.C:
-			m, s := stamp()
-			if m.Equal(mtime) && s == size {
+			if same(stamp(), last) {
 				continue
 			}
 		}
-		mtime, size = stamp()
+		last = stamp()
 		gs, err := LoadConfig(file, opts)
 		if err != nil {
 			log.Error("router config not reloaded; the previous one stays in use", "file", file, "reason", why, "err", err)

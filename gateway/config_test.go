@@ -23,6 +23,7 @@ import (
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
 	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
 // startCoordinators starts n coordinators, named c1..cn.
@@ -689,5 +690,49 @@ func TestDSNMemberSessionKeysAreNotUsed(t *testing.T) {
 	if r := reqs[0]; r.User != "alice" || r.Catalog != "hive" || r.Schema != "" || r.Source != "bi" || len(r.SessionProperties) != 0 {
 		t.Errorf("the coordinator read user %q, catalog %q, schema %q, source %q, session %v; want the client's alone",
 			r.User, r.Catalog, r.Schema, r.Source, r.SessionProperties)
+	}
+}
+
+// A config renamed in over the old one is seen as a change even when its
+// size and modification time are the old one's (a modification time is
+// only as fine as the kernel's clock tick).
+func TestWatchConfigSeesARenamedFileOfTheSameTimeAndSize(t *testing.T) {
+	cs := startCoordinators(t, 2)
+	var logs syncWriter
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	// Both the same size: the shorter padded with spaces.
+	width := max(len(cs[0].URL()), len(cs[1].URL()))
+	config := func(c *coordinator.Coordinator) string {
+		return `{"groups": [{"name": "all", "members": ["` + c.URL() + `"]}]}` + strings.Repeat(" ", width-len(c.URL()))
+	}
+	file := writeConfig(t, "", config(cs[0]))
+	old, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, srv := configGateway(t, file, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		gateway.WatchConfig(ctx, gw, file, gateway.BuildOptions{Logger: log}, nil, 10*time.Millisecond)
+	}()
+	t.Cleanup(func() { cancel(); <-watched })
+	time.Sleep(50 * time.Millisecond) // a few looks at the old file
+	if err := os.WriteFile(file+".new", []byte(config(cs[1])), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(file+".new", old.ModTime(), old.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(file+".new", file); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the reload", func() bool {
+		return strings.Contains(logs.String(), "router config reloaded")
+	})
+	runStatement(t, srv.URL, "SELECT 1", nil, nil)
+	if got := fmt.Sprint(statements(cs)); got != "[0 1]" {
+		t.Errorf("statements per coordinator %s, want [0 1]: the new config", got)
 	}
 }

@@ -62,6 +62,7 @@ type rawTCPConn struct {
 	writeBuf  []byte
 	writeN    int
 	writeErr  syscall.Errno
+	writeZero bool // a write returned 0 bytes and no error
 	writeFunc func(fd uintptr) bool
 }
 
@@ -110,11 +111,13 @@ func (c *rawTCPConn) Write(p []byte) (int, error) {
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	c.writeBuf, c.writeN, c.writeErr = p, 0, 0
+	c.writeBuf, c.writeN, c.writeErr, c.writeZero = p, 0, 0, false
 	err := c.raw.Write(c.writeFunc)
 	n, errno := c.writeN, c.writeErr
 	c.writeBuf = nil
 	switch {
+	case c.writeZero:
+		return n, c.opError("write", io.ErrUnexpectedEOF)
 	case errno != 0:
 		return n, c.opError("write", os.NewSyscallError("write", errno))
 	case err != nil:
@@ -129,11 +132,14 @@ func (c *rawTCPConn) writeFD(fd uintptr) bool {
 	for c.writeN < len(c.writeBuf) {
 		p := c.writeBuf[c.writeN:]
 		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		switch e {
-		case 0:
+		switch {
+		case e == 0 && r == 0:
+			c.writeZero = true // as Go's own write: no progress is an error, never a loop
+			return true
+		case e == 0:
 			c.writeN += int(r)
-		case syscall.EINTR:
-		case syscall.EAGAIN:
+		case e == syscall.EINTR:
+		case e == syscall.EAGAIN:
 			return false
 		default:
 			c.writeErr = e

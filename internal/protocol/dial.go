@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -124,11 +123,7 @@ type conn struct {
 func newConn(c net.Conn, writeTimeout time.Duration) *conn {
 	w := &conn{Conn: c, writeTimeout: writeTimeout}
 	w.heard.Store(now())
-	if sc, ok := c.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			w.peek = NewPeeker(raw)
-		}
-	}
+	w.peek = PeekerOf(c)
 	return w
 }
 

@@ -86,6 +86,21 @@ type Peeker struct {
 	look  func(fd uintptr) // made once: a closure made per call escapes
 }
 
+// PeekerOf returns a Peeker of the socket under c, or nil when c shows
+// none (a TLS connection hides its socket, where a peek could not tell a
+// close_notify from the next request anyway).
+func PeekerOf(c any) *Peeker {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return NewPeeker(raw)
+}
+
 // NewPeeker returns a Peeker of the connection behind raw.
 func NewPeeker(raw syscall.RawConn) *Peeker {
 	p := &Peeker{raw: raw}

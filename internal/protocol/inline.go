@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -251,12 +250,8 @@ func (t *InlineTransport) dial(ctx context.Context, key, scheme, addr string) (*
 		nc = tc
 	}
 	c := &inlineConn{key: key, conn: nc, raw: raw}
-	if sc, ok := raw.(syscall.Conn); ok {
-		if _, isConn := raw.(*conn); !isConn {
-			if rc, err := sc.SyscallConn(); err == nil {
-				c.peek = NewPeeker(rc)
-			}
-		}
+	if _, isConn := raw.(*conn); !isConn {
+		c.peek = PeekerOf(raw)
 	}
 	c.br = bufio.NewReaderSize(nc, bufferSize(t.base.ReadBufferSize))
 	c.bw = bufio.NewWriterSize(countingWriter{nc, &c.written}, bufferSize(t.base.WriteBufferSize))

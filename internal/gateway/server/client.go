@@ -1,10 +1,8 @@
 package server
 
 import (
-	"crypto/tls"
 	"net/http"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/zkpresto/zkpresto/internal/protocol"
@@ -68,19 +66,6 @@ func (w *response) clientGone() bool {
 func (w *response) markGone() {
 	w.gone.Store(true)
 	w.cancel()
-}
-
-// peeker peeks at the socket under nc; nil for TLS.
-func peeker(nc any) *protocol.Peeker {
-	if _, ok := nc.(*tls.Conn); ok {
-		return nil
-	}
-	if sc, ok := nc.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			return protocol.NewPeeker(raw)
-		}
-	}
-	return nil
 }
 
 // clientWatch is a TLS connection's watch over its client, for the

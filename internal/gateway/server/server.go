@@ -390,7 +390,7 @@ func (c *conn) serve() {
 		}
 	}()
 	c.limit.r = c.nc
-	c.peek = peeker(c.nc)
+	c.peek = protocol.PeekerOf(c.nc) // nil on TLS: the watch tells then
 	c.br = bufio.NewReaderSize(&c.limit, 4<<10)
 	c.bw = bufio.NewWriterSize(c.nc, 4<<10)
 	var tlsState *tls.ConnectionState

@@ -350,16 +350,14 @@ func buildGroup(c *RouterConfig, spec GroupSpec, opts BuildOptions) (*Group, err
 		case err != nil:
 			return nil, err
 		case mem.dsn != nil:
-			// Its strategy is the DSN's, as everything else it says.
-			rt, err := driver.OpenRouting(mem.dsn, driver.WithLogger(opts.Logger))
+			// Its strategy is the DSN's, as everything else it says (its
+			// flavour too: ParseRouterConfig refused another).
+			dg, err := DSNGroup(spec.Name, mem.dsn, opts.Logger)
 			if err != nil {
 				return nil, errors.New(strings.TrimPrefix(err.Error(), "zkpresto: "))
 			}
-			gr.Router, gr.Client, gr.TLS, gr.close = rt.Router, rt.Client, rt.TLS, rt.Close
-			if gr.Flavour == "" {
-				gr.Flavour = FlavourFor(mem.dsn.Trino)
-			}
-			return gr, nil
+			dg.Weight = gr.Weight
+			return dg, nil
 		case mem.zk != nil:
 			mem.zk.Logger = opts.Logger
 			rc.ZooKeeper = mem.zk
@@ -379,6 +377,19 @@ func buildGroup(c *RouterConfig, spec GroupSpec, opts BuildOptions) (*Group, err
 	}
 	gr.Router = r
 	return gr, nil
+}
+
+// DSNGroup opens the group a driver DSN describes, named name, with weight
+// 1: the DSN's discovery, strategy and health, a transport with its time
+// limits and TLS settings, and the flavour of its scheme. Like
+// driver.OpenRouting it does no network I/O; the Groups it is put in
+// (owning it) closes it.
+func DSNGroup(name string, dsn *driver.Config, log *slog.Logger) (*Group, error) {
+	rt, err := driver.OpenRouting(dsn, driver.WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	return &Group{Name: name, Router: rt.Router, Weight: 1, Flavour: FlavourFor(dsn.Trino), Client: rt.Client, TLS: rt.TLS, close: rt.Close}, nil
 }
 
 // LoadConfig reads, checks and builds the groups of a router-config.json.

@@ -156,14 +156,14 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 		if err != nil {
 			return err
 		}
-		rt, err := zkdriver.OpenRouting(cfg, zkdriver.WithLogger(logger))
+		group, err := gateway.DSNGroup(gateway.DefaultGroup, cfg, logger)
 		if err != nil {
 			return err
 		}
-		defer rt.Close()
-		gwCfg.Router, gwCfg.Client, gwCfg.TLS = rt.Router, rt.Client, rt.TLS
-		gwCfg.Flavour = gateway.FlavourFor(cfg.Trino)
-		stats, routingTo = rt.Router, cfg.String()
+		if gwCfg.Groups, err = gateway.NewGroups([]*gateway.Group{group}, nil, true); err != nil {
+			return err
+		}
+		stats, routingTo = group.Router, cfg.String()
 	} else {
 		groups, err := gateway.LoadConfig(o.config, gateway.BuildOptions{Logger: logger})
 		if err != nil {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // response is the http.ResponseWriter and http.Flusher of one request.
@@ -72,7 +75,7 @@ func (w *response) WriteHeader(code int) {
 func (w *response) writeInformational(code int) {
 	bw := w.c.bw
 	writeStatusLine(w, code)
-	w.header.Write(bw)
+	validHeader(w.header).Write(bw)
 	bw.WriteString("\r\n")
 	if err := bw.Flush(); err != nil && w.err == nil {
 		w.err = err
@@ -213,11 +216,53 @@ func (w *response) commit(final bool) {
 	}
 	bw := w.c.bw
 	writeStatusLine(w, w.status)
-	h.Write(bw)
+	validHeader(h).Write(bw)
 	_, w.err = bw.WriteString("\r\n")
 	p := w.pending
 	w.pending = nil
 	w.writeBody(p)
+}
+
+// validHeader is h as a client can parse it: a field whose name is not a
+// token is left out, and a control byte in a value (a NUL a handler copied
+// from a decoded path, say) becomes a space, as http.Header.Write already
+// does for CR and LF. h itself is returned when it needs neither, which is
+// the ordinary case.
+func validHeader(h http.Header) http.Header {
+	clean := true
+check:
+	for name, values := range h {
+		if !httpguts.ValidHeaderFieldName(name) {
+			clean = false
+			break
+		}
+		for _, v := range values {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				clean = false
+				break check
+			}
+		}
+	}
+	if clean {
+		return h
+	}
+	out := make(http.Header, len(h))
+	for name, values := range h {
+		if !httpguts.ValidHeaderFieldName(name) {
+			continue
+		}
+		vs := make([]string, len(values))
+		for i, v := range values {
+			vs[i] = strings.Map(func(r rune) rune {
+				if r != '\t' && (r < ' ' || r == 0x7f) {
+					return ' '
+				}
+				return r
+			}, v)
+		}
+		out[name] = vs
+	}
+	return out
 }
 
 func connectionClose(h http.Header) bool {

@@ -221,7 +221,7 @@ func (g *Gateway) serveInfo(w http.ResponseWriter, r *http.Request) {
 		"environment": "zkpresto-gateway",
 		"coordinator": true,
 		"starting":    starting,
-		"uptime":      time.Since(g.started).Round(time.Second).String(),
+		"uptime":      protocol.AirliftDuration(time.Since(g.started)),
 	})
 }
 

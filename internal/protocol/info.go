@@ -224,3 +224,29 @@ func redact(u *url.URL) string {
 	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = nil, "", false, "", ""
 	return c.String()
 }
+
+// AirliftDuration formats d as Presto and Trino write a duration on the
+// wire (io.airlift.units.Duration.toString: the largest unit in which the
+// value is at least one, with two decimals), so that clients that parse
+// /v1/info's uptime, trino-go-client's ServerInfo among them, can read it:
+// 235 s is "3.92m", never Go's "3m55s".
+func AirliftDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	units := [...]struct {
+		name string
+		size time.Duration
+	}{
+		{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second},
+		{"ms", time.Millisecond}, {"us", time.Microsecond},
+	}
+	for _, u := range units {
+		// Airlift takes a unit once the value in it exceeds 0.9999: units
+		// are powers of ten apart, so it allows for rounding.
+		if v := float64(d) / float64(u.size); v > 0.9999 {
+			return strconv.FormatFloat(v, 'f', 2, 64) + u.name
+		}
+	}
+	return strconv.FormatFloat(float64(d), 'f', 2, 64) + "ns"
+}

@@ -8,25 +8,31 @@ BENCHSTAT   ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4d
 
 FUZZTIME    ?= 15s
 
-.PHONY: all demo test deps fmt-check vet staticcheck unit fuzz bench
+.PHONY: all demo test deps demo-deps test-deps fmt-check vet staticcheck unit fuzz bench
 
 all: test
 
-# Installs what the tests and the demo need that Go does not fetch itself:
-# Debian's zookeeper package (and its Java runtime), Debian's nginx (the
-# nginx test rig's tests and the gateway's benchmarks against it), tmux
-# (the test of the interactive query shell) and chromium (the headless
-# browser test of the gateway's status page).
-deps:
+# What the demo needs that Go does not fetch itself: Debian's zookeeper
+# package (and its Java runtime), for the local ZooKeeper it starts.
+demo-deps:
 	bash scripts/install-zookeeper.sh
+
+# What the tests need besides: Debian's nginx (the nginx test rig's tests
+# and the gateway's benchmarks against it), tmux (the test of the
+# interactive query shell) and chromium (the headless browser test of the
+# gateway's status page).
+test-deps: demo-deps
 	bash scripts/install-nginx.sh
 	bash scripts/install-tmux.sh
 	bash scripts/install-chromium.sh
 
-demo: deps
+# Everything either needs.
+deps: test-deps
+
+demo: demo-deps
 	$(GO) run ./cmd/zkpresto-lab demo
 
-test: deps fmt-check vet staticcheck unit fuzz
+test: test-deps fmt-check vet staticcheck unit fuzz
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

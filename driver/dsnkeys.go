@@ -22,8 +22,8 @@ const (
 	dsnClient
 )
 
-// README sections that list DSN keys; TestREADMEDSNKeys writes each one's
-// table from dsnKeys.
+// Sections of docs/dsn.md that list DSN keys; TestDocsDSNKeys writes each
+// one's table from dsnKeys.
 const (
 	dsnSectionMain     = "main"
 	dsnSectionSecurity = "security"
@@ -31,7 +31,7 @@ const (
 )
 
 // dsnKey describes one DSN key: everything ParseDSN, FormatDSN, the conflict
-// checks and the README's key tables know about it. Adding a key is adding
+// checks and the key tables of docs/dsn.md know about it. Adding a key is adding
 // one entry to dsnKeys.
 type dsnKey struct {
 	// name is the spelling FormatDSN writes and errors about a hand-built
@@ -57,9 +57,10 @@ type dsnKey struct {
 	format func(c *Config) (string, bool)
 	// redact replaces the secret part of a formatted value, for String.
 	redact func(v string) string
-	// def and doc are the README's default and meaning columns (Markdown);
-	// section names the README table the key is listed in. Consecutive keys
-	// of a section with the same def and doc share a row.
+	// def and doc are docs/dsn.md's default and meaning columns (Markdown,
+	// links relative to docs/); section names the table the key is listed
+	// in. Consecutive keys of a section with the same def and doc share a
+	// row.
 	def, doc, section string
 }
 
@@ -94,7 +95,7 @@ const (
 	dsnKeyTimeZone   = "timezone"
 )
 
-// dsnKeys is the table of DSN keys, in the README's order.
+// dsnKeys is the table of DSN keys, in docs/dsn.md's order.
 var dsnKeys = []*dsnKey{
 	{
 		name: "serviceDiscoveryMode", kind: dsnOwn, section: dsnSectionMain, def: "`none`",
@@ -130,7 +131,7 @@ var dsnKeys = []*dsnKey{
 	{
 		name: "zooKeeperStrategy", aliases: []string{"serverSelectStrategy"}, kind: dsnOwn,
 		section: dsnSectionMain, def: "`random`",
-		doc:   "the strategy (table below); the alias is Kyuubi's name for the key",
+		doc:   "the strategy (see [strategies.md](strategies.md)); the alias is Kyuubi's name for the key",
 		parse: func(c *Config, v string) error { c.Strategy = v; return nil },
 		format: func(c *Config) (string, bool) {
 			return c.Strategy, c.Strategy != "" && c.Strategy != dsnDefaultStrategy
@@ -150,7 +151,7 @@ var dsnKeys = []*dsnKey{
 	},
 	{
 		name: dsnKeyWeights, kind: dsnOwn, opaque: true, section: dsnSectionMain, def: "—",
-		doc: "per-node weight override: `weights=10.0.0.1:8080=5,10.0.0.2:8080=1` (wins over the weight a node registered); an address matches however the node spelled it (see [Node formats](#node-formats))",
+		doc: "per-node weight override: `weights=10.0.0.1:8080=5,10.0.0.2:8080=1` (wins over the weight a node registered); an address matches however the node spelled it (see [Node formats](discovery.md#node-formats))",
 		parse: func(c *Config, v string) error {
 			w, err := dsnParseWeights(v)
 			c.Weights = w
@@ -192,7 +193,7 @@ var dsnKeys = []*dsnKey{
 	},
 	{
 		name: dsnKeyDialTimeout, kind: dsnOwn, section: dsnSectionMain, def: "`5s`",
-		doc:    "how long a connection to a coordinator may take; a coordinator that cannot be reached within it is failed over and ejected (see [RELIABILITY.md](RELIABILITY.md))",
+		doc:    "how long a connection to a coordinator may take; a coordinator that cannot be reached within it is failed over and ejected (see [RELIABILITY.md](../RELIABILITY.md))",
 		parse:  func(c *Config, v string) error { return dsnSetDuration(&c.DialTimeout, v) },
 		format: func(c *Config) (string, bool) { return dsnFormatDuration(c.DialTimeout, dsnDefaultDialTimeout) },
 	},
@@ -407,7 +408,7 @@ func dsnParseJDBCSessionProperties(c *Config, v string) error {
 	return nil
 }
 
-// README meanings that several keys share.
+// docs/dsn.md meanings that several keys share.
 const (
 	dsnDocZKSSLPair = "PEM client certificate and its key (together); ZooKeeper asks for one by default (`ssl.clientAuth=need`)"
 	dsnDocUser      = "Presto user and password (also as `user:password@` before HOSTS)"

@@ -7,21 +7,21 @@ import (
 	"testing"
 )
 
-var updateREADME = flag.Bool("update", false, "rewrite the DSN key tables of README.md from the key table")
+var updateDocs = flag.Bool("update", false, "rewrite the DSN key tables of docs/dsn.md from the key table")
 
-// dsnREADMEPath is the README, relative to this package.
-const dsnREADMEPath = "../README.md"
+// dsnDocPath is the page that lists the DSN keys, relative to this package.
+const dsnDocPath = "../docs/dsn.md"
 
-// dsnREADMEBegin and dsnREADMEEnd delimit the part of the README written
-// from the key table for section.
-func dsnREADMEBegin(section string) string {
-	return "<!-- dsn keys: " + section + " (written from driver/dsnkeys.go: go test ./driver/ -run TestREADMEDSNKeys -update) -->"
+// dsnDocBegin and dsnDocEnd delimit the part of docs/dsn.md written from the
+// key table for section.
+func dsnDocBegin(section string) string {
+	return "<!-- dsn keys: " + section + " (written from driver/dsnkeys.go: go test ./driver/ -run TestDocsDSNKeys -update) -->"
 }
 
-func dsnREADMEEnd(section string) string { return "<!-- end dsn keys: " + section + " -->" }
+func dsnDocEnd(section string) string { return "<!-- end dsn keys: " + section + " -->" }
 
-// dsnREADMESection renders the README's list of the keys of section.
-func dsnREADMESection(section string) string {
+// dsnDocSection renders docs/dsn.md's list of the keys of section.
+func dsnDocSection(section string) string {
 	var b strings.Builder
 	b.WriteString("| key | default | meaning |\n|---|---|---|\n")
 	quote := func(name string) string { return "`" + name + "`" }
@@ -86,35 +86,35 @@ func dsnREADMESection(section string) string {
 	return b.String()
 }
 
-// TestREADMEDSNKeys checks that the README lists the DSN keys as the key
-// table does; with -update it rewrites the README's lists instead.
-func TestREADMEDSNKeys(t *testing.T) {
-	data, err := os.ReadFile(dsnREADMEPath)
+// TestDocsDSNKeys checks that docs/dsn.md lists the DSN keys as the key
+// table does; with -update it rewrites the page's lists instead.
+func TestDocsDSNKeys(t *testing.T) {
+	data, err := os.ReadFile(dsnDocPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(data)
 	for _, section := range []string{dsnSectionMain, dsnSectionSecurity, dsnSectionJDBC} {
-		begin, end := dsnREADMEBegin(section), dsnREADMEEnd(section)
+		begin, end := dsnDocBegin(section), dsnDocEnd(section)
 		i := strings.Index(text, begin)
 		j := strings.Index(text, end)
 		if i < 0 || j < i {
-			t.Fatalf("README.md lacks the lines\n%s\n%s\naround its list of the %s DSN keys", begin, end, section)
+			t.Fatalf("docs/dsn.md lacks the lines\n%s\n%s\naround its list of the %s DSN keys", begin, end, section)
 		}
 		got := text[i+len(begin) : j]
-		want := "\n" + dsnREADMESection(section)
+		want := "\n" + dsnDocSection(section)
 		if got == want {
 			continue
 		}
-		if *updateREADME {
+		if *updateDocs {
 			text = text[:i+len(begin)] + want + text[j:]
 			continue
 		}
-		t.Errorf("README.md's list of the %s DSN keys differs from the key table; run\n"+
-			"\tgo test ./driver/ -run TestREADMEDSNKeys -update\nor paste between its markers:\n%s", section, want)
+		t.Errorf("docs/dsn.md's list of the %s DSN keys differs from the key table; run\n"+
+			"\tgo test ./driver/ -run TestDocsDSNKeys -update\nor paste between its markers:\n%s", section, want)
 	}
-	if *updateREADME && text != string(data) {
-		if err := os.WriteFile(dsnREADMEPath, []byte(text), 0o644); err != nil {
+	if *updateDocs && text != string(data) {
+		if err := os.WriteFile(dsnDocPath, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,7 +129,7 @@ func TestDSNKeyTable(t *testing.T) {
 			t.Errorf("key %q lacks a name, parse, format, doc or default", k.name)
 		}
 		if k.section != dsnSectionMain && k.section != dsnSectionSecurity && k.section != dsnSectionJDBC {
-			t.Errorf("key %q has an unknown README section %q", k.name, k.section)
+			t.Errorf("key %q has an unknown docs section %q", k.name, k.section)
 		}
 		if k.secret && (!k.opaque || k.redact == nil) {
 			t.Errorf("secret key %q must be opaque and have a redact function", k.name)

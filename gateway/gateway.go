@@ -54,7 +54,7 @@ type Config struct {
 	// registrations say.
 	TLS bool
 	// Keys is the text of the routing-token secret (see ParseKeys' format
-	// in the README): one or two keys, the first signs, both verify.
+	// in docs/gateway.md): one or two keys, the first signs, both verify.
 	Keys string
 	// PublicURL is the base URL clients reach the gateway at (a load
 	// balancer in front of the replicas); empty means the scheme and host

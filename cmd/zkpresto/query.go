@@ -398,7 +398,7 @@ func serverAddr(server string) (string, error) {
 		switch strings.ToLower(scheme) {
 		case "http":
 		case "https":
-			return "", fmt.Errorf("--server %q: for TLS give --dsn with the ssl_* keys (see the README's DSN section)", server)
+			return "", fmt.Errorf("--server %q: for TLS give --dsn with the ssl_* keys (see docs/dsn.md)", server)
 		default:
 			return "", fmt.Errorf("--server %q: want http://host[:port]", server)
 		}

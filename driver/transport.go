@@ -44,8 +44,6 @@ type attempt struct {
 	// allocation of its own; urlUsed says it is taken.
 	url     url.URL
 	urlUsed atomic.Bool
-	// The statement's timestamp with time zone columns (see tstz.go).
-	attemptTSTZ
 }
 
 func newAttempt(ra *routing.Attempt, caller context.Context) *attempt {

@@ -386,3 +386,26 @@ func TestUnreadableValueNamesTheColumn(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A json.RawMessage argument is sent as a JSON literal, not as VARBINARY;
+// one that is not JSON is refused before anything is sent; a nil one is
+// NULL.
+func TestJSONArgument(t *testing.T) {
+	s := newPageServer(t, false)
+	db := s.db(t, "presto")
+	if _, err := db.Exec("SELECT ?", json.RawMessage(`{"it's":[1,2]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("SELECT ?", json.RawMessage(nil)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := db.Exec("SELECT ?", json.RawMessage(`{`))
+	if err == nil || !strings.Contains(err.Error(), "argument 1") {
+		t.Fatalf("invalid JSON: %v", err)
+	}
+	got := s.statements()
+	want := []string{`SELECT JSON '{"it''s":[1,2]}'`, "SELECT NULL"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("sent %q, want %q", got, want)
+	}
+}

@@ -8,7 +8,7 @@ BENCHSTAT   ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4d
 
 FUZZTIME    ?= 15s
 
-.PHONY: all demo test deps fmt-check vet staticcheck unit fuzz bench
+.PHONY: all demo test deps fmt-check vet staticcheck unit importer fuzz bench
 
 all: test
 
@@ -22,11 +22,12 @@ deps:
 	bash scripts/install-nginx.sh
 	bash scripts/install-tmux.sh
 	bash scripts/install-chromium.sh
+	cd interop/importer && $(GO) mod download
 
 demo: deps
 	$(GO) run ./cmd/zkpresto-lab demo
 
-test: deps fmt-check vet staticcheck unit fuzz
+test: deps fmt-check vet staticcheck unit importer fuzz
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -45,6 +46,13 @@ unit:
 	# Sockets with raw system calls (protocol.RawIO), which race-detector
 	# builds leave out: the packages that use them, built as they ship.
 	$(GO) test -count=1 ./internal/protocol/ ./internal/gateway/server/ ./gateway/ ./driver/ ./cmd/zkpresto/
+
+# A program that imports the driver from a module of its own, with no
+# replace of presto-go-client: what the driver fixes reaches its users.
+# Offline, from the module cache deps fills.
+importer:
+	cd interop/importer && GOPROXY=off GOFLAGS=-mod=readonly $(GO) vet ./...
+	cd interop/importer && GOPROXY=off GOFLAGS=-mod=readonly $(GO) test -race -count=1 ./...
 
 # Each fuzz target for a bounded time (FUZZTIME), seeded from real formats.
 fuzz:

@@ -278,7 +278,10 @@ func parseFraction(layout, s string, loc *time.Location) (time.Time, error) {
 
 // parseTimeTZ parses a TIME WITH TIME ZONE value: Presto writes the time and
 // the zone apart ("07:08:09.123 Europe/Paris", "07:08:09.123 +02:00"),
-// Trino joined ("07:08:09.123+02:00"). The date is 0000-01-01, as for TIME.
+// Trino joined ("07:08:09.123+02:00"). With an offset the date is
+// 0000-01-01, as for TIME and as trino-go-client has it; in a named zone it
+// is 1970-01-01, the day Presto takes the zone's offset on (a zone's offset
+// in year 0 is its local mean time, which no server uses).
 func parseTimeTZ(s string) (time.Time, error) {
 	clock, zone, ok := strings.Cut(s, " ")
 	if !ok {
@@ -296,7 +299,11 @@ func parseTimeTZ(s string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("time with time zone %q: %w", s, err)
 	}
-	return time.Date(0, 1, 1, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc), nil
+	year := 0
+	if zone[0] != '+' && zone[0] != '-' && zone != "UTC" && zone != "Z" {
+		year = 1970
+	}
+	return time.Date(year, 1, 1, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc), nil
 }
 
 // resultRows are the rows of one statement's result, read page by page

@@ -92,6 +92,9 @@ func (c *Conn) Node() *discovery.Node { return c.last.Load() }
 // over while the statement provably never reached one). The arguments
 // replace the query's ? placeholders (see interpolate).
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := refuseTransactionControl(query); err != nil {
+		return nil, err
+	}
 	query, err := interpolate(query, args)
 	if err != nil {
 		return nil, err
@@ -115,10 +118,19 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 // the arguments in place of its ? placeholders as QueryContext does. It
 // reads the statement's pages to the end.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := refuseTransactionControl(query); err != nil {
+		return nil, err
+	}
 	query, err := interpolate(query, args)
 	if err != nil {
 		return nil, err
 	}
+	return c.exec(ctx, query)
+}
+
+// exec runs a statement, its arguments in place, and reads its pages to
+// the end.
+func (c *Conn) exec(ctx context.Context, query string) (driver.Result, error) {
 	var res result
 	a, err := c.submit(ctx, func(ctx context.Context) error {
 		qr, _, err := c.ps.Query(ctx, query)
@@ -245,8 +257,8 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.ExecContext(ctx, begin, nil); err != nil {
-		return nil, fmt.Errorf("zkpresto: starting a transaction: %w", err)
+	if _, err := c.exec(ctx, begin); err != nil {
+		return nil, c.beginFailed(err)
 	}
 	c.pinned = c.last.Load()
 	return &tx{conn: c}, nil
@@ -288,7 +300,7 @@ func (t *tx) Rollback() error { return t.finish("ROLLBACK") }
 
 func (t *tx) finish(statement string) error {
 	defer func() { t.conn.pinned = nil }()
-	if _, err := t.conn.ExecContext(context.Background(), statement, nil); err != nil {
+	if _, err := t.conn.exec(context.Background(), statement); err != nil {
 		t.conn.broken.Store(true)
 		return fmt.Errorf("zkpresto: %s: %w", strings.ToLower(statement), err)
 	}

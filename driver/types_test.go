@@ -26,12 +26,14 @@ type pageServer struct {
 	gzipped bool
 	mu      sync.Mutex
 	pages   map[string]string // statement → page
-	sql     []string          // statements received
+	headers map[string]http.Header
+	sql     []string // statements received
+	txn     []string // the transaction id each carried
 }
 
 func newPageServer(t *testing.T, gzipped bool) *pageServer {
 	t.Helper()
-	s := &pageServer{gzipped: gzipped, pages: map[string]string{}}
+	s := &pageServer{gzipped: gzipped, pages: map[string]string{}, headers: map[string]http.Header{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -72,7 +74,11 @@ func (s *pageServer) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	s.sql = append(s.sql, string(body))
+	s.txn = append(s.txn, r.Header.Get("X-Presto-Transaction-Id")+r.Header.Get("X-Trino-Transaction-Id"))
 	page, ok := s.pages[string(body)]
+	for k, v := range s.headers[string(body)] {
+		w.Header()[k] = v
+	}
 	s.mu.Unlock()
 	if !ok {
 		page = `{"id":"q2","infoUri":"http://x/q2","columns":[{"name":"ok","type":"boolean","typeSignature":{"rawType":"boolean","arguments":[]}}],"data":[[true]],"stats":{"state":"FINISHED"}}`
@@ -86,6 +92,20 @@ func (s *pageServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	io.WriteString(w, page)
+}
+
+// answer answers statement with page, whole, and the headers h.
+func (s *pageServer) answer(statement, page string, h http.Header) {
+	s.mu.Lock()
+	s.pages[statement], s.headers[statement] = page, h
+	s.mu.Unlock()
+}
+
+// transactions returns the transaction id each statement carried.
+func (s *pageServer) transactions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.txn...)
 }
 
 // statements returns the statements received.

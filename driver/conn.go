@@ -398,7 +398,7 @@ func (r *rows) Next(dest []driver.Value) error {
 			r.c.cancelQuery(r.a)
 		case failure != nil:
 			err = r.a.Failed(failure)
-		case r.a.Running():
+		case r.running():
 			// A value the driver cannot read ends the result: the query
 			// would run on unread otherwise.
 			r.c.cancelQuery(r.a)
@@ -408,8 +408,14 @@ func (r *rows) Next(dest []driver.Value) error {
 	return err
 }
 
+// running reports whether the query may still run on the coordinator: the
+// latest page the client decoded names a nextUri. It is known from the
+// decoded page, so a compressed page is not decoded a second time to learn
+// it.
+func (r *rows) running() bool { return r.qr.NextUri != nil }
+
 func (r *rows) Close() error {
-	if !r.done && r.a.Running() {
+	if !r.done && r.running() {
 		r.c.cancelQuery(r.a)
 	}
 	r.done = true

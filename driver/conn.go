@@ -139,6 +139,7 @@ func (c *Conn) exec(ctx context.Context, query string) (driver.Result, error) {
 		}
 		for qr.HasMoreBatch() {
 			qr.Data = nil
+			attemptFrom(ctx).takePage() // rows nobody reads
 			if err := qr.FetchNextBatch(ctx); err != nil {
 				return err
 			}
@@ -185,6 +186,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		c.last.Store(ra.Node)
 		a := newAttempt(ra, ctx)
 		a.WholePages = true // the Presto client decodes whole pages anyway
+		a.splitPages = true
 		last = a
 		err := do(a.context())
 		failure, sent := a.Failure()

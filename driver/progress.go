@@ -61,6 +61,9 @@ func (t *routingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if err != nil || resp.StatusCode != http.StatusOK || req.Method == http.MethodDelete {
 		return resp, err
 	}
+	if a := attemptFrom(req.Context()); a != nil && a.splitPages {
+		splitPage(resp, a)
+	}
 	if fn, _ := req.Context().Value(progressKey{}).(func(Progress)); fn != nil {
 		node := req.URL.Host
 		if a := attemptFrom(req.Context()); a != nil && a.Node != nil {

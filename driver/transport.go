@@ -44,6 +44,10 @@ type attempt struct {
 	// allocation of its own; urlUsed says it is taken.
 	url     url.URL
 	urlUsed atomic.Bool
+	// splitPages makes the transport take each page's rows out for the
+	// driver's rows (see page.go).
+	splitPages bool
+	attemptPages
 }
 
 func newAttempt(ra *routing.Attempt, caller context.Context) *attempt {

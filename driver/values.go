@@ -307,14 +307,16 @@ func parseTimeTZ(s string) (time.Time, error) {
 }
 
 // resultRows are the rows of one statement's result, read page by page
-// through the Presto client's session. Each row's JSON is decoded when it
-// is read and then let go, so a page is held once, as the client decoded
-// it, not again as values.
+// through the Presto client's session. The transport hands each page's
+// rows over as slices of the page (page.go); each row's JSON is decoded
+// when it is read.
 type resultRows struct {
-	ctx  context.Context
-	qr   *presto.QueryResults
-	cols []column
-	pos  int
+	ctx   context.Context
+	qr    *presto.QueryResults
+	pages *attemptPages
+	cols  []column
+	data  []json.RawMessage // the current page's rows
+	pos   int
 	// cells is reused from row to row.
 	cells []json.RawMessage
 }
@@ -329,14 +331,32 @@ var (
 )
 
 // newResultRows reads on until the result names its columns (a query's
-// first pages may have none yet) or ends.
+// first pages may have none yet) or ends. ctx is the attempt's.
 func newResultRows(ctx context.Context, qr *presto.QueryResults) (*resultRows, error) {
+	r := &resultRows{ctx: ctx, qr: qr}
+	if a := attemptFrom(ctx); a != nil {
+		r.pages = &a.attemptPages
+	}
 	for len(qr.Columns) == 0 && qr.HasMoreBatch() {
+		r.load() // let a page without columns go
 		if err := qr.FetchNextBatch(ctx); err != nil {
 			return nil, err
 		}
 	}
-	return &resultRows{ctx: ctx, qr: qr, cols: newColumns(qr.Columns)}, nil
+	r.cols = newColumns(qr.Columns)
+	r.load()
+	return r, nil
+}
+
+// load takes the rows of the page the client decoded last.
+func (r *resultRows) load() {
+	r.pos = 0
+	r.data = r.qr.Data
+	if r.pages != nil {
+		if p := r.pages.takePage(); p != nil {
+			r.data = p.rows
+		}
+	}
 }
 
 // Columns implements driver.Rows.
@@ -351,25 +371,28 @@ func (r *resultRows) Columns() []string {
 // Close implements driver.Rows; the caller (rows) cancels a query left
 // running.
 func (r *resultRows) Close() error {
-	r.qr.Data = nil
+	r.qr.Data, r.data = nil, nil
+	if r.pages != nil {
+		r.pages.takePage()
+	}
 	return nil
 }
 
 // Next implements driver.Rows.
 func (r *resultRows) Next(dest []driver.Value) error {
-	for r.pos >= len(r.qr.Data) {
+	for r.pos >= len(r.data) {
+		// Let the page read go before the next is read.
+		r.qr.Data, r.data = nil, nil
 		if !r.qr.HasMoreBatch() {
-			r.qr.Data = nil
 			return io.EOF
 		}
-		r.qr.Data = nil // let the page read go before the next is read
 		if err := r.qr.FetchNextBatch(r.ctx); err != nil {
 			return err
 		}
-		r.pos = 0
+		r.load()
 	}
-	raw := r.qr.Data[r.pos]
-	r.qr.Data[r.pos] = nil
+	raw := r.data[r.pos]
+	r.data[r.pos] = nil
 	r.pos++
 	r.cells = r.cells[:0]
 	if err := json.Unmarshal(raw, &r.cells); err != nil {

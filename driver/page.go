@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/zkpresto/zkpresto/internal/protocol"
@@ -62,7 +63,9 @@ func splitPage(resp *http.Response, a *attempt) {
 	resp.Header.Del("Content-Length")
 	resp.Uncompressed = resp.Uncompressed || gzipped
 	if err != nil {
-		resp.Body = &splitBody{Reader: bytes.NewReader(page), err: err, orig: orig}
+		b := &splitBody{err: err, orig: orig}
+		b.Reset(page)
+		resp.Body = b
 		resp.ContentLength = -1
 		return
 	}
@@ -75,7 +78,9 @@ func splitPage(resp *http.Response, a *attempt) {
 			a.page.Store(&pageData{rows: rows})
 		}
 	}
-	resp.Body = &splitBody{Reader: bytes.NewReader(out), orig: orig}
+	b := &splitBody{orig: orig}
+	b.Reset(out)
+	resp.Body = b
 	resp.ContentLength = int64(len(out))
 }
 
@@ -118,19 +123,30 @@ func gunzip(raw []byte) ([]byte, error) {
 			buf.Grow(int(n) + bytes.MinRead)
 		}
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
+	g := gunzippers.Get().(*gunzipper)
+	defer gunzippers.Put(g)
+	g.src.Reset(raw)
+	if err := g.zr.Reset(&g.src); err != nil {
 		return nil, err
 	}
-	_, err = buf.ReadFrom(zr)
+	_, err := buf.ReadFrom(&g.zr)
 	return buf.Bytes(), err
 }
+
+// gunzipper is a gzip decoder and its source, pooled: a decoder costs a
+// few allocations and tens of KiB to make.
+type gunzipper struct {
+	zr  gzip.Reader
+	src bytes.Reader
+}
+
+var gunzippers = sync.Pool{New: func() any { return new(gunzipper) }}
 
 // splitBody is the page the client gets; closing it closes the original
 // body (closed already, after the page was read: a second Close is
 // harmless on every body the transport makes).
 type splitBody struct {
-	*bytes.Reader
+	bytes.Reader
 	err  error // the original body's read error, after the page
 	orig io.ReadCloser
 }

@@ -35,6 +35,9 @@ type Conn struct {
 	// broken is set when a COMMIT or ROLLBACK failed: the Presto session
 	// may still carry the transaction, so the pool must not reuse it.
 	broken atomic.Bool
+	// beginning is set while BeginTx's START TRANSACTION runs (see
+	// txn.go).
+	beginning bool
 
 	// closeConnector is set by Driver.Open, whose connector lives as long as
 	// this one connection.
@@ -206,6 +209,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		}
 		return routing.NotSent, failure
 	})
+	c.retireUnpinnedTransaction(last)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +263,10 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.exec(ctx, begin); err != nil {
+	c.beginning = true
+	_, err = c.exec(ctx, begin)
+	c.beginning = false
+	if err != nil {
 		return nil, c.beginFailed(err)
 	}
 	c.pinned = c.last.Load()

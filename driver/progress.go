@@ -61,8 +61,11 @@ func (t *routingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if err != nil || resp.StatusCode != http.StatusOK || req.Method == http.MethodDelete {
 		return resp, err
 	}
-	if a := attemptFrom(req.Context()); a != nil && a.splitPages {
-		splitPage(resp, a)
+	if a := attemptFrom(req.Context()); a != nil {
+		noteTransaction(resp, a)
+		if a.splitPages {
+			splitPage(resp, a)
+		}
 	}
 	if fn, _ := req.Context().Value(progressKey{}).(func(Progress)); fn != nil {
 		node := req.URL.Host

@@ -48,6 +48,7 @@ type attempt struct {
 	// driver's rows (see page.go).
 	splitPages bool
 	attemptPages
+	attemptTxn
 }
 
 func newAttempt(ra *routing.Attempt, caller context.Context) *attempt {

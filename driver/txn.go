@@ -3,7 +3,9 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 )
 
 // Transactions whole. A transaction lives in the Presto client's session,
@@ -78,4 +80,29 @@ func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 func (c *Conn) beginFailed(err error) error {
 	c.broken.Store(true)
 	return fmt.Errorf("zkpresto: starting a transaction: %w", err)
+}
+
+// attemptTxn is the part of an attempt that notes a transaction started
+// by the coordinator.
+type attemptTxn struct {
+	startedTransaction atomic.Bool
+}
+
+// noteTransaction records in a whether resp starts a transaction (Presto's
+// and Trino's Started-Transaction-Id header).
+func noteTransaction(resp *http.Response, a *attempt) {
+	if resp.Header.Get("X-Presto-Started-Transaction-Id") != "" || resp.Header.Get("X-Trino-Started-Transaction-Id") != "" {
+		a.startedTransaction.Store(true)
+	}
+}
+
+// retireUnpinnedTransaction retires the connection when a statement other
+// than BeginTx's started a transaction (one refuseTransactionControl could
+// not see: EXECUTE of a prepared START TRANSACTION, say): the session holds
+// a transaction id no pin keeps on its coordinator, so the pool must not
+// hand the connection out again.
+func (c *Conn) retireUnpinnedTransaction(a *attempt) {
+	if a != nil && a.startedTransaction.Load() && !c.beginning {
+		c.broken.Store(true)
+	}
 }

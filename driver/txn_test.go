@@ -100,3 +100,43 @@ func TestFailedBeginTxRetiresTheConnection(t *testing.T) {
 		t.Fatalf("transaction ids sent %q: the statement after a failed BeginTx carried one", got)
 	}
 }
+
+// A transaction started by a statement the refusal cannot see (EXECUTE of
+// a prepared START TRANSACTION) retires the connection too: the next
+// statement carries no transaction id.
+func TestTransactionStartedByAnotherStatementRetiresTheConnection(t *testing.T) {
+	s := newPageServer(t, false)
+	s.answer("EXECUTE begin",
+		`{"id":"q1","infoUri":"http://x/q1","updateType":"START TRANSACTION","stats":{"state":"FINISHED"}}`,
+		http.Header{"X-Presto-Started-Transaction-Id": {"c0ffee00-0000-4000-8000-000000000002"}})
+	db, err := sql.Open("zkpresto", "presto://"+strings.TrimPrefix(s.URL, "http://")+"/hive/default?user=alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	if _, err := db.Exec("EXECUTE begin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.transactions(); len(got) != 2 || got[1] != "" {
+		t.Fatalf("transaction ids sent %q: the statement after carried one", got)
+	}
+	// BeginTx's own START TRANSACTION keeps its connection.
+	s.answer("START TRANSACTION", `{"id":"q2","infoUri":"http://x/q2","updateType":"START TRANSACTION","stats":{"state":"FINISHED"}}`,
+		http.Header{"X-Presto-Started-Transaction-Id": {"c0ffee00-0000-4000-8000-000000000003"}})
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("SELECT 2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.transactions(); got[len(got)-1] != "c0ffee00-0000-4000-8000-000000000003" {
+		t.Fatalf("transaction ids sent %q: the transaction's statement did not carry its id", got)
+	}
+	tx.Rollback()
+}

@@ -8,7 +8,7 @@ BENCHSTAT   ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4d
 
 FUZZTIME    ?= 15s
 
-.PHONY: all demo test deps demo-deps test-deps fmt-check vet staticcheck unit fuzz bench
+.PHONY: all demo test deps demo-deps test-deps fmt-check vet staticcheck unit importer fuzz bench
 
 all: test
 
@@ -25,6 +25,7 @@ test-deps: demo-deps
 	bash scripts/install-nginx.sh
 	bash scripts/install-tmux.sh
 	bash scripts/install-chromium.sh
+	cd interop/importer && $(GO) mod download
 
 # Everything either needs.
 deps: test-deps
@@ -32,7 +33,7 @@ deps: test-deps
 demo: demo-deps
 	$(GO) run ./cmd/zkpresto-lab demo
 
-test: test-deps fmt-check vet staticcheck unit fuzz
+test: test-deps fmt-check vet staticcheck unit importer fuzz
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -51,6 +52,13 @@ unit:
 	# Sockets with raw system calls (protocol.RawIO), which race-detector
 	# builds leave out: the packages that use them, built as they ship.
 	$(GO) test -count=1 ./internal/protocol/ ./internal/gateway/server/ ./gateway/ ./driver/ ./cmd/zkpresto/
+
+# A program that imports the driver from a module of its own, with no
+# replace of presto-go-client: what the driver fixes reaches its users.
+# Offline, from the module cache deps fills.
+importer:
+	cd interop/importer && GOPROXY=off GOFLAGS=-mod=readonly $(GO) vet ./...
+	cd interop/importer && GOPROXY=off GOFLAGS=-mod=readonly $(GO) test -race -count=1 ./...
 
 # Each fuzz target for a bounded time (FUZZTIME), seeded from real formats.
 fuzz:
@@ -72,8 +80,11 @@ bench:
 	$(GO) test -run '^$$' -bench '^Benchmark(Pick|PickParallel|PickWithReport|PickWeightedExpanded|Build)$$' -benchmem -count $(BENCHCOUNT) ./strategy/ | tee bench-strategy.txt
 	$(GO) run $(BENCHSTAT) bench-strategy.txt
 	$(GO) test -run 'TestConsistentHashFigures' -v -count 1 ./strategy/
-	$(GO) test -run '^$$' -bench 'Statement' -benchtime 3000x -count $(BENCHCOUNT) ./driver/ | tee bench-driver.txt
+	$(GO) test -c -o bench-driver.test ./driver/
+	rm -f bench-driver.txt
+	for i in $$(seq $(BENCHCOUNT)); do (cd driver && ../bench-driver.test -test.run '^$$' -test.bench 'Statement' -test.benchtime 2000x -test.count 1 -test.benchmem) | tee -a bench-driver.txt; done
 	$(GO) run $(BENCHSTAT) -col /client bench-driver.txt
+	$(GO) test -run '^$$' -bench 'PageMemory' -benchtime 3x -count 3 ./driver/ | tee bench-driver-memory.txt
 	$(GO) test -run '^$$' -bench 'DiscoveryPath|MembershipLatency' -benchtime 300x -count $(BENCHCOUNT) ./discovery/ | tee bench-discovery.txt
 	$(GO) run $(BENCHSTAT) -col /scheme bench-discovery.txt
 	$(GO) run ./cmd/zkpresto-lab simulate --markdown --svg docs/loadsim-p99.svg

@@ -3,6 +3,7 @@ package driver
 import (
 	"database/sql/driver"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -17,14 +18,29 @@ import (
 var errNamedArgument = errors.New("zkpresto: named arguments (sql.Named) are not supported: Presto placeholders are positional; pass the values in the order of the ? placeholders")
 
 // CheckNamedValue implements driver.NamedValueChecker: it refuses named
-// arguments and leaves every other value to database/sql's default
-// conversion.
+// arguments, keeps a json.RawMessage as JSON (database/sql's default
+// conversion would make it []byte, a VARBINARY), and leaves every other
+// value to that conversion.
 func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 	if nv.Name != "" {
 		return fmt.Errorf("%w (argument %d is named %q)", errNamedArgument, nv.Ordinal, nv.Name)
 	}
+	if raw, ok := nv.Value.(json.RawMessage); ok {
+		if raw == nil {
+			nv.Value = nil
+			return nil
+		}
+		if !json.Valid(raw) {
+			return fmt.Errorf("zkpresto: argument %d: a json.RawMessage that is not valid JSON", nv.Ordinal)
+		}
+		nv.Value = jsonArg(raw)
+		return nil
+	}
 	return driver.ErrSkip
 }
+
+// jsonArg is a json.RawMessage argument, sent as a JSON literal.
+type jsonArg string
 
 // interpolate replaces the ? placeholders of query with args rendered as
 // SQL literals. A ? inside a string literal ('...', a quote doubled inside), a
@@ -143,6 +159,8 @@ func sqlLiteral(v driver.Value) (string, error) {
 		return "X'" + hex.EncodeToString(v) + "'", nil
 	case time.Time:
 		return timestampLiteral(v), nil
+	case jsonArg:
+		return "JSON '" + strings.ReplaceAll(string(v), "'", "''") + "'", nil
 	}
 	return "", fmt.Errorf("unsupported type %T", v)
 }
@@ -150,11 +168,21 @@ func sqlLiteral(v driver.Value) (string, error) {
 // timestampLiteral renders t as a TIMESTAMP literal with its zone, which
 // Presto reads as a timestamp with time zone: the zone's name when it is a
 // tz database name (Europe/Paris, UTC), else its offset (+02:00), so that
-// the instant is never shifted by the session's zone.
+// the instant is never shifted by the session's zone. The fraction has 3
+// digits, or 6 or 9 when the value has finer ones: Presto's timestamp(6)
+// and Trino's timestamp(9) keep them, and a millisecond value reads as
+// timestamp(3) everywhere.
 func timestampLiteral(t time.Time) string {
 	zone := t.Location().String()
 	if !strings.Contains(zone, "/") && zone != "UTC" {
 		zone = t.Format("-07:00")
 	}
-	return "TIMESTAMP '" + t.Format("2006-01-02 15:04:05.000") + " " + zone + "'"
+	layout := "2006-01-02 15:04:05.000"
+	switch ns := t.Nanosecond(); {
+	case ns%1e3 != 0:
+		layout = "2006-01-02 15:04:05.000000000"
+	case ns%1e6 != 0:
+		layout = "2006-01-02 15:04:05.000000"
+	}
+	return "TIMESTAMP '" + t.Format(layout) + " " + zone + "'"
 }

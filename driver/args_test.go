@@ -97,3 +97,22 @@ func FuzzScanPlaceholders(f *testing.F) {
 		}
 	})
 }
+
+// A time.Time argument keeps its microseconds and nanoseconds; a
+// millisecond value is written as before.
+func TestTimestampArgumentKeepsItsPrecision(t *testing.T) {
+	for _, tc := range []struct {
+		ns   int
+		want string
+	}{
+		{123e6, "TIMESTAMP '2024-05-06 07:08:09.123 UTC'"},
+		{123456e3, "TIMESTAMP '2024-05-06 07:08:09.123456 UTC'"},
+		{123456789, "TIMESTAMP '2024-05-06 07:08:09.123456789 UTC'"},
+		{1, "TIMESTAMP '2024-05-06 07:08:09.000000001 UTC'"},
+	} {
+		got, err := interpolate("?", positional(time.Date(2024, 5, 6, 7, 8, 9, tc.ns, time.UTC)))
+		if err != nil || got != tc.want {
+			t.Errorf("%d ns: %q, %v; want %q", tc.ns, got, err, tc.want)
+		}
+	}
+}

@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 	"sync/atomic"
+
+	presto "github.com/prestodb/presto-go-client/v2"
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/protocol"
@@ -25,12 +26,18 @@ import (
 type Conn struct {
 	connector *Connector
 	session   driver.Conn // the Presto client connection, configured for placeholderHost
-	pinned    *discovery.Node
-	last      atomic.Pointer[discovery.Node]
-	closed    atomic.Bool
+	// ps is that connection's session, on which statements run: the Presto
+	// client keeps its headers and transaction id.
+	ps     *presto.Session
+	pinned *discovery.Node
+	last   atomic.Pointer[discovery.Node]
+	closed atomic.Bool
 	// broken is set when a COMMIT or ROLLBACK failed: the Presto session
 	// may still carry the transaction, so the pool must not reuse it.
 	broken atomic.Bool
+	// beginning is set while BeginTx's START TRANSACTION runs (see
+	// txn.go).
+	beginning bool
 
 	// closeConnector is set by Driver.Open, whose connector lives as long as
 	// this one connection.
@@ -88,48 +95,83 @@ func (c *Conn) Node() *discovery.Node { return c.last.Load() }
 // over while the statement provably never reached one). The arguments
 // replace the query's ? placeholders (see interpolate).
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	q, ok := c.session.(driver.QueryerContext)
-	if !ok {
-		return nil, driver.ErrSkip
+	if err := refuseTransactionControl(query); err != nil {
+		return nil, err
 	}
 	query, err := interpolate(query, args)
 	if err != nil {
 		return nil, err
 	}
-	var rows driver.Rows
+	var res *resultRows
 	a, err := c.submit(ctx, func(ctx context.Context) error {
-		var err error
-		rows, err = q.QueryContext(ctx, query, nil)
+		qr, _, err := c.ps.Query(ctx, query)
+		if err != nil {
+			return err
+		}
+		res, err = newResultRows(ctx, qr)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return newRows(rows, a, c.connector), nil
+	return newRows(res, a, c.connector), nil
 }
 
 // ExecContext runs a statement on a coordinator the strategy picks, with
-// the arguments in place of its ? placeholders as QueryContext does.
+// the arguments in place of its ? placeholders as QueryContext does. It
+// reads the statement's pages to the end.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	e, ok := c.session.(driver.ExecerContext)
-	if !ok {
-		return nil, driver.ErrSkip
+	if err := refuseTransactionControl(query); err != nil {
+		return nil, err
 	}
 	query, err := interpolate(query, args)
 	if err != nil {
 		return nil, err
 	}
-	var res driver.Result
+	return c.exec(ctx, query)
+}
+
+// exec runs a statement, its arguments in place, and reads its pages to
+// the end.
+func (c *Conn) exec(ctx context.Context, query string) (driver.Result, error) {
+	var res result
 	a, err := c.submit(ctx, func(ctx context.Context) error {
-		var err error
-		res, err = e.ExecContext(ctx, query, nil)
-		return err
+		qr, _, err := c.ps.Query(ctx, query)
+		if err != nil {
+			return err
+		}
+		for qr.HasMoreBatch() {
+			qr.Data = nil
+			attemptFrom(ctx).takePage() // rows nobody reads
+			if err := qr.FetchNextBatch(ctx); err != nil {
+				return err
+			}
+		}
+		res.updateCount = qr.UpdateCount
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	a.End(nil)
 	return res, nil
+}
+
+// result is what a statement run by ExecContext reports.
+type result struct{ updateCount *int64 }
+
+// LastInsertId implements driver.Result: Presto has no generated keys.
+func (r result) LastInsertId() (int64, error) {
+	return 0, errors.New("zkpresto: LastInsertId is not supported by Presto")
+}
+
+// RowsAffected implements driver.Result: the coordinator's update count,
+// 0 when it reports none.
+func (r result) RowsAffected() (int64, error) {
+	if r.updateCount == nil {
+		return 0, nil
+	}
+	return *r.updateCount, nil
 }
 
 // submit runs one statement through the routing core: it picks a
@@ -147,6 +189,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		c.last.Store(ra.Node)
 		a := newAttempt(ra, ctx)
 		a.WholePages = true // the Presto client decodes whole pages anyway
+		a.splitPages = true
 		last = a
 		err := do(a.context())
 		failure, sent := a.Failure()
@@ -166,6 +209,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		}
 		return routing.NotSent, failure
 	})
+	c.retireUnpinnedTransaction(last)
 	if err != nil {
 		return nil, err
 	}
@@ -219,8 +263,11 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.ExecContext(ctx, begin, nil); err != nil {
-		return nil, fmt.Errorf("zkpresto: starting a transaction: %w", err)
+	c.beginning = true
+	_, err = c.exec(ctx, begin)
+	c.beginning = false
+	if err != nil {
+		return nil, c.beginFailed(err)
 	}
 	c.pinned = c.last.Load()
 	return &tx{conn: c}, nil
@@ -262,7 +309,7 @@ func (t *tx) Rollback() error { return t.finish("ROLLBACK") }
 
 func (t *tx) finish(statement string) error {
 	defer func() { t.conn.pinned = nil }()
-	if _, err := t.conn.ExecContext(context.Background(), statement, nil); err != nil {
+	if _, err := t.conn.exec(context.Background(), statement); err != nil {
 		t.conn.broken.Store(true)
 		return fmt.Errorf("zkpresto: %s: %w", strings.ToLower(statement), err)
 	}
@@ -335,35 +382,18 @@ func named(args []driver.Value) []driver.NamedValue {
 // cancels the query on the coordinator when they are closed before the end
 // (the Presto client leaves it running until the coordinator abandons it).
 type rows struct {
-	driver.Rows
+	*resultRows
 	a    *attempt
 	c    *Connector
 	done bool // io.EOF or an error was returned
 }
 
-var (
-	_ driver.RowsColumnTypeDatabaseTypeName = (*rows)(nil)
-	_ driver.RowsColumnTypeScanType         = (*rows)(nil)
-)
-
-func newRows(r driver.Rows, a *attempt, c *Connector) *rows { return &rows{Rows: r, a: a, c: c} }
+func newRows(r *resultRows, a *attempt, c *Connector) *rows {
+	return &rows{resultRows: r, a: a, c: c}
+}
 
 func (r *rows) Next(dest []driver.Value) error {
-	err := r.Rows.Next(dest)
-	if err == nil {
-		if cols := r.a.tstz.Load(); cols != nil {
-			if cerr := convertTSTZ(cols, dest); cerr != nil {
-				// A value the driver cannot read ends the result; the
-				// query would run on unread otherwise.
-				r.done = true
-				if r.a.Running() {
-					r.c.cancelQuery(r.a)
-				}
-				r.a.End(cerr)
-				return cerr
-			}
-		}
-	}
+	err := r.resultRows.Next(dest)
 	switch {
 	case err == nil:
 	case err == io.EOF:
@@ -371,50 +401,33 @@ func (r *rows) Next(dest []driver.Value) error {
 		r.a.End(nil)
 	default:
 		r.done = true
-		if r.a.caller.Err() != nil {
+		failure, _ := r.a.Failure()
+		switch {
+		case r.a.caller.Err() != nil:
 			r.c.cancelQuery(r.a)
-		} else if failure, _ := r.a.Failure(); failure != nil {
+		case failure != nil:
 			err = r.a.Failed(failure)
+		case r.running():
+			// A value the driver cannot read ends the result: the query
+			// would run on unread otherwise.
+			r.c.cancelQuery(r.a)
 		}
 		r.a.End(err)
 	}
 	return err
 }
 
+// running reports whether the query may still run on the coordinator: the
+// latest page the client decoded names a nextUri. It is known from the
+// decoded page, so a compressed page is not decoded a second time to learn
+// it.
+func (r *rows) running() bool { return r.qr.NextUri != nil }
+
 func (r *rows) Close() error {
-	if !r.done && r.a.Running() {
+	if !r.done && r.running() {
 		r.c.cancelQuery(r.a)
 	}
 	r.done = true
 	r.a.End(nil)
-	return r.Rows.Close()
-}
-
-func (r *rows) ColumnTypeDatabaseTypeName(i int) string {
-	if typ := r.tstzType(i); typ != "" {
-		return "TIMESTAMP WITH TIME ZONE" // as the client names the type it knows
-	}
-	if t, ok := r.Rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
-		return t.ColumnTypeDatabaseTypeName(i)
-	}
-	return ""
-}
-
-func (r *rows) ColumnTypeScanType(i int) reflect.Type {
-	if r.tstzType(i) != "" {
-		return timeType
-	}
-	if t, ok := r.Rows.(driver.RowsColumnTypeScanType); ok {
-		return t.ColumnTypeScanType(i)
-	}
-	return reflect.TypeFor[any]()
-}
-
-// tstzType is column i's original type when the transport relabelled it
-// (a timestamp with time zone), else "".
-func (r *rows) tstzType(i int) string {
-	if cols := r.a.tstz.Load(); cols != nil && i >= 0 && i < len(cols.types) {
-		return cols.types[i]
-	}
-	return ""
+	return r.resultRows.Close()
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	presto "github.com/prestodb/presto-go-client/v2"
@@ -74,6 +75,10 @@ type Connector struct {
 	ownTransport *http.Transport
 	session      driver.Connector // the Presto client's connector
 	request      strategy.Request // what Pick sees without a routing key; read-only
+	// connectMu holds Connect's call of the Presto connector, whose session
+	// setup hook hands the new session over in connecting.
+	connectMu  sync.Mutex
+	connecting *presto.Session
 }
 
 var _ driver.Connector = (*Connector)(nil)
@@ -150,7 +155,8 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 		Jar:           base.Jar,
 		Timeout:       base.Timeout,
 	}
-	session, err := presto.NewConnector(c.prestoDSN(), presto.WithHTTPClient(c.httpClient))
+	session, err := presto.NewConnector(c.prestoDSN(), presto.WithHTTPClient(c.httpClient),
+		presto.WithSessionSetup(func(s *presto.Session) { c.connecting = s }))
 	if err != nil {
 		return nil, fmt.Errorf("zkpresto: Presto client: %w", err)
 	}
@@ -209,11 +215,22 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err := c.router.Open(ctx); err != nil {
 		return nil, err
 	}
+	// The Presto client's connection configures the session (user,
+	// catalog, properties...) and is kept for its Close; the driver runs
+	// statements on the session itself and decodes their rows (values.go).
+	c.connectMu.Lock()
 	session, err := c.session.Connect(ctx)
+	ps := c.connecting
+	c.connecting = nil
+	c.connectMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("zkpresto: Presto client: %w", err)
 	}
-	return &Conn{connector: c, session: session}, nil
+	if ps == nil {
+		session.Close()
+		return nil, errors.New("zkpresto: internal error: the Presto client made no session")
+	}
+	return &Conn{connector: c, session: session, ps: ps}, nil
 }
 
 // Nodes returns the coordinators discovery currently lists, opening

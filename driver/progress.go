@@ -62,7 +62,10 @@ func (t *routingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return resp, err
 	}
 	if a := attemptFrom(req.Context()); a != nil {
-		relabelPage(resp, a)
+		noteTransaction(resp, a)
+		if a.splitPages {
+			splitPage(resp, a)
+		}
 	}
 	if fn, _ := req.Context().Value(progressKey{}).(func(Progress)); fn != nil {
 		node := req.URL.Host

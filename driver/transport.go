@@ -44,8 +44,11 @@ type attempt struct {
 	// allocation of its own; urlUsed says it is taken.
 	url     url.URL
 	urlUsed atomic.Bool
-	// The statement's timestamp with time zone columns (see tstz.go).
-	attemptTSTZ
+	// splitPages makes the transport take each page's rows out for the
+	// driver's rows (see page.go).
+	splitPages bool
+	attemptPages
+	attemptTxn
 }
 
 func newAttempt(ra *routing.Attempt, caller context.Context) *attempt {

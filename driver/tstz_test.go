@@ -52,7 +52,7 @@ func TestTimestampWithTimeZoneInANamedZone(t *testing.T) {
 			if got := types[1].DatabaseTypeName(); got != "TIMESTAMP WITH TIME ZONE" {
 				t.Errorf("DatabaseTypeName %q", got)
 			}
-			if got := types[1].ScanType(); got != reflect.TypeFor[time.Time]() {
+			if got := types[1].ScanType(); got != reflect.TypeFor[sql.NullTime]() {
 				t.Errorf("ScanType %v", got)
 			}
 			var got []sql.NullTime

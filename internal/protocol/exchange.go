@@ -534,6 +534,20 @@ func (b *Body) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// TakePage returns the unread part of a page read whole (WholePages), as
+// it came (compressed or not), and hands its buffer over: the body reads
+// as ended after it and does not recycle the buffer when closed. It
+// returns false for a body that is streamed. It lets a reader that needs
+// the whole page keep it without a copy.
+func (b *Body) TakePage() ([]byte, bool) {
+	if b.page == nil {
+		return nil, false
+	}
+	page := b.page.Bytes()
+	b.page = nil
+	return page, true
+}
+
 // Close closes the body, records whether the query is still running, and
 // releases the request.
 func (b *Body) Close() error {

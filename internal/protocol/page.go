@@ -24,7 +24,7 @@ const poolLimit = 1 << 20
 func readPage(resp *http.Response) (*bytes.Buffer, error) {
 	buf := pagePool.Get().(*bytes.Buffer)
 	buf.Reset()
-	_, err := buf.ReadFrom(resp.Body)
+	err := readInto(buf, resp)
 	resp.Body.Close()
 	if err == nil && resp.Header.Get("Content-Encoding") == "" {
 		b := bytes.TrimLeft(buf.Bytes(), " \t\r\n")
@@ -41,6 +41,55 @@ func readPage(resp *http.Response) (*bytes.Buffer, error) {
 	}
 	return buf, nil
 }
+
+// pageChunk is the size of the pieces a large page is read in.
+const pageChunk = 4 << 20
+
+// readInto reads resp's body into buf. A page of a size the response
+// announces gets a buffer of that size. Otherwise up to poolLimit is read
+// into buf as it is, and a larger page in pieces of pageChunk, copied
+// once into a buffer of the page's size: a buffer grown by doubling would
+// end up to twice the page, with its earlier sizes as garbage besides.
+func readInto(buf *bytes.Buffer, resp *http.Response) error {
+	if n := resp.ContentLength; n > 0 && n <= maxAnnounced {
+		buf.Grow(int(n) + bytes.MinRead) // ReadFrom wants MinRead free to see the end
+		_, err := buf.ReadFrom(resp.Body)
+		return err
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, poolLimit)); err != nil || buf.Len() < poolLimit {
+		return err
+	}
+	var chunks [][]byte
+	total := buf.Len()
+	for done := false; !done; {
+		chunk := make([]byte, pageChunk)
+		n := 0
+		for n < len(chunk) {
+			m, err := resp.Body.Read(chunk[n:])
+			n += m
+			if err == io.EOF {
+				done = true
+				break
+			}
+			if err != nil {
+				return err // a cut body included: io.ErrUnexpectedEOF
+			}
+		}
+		chunks = append(chunks, chunk[:n])
+		total += n
+	}
+	whole := make([]byte, 0, total)
+	whole = append(whole, buf.Bytes()...)
+	for _, c := range chunks {
+		whole = append(whole, c...)
+	}
+	*buf = *bytes.NewBuffer(whole)
+	return nil
+}
+
+// maxAnnounced bounds the Content-Length a buffer is sized by before the
+// page arrives.
+const maxAnnounced = 1 << 30
 
 func putPage(buf *bytes.Buffer) {
 	if buf.Cap() <= poolLimit {

@@ -1,0 +1,108 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+)
+
+// Transactions whole. A transaction lives in the Presto client's session,
+// whose transaction id travels with every request, on the one coordinator
+// that started it: BeginTx pins the connection there, Commit and Rollback
+// unpin it. Two ways would break that, and both are closed here.
+
+// errTransactionControl refuses START TRANSACTION, COMMIT and ROLLBACK run
+// as statements: the session would hold a transaction id the driver does
+// not know of, and the next statement, picked for another coordinator,
+// would fail with UNKNOWN_TRANSACTION there (or one on the same
+// coordinator would run inside a transaction nobody commits).
+var errTransactionControl = errors.New("zkpresto: START TRANSACTION, COMMIT and ROLLBACK are not run as statements: use db.BeginTx, tx.Commit and tx.Rollback, which keep the transaction on its coordinator")
+
+// refuseTransactionControl returns errTransactionControl, before any I/O,
+// for a statement that starts or ends a transaction.
+func refuseTransactionControl(query string) error {
+	words := leadingWords(query, 2)
+	if len(words) == 0 {
+		return nil
+	}
+	switch {
+	case words[0] == "COMMIT", words[0] == "ROLLBACK",
+		words[0] == "START" && len(words) > 1 && words[1] == "TRANSACTION":
+		return fmt.Errorf("%w (the statement begins %q)", errTransactionControl, strings.Join(words, " "))
+	}
+	return nil
+}
+
+// leadingWords returns up to n upper-cased words at the start of query,
+// after white space and comments; a word ends at anything but a letter.
+func leadingWords(query string, n int) []string {
+	var words []string
+	i := 0
+	for i < len(query) && len(words) < n {
+		switch c := query[i]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
+			i++
+		case strings.HasPrefix(query[i:], "--"):
+			j := strings.IndexByte(query[i:], '\n')
+			if j < 0 {
+				return words
+			}
+			i += j + 1
+		case strings.HasPrefix(query[i:], "/*"):
+			j := strings.Index(query[i+2:], "*/")
+			if j < 0 {
+				return words
+			}
+			i += j + 4
+		case isLetter(c):
+			j := i
+			for j < len(query) && isLetter(query[j]) {
+				j++
+			}
+			words = append(words, strings.ToUpper(query[i:j]))
+			i = j
+		default:
+			return words
+		}
+	}
+	return words
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
+
+// beginFailed retires the connection whose START TRANSACTION failed: the
+// coordinator may have started the transaction and its id may be in the
+// session already (a failure after the answer's headers), so the pool
+// must not hand the connection out again. IsValid then says so, and
+// database/sql closes it when BeginTx returns.
+func (c *Conn) beginFailed(err error) error {
+	c.broken.Store(true)
+	return fmt.Errorf("zkpresto: starting a transaction: %w", err)
+}
+
+// attemptTxn is the part of an attempt that notes a transaction started
+// by the coordinator.
+type attemptTxn struct {
+	startedTransaction atomic.Bool
+}
+
+// noteTransaction records in a whether resp starts a transaction (Presto's
+// and Trino's Started-Transaction-Id header).
+func noteTransaction(resp *http.Response, a *attempt) {
+	if resp.Header.Get("X-Presto-Started-Transaction-Id") != "" || resp.Header.Get("X-Trino-Started-Transaction-Id") != "" {
+		a.startedTransaction.Store(true)
+	}
+}
+
+// retireUnpinnedTransaction retires the connection when a statement other
+// than BeginTx's started a transaction (one refuseTransactionControl could
+// not see: EXECUTE of a prepared START TRANSACTION, say): the session holds
+// a transaction id no pin keeps on its coordinator, so the pool must not
+// hand the connection out again.
+func (c *Conn) retireUnpinnedTransaction(a *attempt) {
+	if a != nil && a.startedTransaction.Load() && !c.beginning {
+		c.broken.Store(true)
+	}
+}

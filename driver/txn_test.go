@@ -1,0 +1,142 @@
+package driver_test
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+)
+
+// START TRANSACTION, COMMIT and ROLLBACK run as statements (as mysql and
+// pgx users do by hand) would leave the session holding a transaction the
+// driver does not pin: they are refused with a clear error before anything
+// is sent, in Exec, Query and inside a transaction alike; statements that
+// merely mention the words run.
+func TestTransactionStatementsOutsideBeginTxAreRefused(t *testing.T) {
+	cs, err := coordinator.StartFleet(2, coordinator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	})
+	db := openPerStatement(t, "presto://"+cs[0].Addr()+","+cs[1].Addr()+"/hive/default?user=alice&strategy=round_robin")
+	refused := []string{"START TRANSACTION", "start transaction read only", "  -- why\n/* not */ Commit", "COMMIT WORK", "rollback", "\tROLLBACK WORK"}
+	for _, q := range refused {
+		if _, err := db.Exec(q); err == nil || !strings.Contains(err.Error(), "use db.BeginTx") {
+			t.Errorf("Exec(%q): %v", q, err)
+		}
+		if _, err := db.Query(q); err == nil || !strings.Contains(err.Error(), "use db.BeginTx") {
+			t.Errorf("Query(%q): %v", q, err)
+		}
+	}
+	tx, err := db.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("COMMIT"); err == nil || !strings.Contains(err.Error(), "use db.BeginTx") {
+		t.Errorf("tx.Exec(COMMIT): %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, c := range cs {
+		for _, r := range c.Requests() {
+			if r.SQL != "" {
+				sent = append(sent, r.SQL)
+			}
+		}
+	}
+	if want := []string{"START TRANSACTION", "COMMIT"}; !reflect.DeepEqual(sent, want) {
+		t.Fatalf("sent %q, want only BeginTx's and Commit's %q", sent, want)
+	}
+	for _, q := range []string{"SELECT 'COMMIT'", "SELECT 1 -- ROLLBACK", "STARTED"} {
+		if err := refuseTransactionControlVia(db, q); err != nil {
+			t.Errorf("%q refused: %v", q, err)
+		}
+	}
+}
+
+// refuseTransactionControlVia runs q and returns its error only if it is
+// the refusal.
+func refuseTransactionControlVia(db *sql.DB, q string) error {
+	_, err := db.Exec(q)
+	if err != nil && strings.Contains(err.Error(), "use db.BeginTx") {
+		return err
+	}
+	return nil
+}
+
+// A START TRANSACTION that fails after the coordinator started the
+// transaction (its id is in the answer's headers, the page says FAILED)
+// retires the connection: the next statement, on the same pool, carries no
+// transaction id.
+func TestFailedBeginTxRetiresTheConnection(t *testing.T) {
+	s := newPageServer(t, false)
+	s.answer("START TRANSACTION",
+		`{"id":"q1","infoUri":"http://x/q1","error":{"message":"boom","errorCode":65536,"errorName":"GENERIC_INTERNAL_ERROR","errorType":"INTERNAL_ERROR"},"stats":{"state":"FAILED"}}`,
+		http.Header{"X-Presto-Started-Transaction-Id": {"c0ffee00-0000-4000-8000-000000000001"}})
+	db, err := sql.Open("zkpresto", "presto://"+strings.TrimPrefix(s.URL, "http://")+"/hive/default?user=alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	if _, err := db.BeginTx(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("BeginTx: %v", err)
+	}
+	if _, err := db.Exec("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.transactions(); len(got) != 2 || got[1] != "" {
+		t.Fatalf("transaction ids sent %q: the statement after a failed BeginTx carried one", got)
+	}
+}
+
+// A transaction started by a statement the refusal cannot see (EXECUTE of
+// a prepared START TRANSACTION) retires the connection too: the next
+// statement carries no transaction id.
+func TestTransactionStartedByAnotherStatementRetiresTheConnection(t *testing.T) {
+	s := newPageServer(t, false)
+	s.answer("EXECUTE begin",
+		`{"id":"q1","infoUri":"http://x/q1","updateType":"START TRANSACTION","stats":{"state":"FINISHED"}}`,
+		http.Header{"X-Presto-Started-Transaction-Id": {"c0ffee00-0000-4000-8000-000000000002"}})
+	db, err := sql.Open("zkpresto", "presto://"+strings.TrimPrefix(s.URL, "http://")+"/hive/default?user=alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	if _, err := db.Exec("EXECUTE begin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.transactions(); len(got) != 2 || got[1] != "" {
+		t.Fatalf("transaction ids sent %q: the statement after carried one", got)
+	}
+	// BeginTx's own START TRANSACTION keeps its connection.
+	s.answer("START TRANSACTION", `{"id":"q2","infoUri":"http://x/q2","updateType":"START TRANSACTION","stats":{"state":"FINISHED"}}`,
+		http.Header{"X-Presto-Started-Transaction-Id": {"c0ffee00-0000-4000-8000-000000000003"}})
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("SELECT 2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.transactions(); got[len(got)-1] != "c0ffee00-0000-4000-8000-000000000003" {
+		t.Fatalf("transaction ids sent %q: the transaction's statement did not carry its id", got)
+	}
+	tx.Rollback()
+}

@@ -8,8 +8,8 @@ import (
 
 // DefaultPublishedStaleAfter is how old a published load may be before
 // shared_p2c stops trusting it and compares the two nodes by this client's
-// own counts: three times the longest a registrar with default settings
-// leaves a figure unrewritten (registrar.DefaultLoadRefresh, 5 s).
+// own counts: three times the 5 s a publisher should rewrite an unchanged
+// figure at the least, with room for clock skew between hosts.
 const DefaultPublishedStaleAfter = 15 * time.Second
 
 // DefaultSlowStart is shared_p2c's slow-start window when Options.SlowStart
@@ -51,7 +51,7 @@ type sharedP2CStrategy struct {
 type sharedSeen struct {
 	since  time.Time // first build that had the node, for slow start
 	figure time.Time // ReadAt of the figure base belongs to
-	base   uint64    // the node's Load.Started when that figure arrived
+	base   int64     // the node's Load.InFlight when that figure arrived
 }
 
 func newSharedP2C(opts Options) Strategy {
@@ -100,7 +100,7 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 		if !seen.figure.Equal(n.Load.ReadAt) {
 			// A new figure counts this client's statements up to now; only
 			// those started after it are added to it.
-			seen.figure, seen.base = n.Load.ReadAt, loads[i].Started()
+			seen.figure, seen.base = n.Load.ReadAt, loads[i].InFlight()
 		}
 		c := &p.cands[i]
 		c.node, c.load, c.weight = n, loads[i], float64(nodeWeight(n))
@@ -127,7 +127,7 @@ type sharedCandidate struct {
 	slots     float64 // published concurrency; 0 unknown
 	published float64 // published running+queued
 	readAt    int64   // Unix ns of the figure; 0 none
-	base      uint64  // load.Started() when the figure arrived
+	base      int64   // load.InFlight() when the figure arrived
 	since     int64   // Unix ns of the node's first build, for slow start
 }
 
@@ -194,8 +194,8 @@ func (p *sharedP2CPicker) ramp(c *sharedCandidate, now int64) float64 {
 func (p *sharedP2CPicker) cheaper(x, y *sharedCandidate, now int64) bool {
 	var lx, ly, cx, cy float64
 	if p.fresh(x, now) && p.fresh(y, now) {
-		lx = x.published + float64(x.load.Started()-x.base) + 1
-		ly = y.published + float64(y.load.Started()-y.base) + 1
+		lx = max(x.published+float64(x.load.InFlight()-x.base), 0) + 1
+		ly = max(y.published+float64(y.load.InFlight()-y.base), 0) + 1
 		cx, cy = x.weight, y.weight
 		if x.slots > 0 && y.slots > 0 {
 			cx, cy = x.slots, y.slots

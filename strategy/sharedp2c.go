@@ -24,9 +24,11 @@ const slowStartFloor = 0.1
 // coordinators publish: two distinct nodes drawn with probability
 // proportional to weight, and the one with the lower load relative to its
 // capacity wins. A node's load is what it published (running plus queued
-// queries, all clients together) plus the statements this client started
-// there since it received that figure; its capacity is the concurrency it
-// published when both nodes published one, its weight otherwise.
+// queries, all clients together) plus the change in this client's
+// statements in flight there since it received that figure (those it
+// started since, less those of its own that ended since, which the figure
+// counted); its capacity is the concurrency it published when both nodes
+// published one, its weight otherwise.
 //
 // When either node's figure is missing or older than StaleAfter, both are
 // compared by this client's statements in flight per weight, as least_active
@@ -99,7 +101,7 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 		}
 		if !seen.figure.Equal(n.Load.ReadAt) {
 			// A new figure counts this client's statements up to now; only
-			// those started after it are added to it.
+			// the change after it is added to it.
 			seen.figure, seen.base = n.Load.ReadAt, loads[i].InFlight()
 		}
 		c := &p.cands[i]

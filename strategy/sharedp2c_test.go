@@ -49,7 +49,8 @@ func counts(t *testing.T, p Picker, n int) map[string]int {
 	return out
 }
 
-// The published figure decides, plus this client's statements started since.
+// The published figure decides, plus the change in this client's statements
+// in flight since it arrived.
 func TestSharedP2CPublishedPlusOwn(t *testing.T) {
 	f := newSharedFixture(t, Options{SlowStart: -1})
 	nodes := makeNodes(2)
@@ -74,6 +75,13 @@ func TestSharedP2CPublishedPlusOwn(t *testing.T) {
 	nodes2[1].Load = nodes[1].Load
 	if c := counts(t, f.s.Build(nodes2), 100); c[a] != 100 {
 		t.Fatalf("after a rebuild with b's figure unchanged: picks %v, want all on %s", c, a)
+	}
+	// Five of them end: b's estimate 0+7 is below a's 11 again.
+	for range 5 {
+		f.loads.For(b).End(time.Millisecond, nil)
+	}
+	if c := counts(t, p, 100); c[b] != 100 {
+		t.Fatalf("b published 0, 7 of this client's in flight: picks %v, want all on %s", c, b)
 	}
 	// b's next figure includes those statements: the count starts over.
 	nodes3 := makeNodes(2)

@@ -60,7 +60,7 @@ func TestRunRefusesBadOptions(t *testing.T) {
 		{func(o *Options) { o.Pools = 200 }, "clients"},
 		{func(o *Options) { o.Slots = -1 }, "slots"},
 		{func(o *Options) { o.Duration = time.Hour }, "duration"},
-		{func(o *Options) { o.Duration, o.Warmup = time.Second, 2 * time.Second }, "warm-up"},
+		{func(o *Options) { o.Duration, o.Warmup = time.Second, 2*time.Second }, "warm-up"},
 		{func(o *Options) { o.Load = 3 }, "load"},
 		{func(o *Options) { o.MeanService = time.Microsecond }, "mean service"},
 	} {

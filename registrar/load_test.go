@@ -93,8 +93,13 @@ func TestRegistrarPublishesLoad(t *testing.T) {
 			})
 			f.failing.Store(false)
 			eventually(t, "the figure back", func() bool { return h.children()[path].Load.Known() })
+			// The status follows the write it reports on.
+			eventually(t, "the status to count the four writes", func() bool {
+				st := h.reg.Status()
+				return st.LoadWrites >= 4 && st.Load.Known()
+			})
 			st := h.reg.Status()
-			if st.LoadWrites < 4 || st.Path != path || st.Registrations != 1 {
+			if st.Path != path || st.Registrations != 1 {
 				t.Errorf("status %+v: want the figures written in place in one registration", st)
 			}
 		})

@@ -1,10 +1,12 @@
 package discovery_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
 )
 
 // A published load survives FormatZnodeData and ParseZnode exactly, to the
@@ -55,5 +57,27 @@ func TestPublishedLoadMalformedIsIgnored(t *testing.T) {
 	}
 	if n.Load.Known() {
 		t.Errorf("a Hive registration's load= was read as %+v", n.Load)
+	}
+}
+
+// A change of the published load alone is a new snapshot, so that pickers
+// see it: the node set, weights and names stay the same.
+func TestZooKeeperFollowsPublishedLoad(t *testing.T) {
+	f := fleet.StartT(t, fleet.Options{Coordinators: 1})
+	c := f.Coordinators[0]
+	path, err := f.Register(c, discovery.FormatZkpresto, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := openZK(t, f, nil)
+	for _, running := range []int{5, 6} {
+		n := discovery.Node{Addr: c.Addr(), Weight: 2, Version: "0.289",
+			Load: discovery.PublishedLoad{Running: running, Queued: 1, ReadAt: time.UnixMilli(1_764_620_000_000 + int64(running))}}
+		if _, err := f.Conn().Set(path, discovery.FormatZnodeData(n), -1); err != nil {
+			t.Fatal(err)
+		}
+		waitSnapshot(t, d, fmt.Sprintf("%d running published", running), func(s *discovery.Snapshot) bool {
+			return len(s.Nodes) == 1 && s.Nodes[0].Load.Running == running && s.Nodes[0].Load.Queued == 1
+		})
 	}
 }

@@ -73,6 +73,10 @@ type Node struct {
 	Format Format
 	// Metadata holds the remaining key/value pairs of the registration.
 	Metadata map[string]string
+	// Load is what the coordinator published about its own load (zkpresto
+	// registrations with load=; see PublishedLoad). A malformed figure is
+	// left out, so the node is balanced as one that publishes nothing.
+	Load PublishedLoad
 }
 
 // URL returns the coordinator's base URL, e.g. "http://10.0.0.1:8080".

@@ -52,7 +52,7 @@ var znodeReservedKeys = []string{
 	znodeKeyURI, znodeKeyWeight, znodeKeyZone, znodeKeyVersion,
 	znodeKeyServerURI, znodeKeyServiceURI, znodeKeySequence,
 	znodeKeyHiveBindHost, znodeKeyHiveThriftPort, znodeKeyHiveHTTPPort, znodeKeyHiveInstanceURI,
-	znodeKeyHiveUseSSL,
+	znodeKeyHiveUseSSL, znodeKeyLoad,
 }
 
 // znodeMaxQuoted bounds how much of a name or value an error message quotes,
@@ -201,6 +201,11 @@ func parseZnodeKeyValue(name, data string) (Node, error) {
 	n.Zone, _ = lookup(znodeKeyZone)
 	n.Version, _ = lookup(znodeKeyVersion)
 	n.Metadata = znodeMetadata(nameKV, dataKV)
+	if v, ok := znodeLookupOK(dataKV, znodeKeyLoad); ok && n.Format == FormatZkpresto {
+		// A bad figure must not cost the cluster a coordinator: without it
+		// the node is balanced as before.
+		n.Load, _ = ParsePublishedLoad(v)
+	}
 	return n, nil
 }
 
@@ -508,8 +513,8 @@ func znodeQuote(s string) string {
 }
 
 // FormatZnodeData renders the k=v; data that `zkpresto register` writes for
-// n: "uri=host:port;weight=W;zone=Z;version=V;" followed by the Metadata
-// entries in key order. An https node is written as uri=https://host:port. A
+// n: "uri=host:port;weight=W;zone=Z;version=V;", load=R,Q,S,MS; when n.Load
+// is known (PublishedLoad.String), then the Metadata entries in key order. An https node is written as uri=https://host:port. A
 // weight below 1 is written as 1 and one above the largest ParseZnode accepts
 // (1000000) as that largest; an empty zone or version is left out.
 //
@@ -542,6 +547,9 @@ func FormatZnodeData(n Node) []byte {
 	}
 	if n.Version != "" && !strings.Contains(n.Version, ";") {
 		writePair(znodeKeyVersion, n.Version)
+	}
+	if n.Load.Known() {
+		writePair(znodeKeyLoad, n.Load.String())
 	}
 	keys := make([]string, 0, len(n.Metadata))
 	for k, v := range n.Metadata {

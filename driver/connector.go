@@ -175,6 +175,7 @@ func (c *Connector) routingConfig(factory strategy.Factory, policy health.Policy
 			Zone:      c.cfg.Zone, // local_first falls back to ZKPRESTO_ZONE itself
 			HashKey:   hashKey,
 			LoadBound: c.cfg.HashLoadBound,
+			SlowStart: c.cfg.SlowStart,
 		},
 		Weights:             c.cfg.Weights,
 		Retries:             c.cfg.Retries,

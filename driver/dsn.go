@@ -144,6 +144,12 @@ type Config struct {
 	// HashLoadBound, when not 0, bounds consistent_hash: no node gets more
 	// than this factor (from 1 to 100) of the mean in-flight load.
 	HashLoadBound float64
+	// SlowStart is shared_p2c's slow-start window: a coordinator that
+	// joins, or comes back after an ejection, ramps up from a tenth of its
+	// share to all of it over this long. 0 means the strategy's default
+	// (strategy.DefaultSlowStart); negative turns it off. It must stay 0
+	// with any other strategy, none of which ramps.
+	SlowStart time.Duration
 
 	// User is the Presto user.
 	User string

@@ -80,6 +80,7 @@ const (
 	dsnKeyRetries   = "retries"
 	dsnKeyHashKey   = "hashKey"
 	dsnKeyLoadBound = "hashLoadBound"
+	dsnKeySlowStart = "slowStart"
 
 	dsnKeyDialTimeout     = "dialTimeout"
 	dsnKeyWriteTimeout    = "writeTimeout"
@@ -237,6 +238,23 @@ var dsnKeys = []*dsnKey{
 		},
 		format: func(c *Config) (string, bool) {
 			return strconv.FormatFloat(c.HashLoadBound, 'g', -1, 64), c.HashLoadBound >= 1
+		},
+	},
+	{
+		name: dsnKeySlowStart, kind: dsnOwn, section: dsnSectionMain, def: "`30s` with `shared_p2c`",
+		doc: "`shared_p2c` only: a coordinator that joins or comes back from ejection ramps up from a tenth of its share over this long (e.g. `1m`); `off` turns it off",
+		parse: func(c *Config, v string) error {
+			if strings.EqualFold(v, "off") {
+				c.SlowStart = -1
+				return nil
+			}
+			return dsnSetDuration(&c.SlowStart, v)
+		},
+		format: func(c *Config) (string, bool) {
+			if c.SlowStart < 0 {
+				return "off", true
+			}
+			return c.SlowStart.String(), c.SlowStart > 0
 		},
 	},
 
@@ -420,6 +438,7 @@ const (
 var (
 	errDSNRetries       = fmt.Errorf("want a whole number from 0 to %d", dsnMaxRetries)
 	errDSNLoadBound     = errors.New("want a number from 1 to 100, such as 1.25")
+	errDSNSlowStart     = errors.New("applies to strategy shared_p2c only, the one that ramps coordinators up")
 	errDSNZooKeeperAuth = errors.New("want scheme:credentials, as in digest:user:password")
 )
 

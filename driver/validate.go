@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zkpresto/zkpresto/strategy"
 )
 
 // configError is a bad value in a Config, named by the DSN key that holds
@@ -83,6 +85,12 @@ func (c *Config) validate() error {
 	}
 	if f := c.HashLoadBound; f != 0 && !(f >= 1 && f <= 100) || math.IsNaN(f) {
 		return badValue(dsnKeyLoadBound, strconv.FormatFloat(f, 'g', -1, 64), errDSNLoadBound)
+	}
+	if c.SlowStart != 0 {
+		if name, _ := strategy.Lookup(c.Strategy); name != "shared_p2c" {
+			v, _ := dsnLookupKey(dsnKeySlowStart).format(c)
+			return badValue(dsnKeySlowStart, v, errDSNSlowStart)
+		}
 	}
 	if err := c.validateZooKeeperSecurity(); err != nil {
 		return err

@@ -41,6 +41,8 @@ func TestValidateMatchesParseDSN(t *testing.T) {
 		{"weight for a bad host", "presto://c1:8080;weights=[10.0.0.1]:8080=1", func(c *Config) { c.Weights = map[string]int{"[10.0.0.1]:8080": 1} }},
 		{"retries too many", "presto://c1:8080;retries=101", func(c *Config) { c.Retries = 101 }},
 		{"bad hash key", "presto://c1:8080;hashKey=md5", func(c *Config) { c.HashKey = "md5" }},
+		{"slow start without shared_p2c", "presto://c1:8080;slowStart=10s", func(c *Config) { c.SlowStart = 10 * time.Second }},
+		{"slow start off with p2c", "presto://c1:8080;zooKeeperStrategy=p2c;slowStart=off", func(c *Config) { c.Strategy, c.SlowStart = "p2c", -1 }},
 		{"load bound below 1", "presto://c1:8080;hashLoadBound=0.5", func(c *Config) { c.HashLoadBound = 0.5 }},
 		{"load bound negative", "presto://c1:8080;hashLoadBound=-1", func(c *Config) { c.HashLoadBound = -1 }},
 		{"load bound too large", "presto://c1:8080;hashLoadBound=101", func(c *Config) { c.HashLoadBound = 101 }},

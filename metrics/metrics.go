@@ -37,6 +37,7 @@ type RegistrarCollector struct {
 	registered, healthy, connected                     *prometheus.Desc
 	registrations, healthFailures, sessionReRegistered *prometheus.Desc
 	lastCheck                                          *prometheus.Desc
+	loadWrites, publishedQueries                       *prometheus.Desc
 }
 
 // NewRegistrarCollector returns a collector that calls status at every
@@ -54,13 +55,15 @@ func NewRegistrarCollector(status func() registrar.Status) *RegistrarCollector {
 		healthFailures:      d("health_check_failures_total", "Failed health checks, including answers that the coordinator is starting."),
 		sessionReRegistered: d("session_reregistrations_total", "Registrations made again because the ZooKeeper session holding the previous one expired."),
 		lastCheck:           d("last_check_timestamp_seconds", "Unix time of the last health check; 0 before the first."),
+		loadWrites:          d("load_writes_total", "Writes of the coordinator's load figures into its znode (register --load-source)."),
+		publishedQueries:    d("published_queries", "Running plus queued queries in the load figure last written; absent while none is published."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *RegistrarCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.registered, c.healthy, c.connected, c.registrations,
-		c.healthFailures, c.sessionReRegistered, c.lastCheck} {
+		c.healthFailures, c.sessionReRegistered, c.lastCheck, c.loadWrites, c.publishedQueries} {
 		ch <- d
 	}
 }
@@ -75,6 +78,10 @@ func (c *RegistrarCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.healthFailures, prometheus.CounterValue, float64(s.HealthCheckFailures))
 	ch <- prometheus.MustNewConstMetric(c.sessionReRegistered, prometheus.CounterValue, float64(s.SessionReRegistrations))
 	ch <- prometheus.MustNewConstMetric(c.lastCheck, prometheus.GaugeValue, unixSeconds(s.LastCheck))
+	ch <- prometheus.MustNewConstMetric(c.loadWrites, prometheus.CounterValue, float64(s.LoadWrites))
+	if s.Load.Known() {
+		ch <- prometheus.MustNewConstMetric(c.publishedQueries, prometheus.GaugeValue, float64(s.Load.Total()))
+	}
 }
 
 // StatsSource supplies a router's figures at each scrape: a

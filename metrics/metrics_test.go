@@ -62,12 +62,17 @@ func TestRegistrarCollector(t *testing.T) {
 		"zkpresto_registrar_registered 0",
 		"zkpresto_registrar_last_check_timestamp_seconds 0",
 		"# TYPE zkpresto_registrar_registrations_total counter",
+		"zkpresto_registrar_load_writes_total 0",
 	)
+	if text := scrape(t, c); strings.Contains(text, "zkpresto_registrar_published_queries") {
+		t.Errorf("a published-queries gauge without a published figure:\n%s", text)
+	}
 
 	status = registrar.Status{
 		Registered: true, Healthy: true, Connected: true,
 		Registrations: 3, HealthCheckFailures: 5, SessionReRegistrations: 1,
-		LastCheck: time.Unix(1700000000, 500_000_000),
+		LastCheck:  time.Unix(1700000000, 500_000_000),
+		LoadWrites: 12, Load: discovery.PublishedLoad{Running: 4, Queued: 3, ReadAt: time.Unix(1700000000, 0)},
 	}
 	wantLines(t, scrape(t, c),
 		"zkpresto_registrar_registered 1",
@@ -77,6 +82,8 @@ func TestRegistrarCollector(t *testing.T) {
 		"zkpresto_registrar_health_check_failures_total 5",
 		"zkpresto_registrar_session_reregistrations_total 1",
 		"zkpresto_registrar_last_check_timestamp_seconds 1.7000000005e+09",
+		"zkpresto_registrar_load_writes_total 12",
+		"zkpresto_registrar_published_queries 7",
 	)
 }
 

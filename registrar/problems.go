@@ -15,6 +15,7 @@ const (
 	groupCoordinator = "coordinator" // health checks
 	groupSession     = "session"     // dialling ZooKeeper, the session, auth
 	groupStep        = "step"        // creates, deletes and reads in ZooKeeper
+	groupLoad        = "load"        // reading the coordinator's load figures
 )
 
 // problemLog keeps the registrar from being silent without flooding the

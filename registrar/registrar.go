@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -116,6 +117,12 @@ type Config struct {
 	// RepeatLogInterval is how often a problem that keeps happening is
 	// logged again, with the number of repeats in between; default 30s.
 	RepeatLogInterval time.Duration
+	// Load, when set, publishes the coordinator's running and queued
+	// queries in the znode's data, read from CoordinatorURL with
+	// HTTPClient, for clients that balance on them (shared_p2c). Nil
+	// publishes nothing: clients then balance the coordinator on what
+	// they know themselves.
+	Load *LoadPublishing
 }
 
 // Status is a point-in-time view of a Registrar, for metrics and operators.
@@ -140,6 +147,11 @@ type Status struct {
 	// SessionReRegistrations counts registrations made again because the
 	// ZooKeeper session that held the previous znode expired.
 	SessionReRegistrations uint64
+	// LoadWrites counts writes of the load figures (Config.Load).
+	LoadWrites uint64
+	// Load is the figure last written; the zero value when none is (not
+	// publishing, or the last read failed).
+	Load discovery.PublishedLoad
 }
 
 // Registrar registers one coordinator. Create it with New and call Run once;
@@ -180,6 +192,10 @@ type Registrar struct {
 	watchers       sync.WaitGroup
 	stopWatches    chan struct{}
 	coordinatorVer string // version reported by /v1/info
+	load           LoadPublishing
+	loadReader     *loadReader // nil: not publishing
+	loadGate       loadGate
+	watchArmed     atomic.Bool // the znode's watch is set
 }
 
 // New validates cfg and returns a Registrar. It does no I/O.
@@ -255,6 +271,12 @@ func New(cfg Config) (*Registrar, error) {
 		r.cfg.RepeatLogInterval = DefaultRepeatLogInterval
 	}
 	r.problems = newProblemLog(r.log, r.cfg.RepeatLogInterval)
+	if cfg.Load != nil {
+		if r.load, err = cfg.Load.withDefaults(); err != nil {
+			return nil, fmt.Errorf("registrar: %w", err)
+		}
+		r.loadReader = newLoadReader(r.http, cfg.CoordinatorURL, r.load)
+	}
 	// What we write must read back as the same node, or clients would
 	// never see this coordinator.
 	if _, err := r.desired(); err != nil {
@@ -381,6 +403,12 @@ func (r *Registrar) Run(ctx context.Context) error {
 
 	ticker := time.NewTicker(r.cfg.Interval)
 	defer ticker.Stop()
+	var loadTick <-chan time.Time // nil, never ready, when not publishing
+	if r.loadReader != nil {
+		t := time.NewTicker(r.load.Interval)
+		defer t.Stop()
+		loadTick = t.C
+	}
 	check := true // the first check runs at once
 	for {
 		if check {
@@ -396,14 +424,22 @@ func (r *Registrar) Run(ctx context.Context) error {
 				r.problems.recover(groupStep, "ZooKeeper steps succeed again", "namespace", r.path)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			r.drain(conn)
-			return nil
-		case <-ticker.C:
-			check = true
-		case <-r.wake:
-			check = false
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				r.drain(conn)
+				return nil
+			case <-ticker.C:
+				check = true
+			case <-r.wake:
+				check = false
+			case <-loadTick:
+				// A figure changes nothing reconcile looks at: wait on.
+				r.publishLoad(ctx)
+				continue
+			}
+			break wait
 		}
 	}
 }
@@ -565,6 +601,10 @@ func (r *Registrar) reconcile() error {
 			}
 			r.forget()
 		default:
+			if !r.watchArmed.Load() {
+				// A data change (our own load writes) used the watch up.
+				r.watch(conn, r.znode)
+			}
 			return r.sweep(conn, session)
 		}
 	}
@@ -592,6 +632,8 @@ func (r *Registrar) register(conn *zk.Conn, session int64, node discovery.Node, 
 		return r.fail(err, "registering under "+r.path)
 	}
 	r.znode, r.znodeData, r.znodeSession = path, data, session
+	// A new znode carries no figure yet.
+	r.loadGate = loadGate{threshold: r.load.Threshold, minGap: r.load.MinGap, refresh: r.load.Refresh}
 	again := r.lostToExpiry
 	r.lostToExpiry = false
 	r.update(func(s *Status) {
@@ -672,27 +714,40 @@ func (r *Registrar) createNamespace(conn *zk.Conn) error {
 }
 
 // watch nudges the loop when the znode is deleted (or the watch ends for
-// another reason, such as the session expiring).
+// another reason, such as the session expiring). A change of its data (the
+// load figures the registrar writes) only sets the watch again.
 func (r *Registrar) watch(conn *zk.Conn, path string) {
 	exists, _, events, err := conn.ExistsW(path)
 	if err != nil || !exists {
 		r.nudge() // look again at once
 		return
 	}
+	r.watchArmed.Store(true)
 	r.watchers.Add(1)
 	go func() {
 		defer r.watchers.Done()
-		select {
-		case <-events:
-			r.nudge()
-		case <-r.stopWatches:
+		for {
+			select {
+			case ev := <-events:
+				if ev.Type == zk.EventNodeDataChanged {
+					if exists, _, next, err := conn.ExistsW(path); err == nil && exists {
+						events = next
+						continue
+					}
+				}
+				r.watchArmed.Store(false)
+				r.nudge()
+				return
+			case <-r.stopWatches:
+				return
+			}
 		}
 	}()
 }
 
 func (r *Registrar) forget() {
 	r.znode, r.znodeData, r.znodeSession = "", nil, 0
-	r.update(func(s *Status) { s.Registered, s.Path = false, "" })
+	r.update(func(s *Status) { s.Registered, s.Path, s.Load = false, "", discovery.PublishedLoad{} })
 }
 
 // zkConfig is the session's configuration. The registrar sets no connect

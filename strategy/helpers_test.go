@@ -21,11 +21,11 @@ func TestMain(m *testing.M) {
 // builtinNames are the canonical names of the built-in strategies.
 var builtinNames = []string{
 	"consistent_hash", "global_poll", "least_active", "local_first", "p2c",
-	"poll", "random", "user_hash", "weighted", "weighted_poll",
+	"poll", "random", "shared_p2c", "user_hash", "weighted", "weighted_poll",
 }
 
 // loadAwareNames are the built-ins that read Options.Loads.
-var loadAwareNames = []string{"least_active", "local_first", "p2c"}
+var loadAwareNames = []string{"least_active", "local_first", "p2c", "shared_p2c"}
 
 // makeNodes returns n nodes sorted by Addr with the given weights (1 when
 // weights is shorter than n).

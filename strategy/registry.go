@@ -46,6 +46,7 @@ func init() {
 		{"consistent_hash", newConsistentHash, nil},
 		{"least_active", newLeastActive, []string{"active_weight"}},
 		{"p2c", newP2C, nil},
+		{"shared_p2c", newSharedP2C, nil},
 		{"local_first", newLocalFirst, nil},
 		{"global_poll", newGlobalPoll, nil},
 	}
@@ -149,6 +150,7 @@ func Lookup(name string) (canonical string, ok bool) {
 //	consistent_hash   —                                        by Request.Key or User (see ConsistentHash)
 //	least_active      active_weight                            fewest in flight per weight, in a window
 //	p2c               —                                        the better of two nodes drawn by weight
+//	shared_p2c        —                                        p2c on the load coordinators publish
 //	local_first       —                                        least_active within Options.Zone
 //	global_poll       —                                        in turn across clients (Options.Counter)
 //

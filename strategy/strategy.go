@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
 )
@@ -93,6 +94,17 @@ type Options struct {
 	// in-flight statements exceed LoadBound times the mean passes the key
 	// on along the ring (consistent hashing with bounded loads).
 	LoadBound float64
+	// SlowStart is shared_p2c's slow-start window: a node that joins, or
+	// comes back after an ejection, ramps up from a tenth of its capacity to
+	// all of it over this long. 0 means DefaultSlowStart; negative turns it
+	// off. Other strategies do not ramp.
+	SlowStart time.Duration
+	// PublishedStaleAfter is the age beyond which shared_p2c ignores a
+	// coordinator's published load; 0 means DefaultPublishedStaleAfter.
+	PublishedStaleAfter time.Duration
+	// Now is the clock shared_p2c measures ages with; nil means time.Now.
+	// Simulations pass their virtual clock.
+	Now func() time.Time
 }
 
 // Factory creates a Strategy. It is called once per connector.

@@ -21,7 +21,7 @@ func run(args []string, stdin string) (stdout, stderr string, err error) {
 }
 
 func TestEveryLabCommandHasHelpWithExamples(t *testing.T) {
-	for _, name := range []string{"demo", "dev", "simulate", "chaos"} {
+	for _, name := range []string{"demo", "dev", "simulate", "chaos", "spread"} {
 		out, _, err := run([]string{name, "--help"}, "")
 		if err != nil {
 			t.Fatalf("%s --help: %v", name, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"io"
 	"os"
@@ -49,6 +50,40 @@ func TestSimulateQuick(t *testing.T) {
 	}
 }
 
+// --json prints one JSON object per case and line; --clients and
+// --strategies narrow the suite.
+func TestSimulateJSON(t *testing.T) {
+	out, errOut, err := run([]string{"simulate", "--json", "--requests", "2000", "--clients", "10", "--strategies", "p2c,shared_p2c"}, "")
+	if err != nil {
+		t.Fatalf("simulate: %v\n%s", err, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	// 2 capacities × 2 loads × (p2c + 4 ways to publish).
+	if len(lines) != 20 {
+		t.Fatalf("%d lines, want 20:\n%s", len(lines), out)
+	}
+	for _, line := range lines {
+		var row map[string]any
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if row["clients"] != 10.0 || !strings.HasPrefix(line, `{"scenario":"base","capacities":`) {
+			t.Errorf("row %s", line)
+		}
+	}
+}
+
+// --clients splits the table scenarios' arrivals.
+func TestSimulateClients(t *testing.T) {
+	out, _, err := run([]string{"simulate", "--requests", "2000", "--clients", "5", "--strategies", "shared_p2c"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "zkpresto-lab simulate --requests 2000 --seed 1 --clients 5 --strategies shared_p2c\n") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
 func TestSimulateMarkdown(t *testing.T) {
 	out, _, err := run([]string{"simulate", "--requests", "2000", "--seed", "9", "--strategies", "poll", "--markdown"}, "")
 	if err != nil {
@@ -66,6 +101,9 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 	}{
 		{[]string{"simulate", "--requests", "0"}, "--requests must be positive"},
 		{[]string{"simulate", "--quick", "--strategies", "random,bogus"}, `unknown strategy "bogus"`},
+		{[]string{"simulate", "--clients", "-2"}, "--clients must be positive"},
+		{[]string{"simulate", "--json", "--markdown"}, "does not go with"},
+		{[]string{"simulate", "--json", "--clients", "7"}, "no case of the suite has 7 clients"},
 	} {
 		if _, _, err := run(tc.args, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)

@@ -48,6 +48,15 @@ type registerOptions struct {
 	tlsServerName    string
 	metricsAddr      string
 	logLevel         string
+	loadSource       string
+	loadInterval     time.Duration
+	loadThreshold    int
+	loadMinGap       time.Duration
+	loadRefresh      time.Duration
+	loadSlots        int
+	loadUser         string
+	loadPassword     string
+	loadPasswordFile string
 }
 
 func newRegisterCommand() *cobra.Command {
@@ -71,6 +80,16 @@ deregistered then. It is registered again as soon as a check passes. If the
 ZooKeeper session expires, or someone deletes the znode, register creates it
 again. On SIGTERM or SIGINT it deletes the znode first, then closes its
 session and exits 0, so clients stop picking the coordinator before it goes.
+
+With --load-source presto (GET /v1/cluster) or trino (GET
+/v1/jmx/mbean/trino.execution:name=QueryManager), register also reads the
+coordinator's running and queued queries every --load-interval and writes
+them into its own znode's data (load=running,queued,slots,ms;) when they
+moved by --load-threshold, at most once per --load-min-gap and at least once
+per --load-refresh, for clients using the shared_p2c strategy. A read that
+fails takes the figure out, so that clients balance on their own counts.
+--load-user (and the password, best from $ZKPRESTO_LOAD_PASSWORD or
+--load-password-file) are sent with the reads.
 
 Every flag can also be set through the environment variable named after it
 (ZKPRESTO_ plus the flag name in upper case, '-' as '_'); a flag given on the
@@ -114,6 +133,15 @@ other users can see in the process list.`,
 	f.StringVar(&o.tlsServerName, "zookeeper-tls-server-name", "", "name to verify in the servers' certificates (default: each server's host)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on this address, e.g. :9465 (default: off)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.loadSource, "load-source", "", "publish the coordinator's load for shared_p2c, read from: presto (/v1/cluster) or trino (the QueryManager mbean); default off")
+	f.DurationVar(&o.loadInterval, "load-interval", registrar.DefaultLoadInterval, "how often to read the coordinator's load")
+	f.IntVar(&o.loadThreshold, "load-threshold", registrar.DefaultLoadThreshold, "how far running+queued must move for a write")
+	f.DurationVar(&o.loadMinGap, "load-min-gap", registrar.DefaultLoadMinGap, "least time between two load writes (the write budget)")
+	f.DurationVar(&o.loadRefresh, "load-refresh", registrar.DefaultLoadRefresh, "longest an unchanged load figure goes unwritten")
+	f.IntVar(&o.loadSlots, "load-slots", 0, "publish this as the coordinator's concurrency (its hard concurrency limit); default: clients use the weight")
+	f.StringVar(&o.loadUser, "load-user", "", "user the load is read as (X-Presto-User or X-Trino-User, and basic authentication with the password)")
+	f.StringVar(&o.loadPassword, "load-password", "", "password for --load-user (visible in ps; prefer the environment variable or --load-password-file)")
+	f.StringVar(&o.loadPasswordFile, "load-password-file", "", "file holding the password for --load-user")
 	bindEnv(f)
 	return cmd
 }
@@ -220,7 +248,47 @@ func (o registerOptions) registrarConfig(logger *slog.Logger) (registrar.Config,
 		return cfg, err
 	}
 	cfg.TLS = tlsCfg
+	if cfg.Load, err = o.loadPublishing(); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
+}
+
+// loadPublishing returns the load publishing the --load-* flags describe,
+// nil without --load-source.
+func (o registerOptions) loadPublishing() (*registrar.LoadPublishing, error) {
+	if o.loadSource == "" {
+		if o.loadUser != "" || o.loadPassword != "" || o.loadPasswordFile != "" || o.loadSlots != 0 {
+			return nil, errors.New("--load-user, --load-password(-file) and --load-slots need --load-source")
+		}
+		return nil, nil
+	}
+	password := o.loadPassword
+	if o.loadPasswordFile != "" {
+		if password != "" {
+			return nil, errors.New("--load-password and --load-password-file both given; use one")
+		}
+		b, err := os.ReadFile(o.loadPasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("--load-password-file: %w", err)
+		}
+		password = strings.TrimSpace(string(b))
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--load-interval", o.loadInterval}, {"--load-min-gap", o.loadMinGap}, {"--load-refresh", o.loadRefresh}} {
+		if d.v <= 0 {
+			return nil, fmt.Errorf("%s %s: must be positive", d.flag, d.v)
+		}
+	}
+	if o.loadThreshold < 1 {
+		return nil, fmt.Errorf("--load-threshold %d: must be at least 1", o.loadThreshold)
+	}
+	return &registrar.LoadPublishing{
+		Source: registrar.LoadSource(strings.ToLower(o.loadSource)), Interval: o.loadInterval, Threshold: o.loadThreshold,
+		MinGap: o.loadMinGap, Refresh: o.loadRefresh, Slots: o.loadSlots, User: o.loadUser, Password: password,
+	}, nil
 }
 
 // tlsConfig builds the TLS configuration for ZooKeeper from the PEM files,

@@ -270,6 +270,10 @@ func TestRegisterRejectsBadSettings(t *testing.T) {
 		{"missing CA", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--zookeeper-tls-ca", "/nonexistent/ca.pem"}, nil, "--zookeeper-tls-ca"},
 		{"log level", []string{"register", "--log-level", "loud"}, nil, "--log-level"},
 		{"metrics addr", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--metrics-addr", "not-an-addr"}, nil, "--metrics-addr"},
+		{"load source", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--load-source", "jmx"}, nil, `load source "jmx"`},
+		{"load user without source", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--load-user", "u"}, nil, "need --load-source"},
+		{"load threshold", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--load-source", "trino", "--load-threshold", "0"}, nil, "--load-threshold 0"},
+		{"load min gap", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--load-source", "trino", "--load-min-gap", "0s"}, nil, "--load-min-gap 0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {
@@ -292,5 +296,44 @@ func TestEveryCommandHasHelpWithExamples(t *testing.T) {
 		if !strings.Contains(out, "Examples:") || !strings.Contains(out, "zkpresto "+name) {
 			t.Errorf("%s --help lacks examples:\n%s", name, out)
 		}
+	}
+}
+
+// With --load-source, register publishes the simulated coordinator's own
+// running and queued counts in its znode, read with the given user.
+func TestRegisterPublishesLoad(t *testing.T) {
+	zks := zkserver.StartT(t)
+	c, err := coordinator.Start(coordinator.Options{Version: "0.289", MaxRunning: 1, Latency: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	observer := fleet.DialT(t, zks.Addr())
+	t.Setenv("ZKPRESTO_LOAD_PASSWORD", "l0ad-s3cret")
+	r := start(t, "register", "--zookeeper", zks.Addr(), "--advertise", c.URL(), "--interval", "50ms",
+		"--load-source", "presto", "--load-interval", "10ms", "--load-min-gap", "20ms", "--load-slots", "1",
+		"--load-user", "monitor", "--log-level", "debug")
+	eventually(t, "an idle coordinator's figure", func() bool {
+		n, ok := registrations(t, observer, "/presto")[c.Addr()]
+		return ok && n.Load.Known() && n.Load.Total() == 0 && n.Load.Slots == 1
+	})
+	for range 3 {
+		req, _ := http.NewRequest(http.MethodPost, c.URL()+"/v1/statement", strings.NewReader("SELECT 1"))
+		req.Header.Set("X-Presto-User", "alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	eventually(t, "1 running, 2 queued published", func() bool {
+		l := registrations(t, observer, "/presto")[c.Addr()].Load
+		return l.Running == 1 && l.Queued == 2
+	})
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if log := r.errOut.String(); strings.Contains(log, "l0ad-s3cret") {
+		t.Errorf("the log shows the password:\n%s", log)
 	}
 }

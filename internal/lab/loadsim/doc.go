@@ -36,6 +36,24 @@
 //     cluster has during the run), so a strategy that follows the slowdown
 //     can keep latency bounded and one that does not is overloaded.
 //   - Latency is completion minus arrival: queueing plus service.
+//   - Clients (Scenario.Clients) are independent: each has its own strategy
+//     instance, load table and picker, as separate *sql.DB or gateway
+//     replicas do, and each arrival comes from one of them at random, so
+//     each sees only its own share of the load.
+//   - Coordinators may publish their load (Scenario.Publish): a registrar
+//     per coordinator reads its true running plus queued count and writes
+//     it, periodically or when it has moved enough, within a write budget;
+//     each write reaches the clients watching the coordinator a
+//     notification delay later, and their pickers are rebuilt, as the
+//     driver's watched cache does. Only PublishedReaders are given figures.
+//     A client may watch a random subset of the coordinators
+//     (Scenario.Watch), and sends only to those.
+//   - RunIdeal replaces the strategy and the per-node queues by one central
+//     FIFO queue over all the slots (a statement starts at once on the
+//     fastest free node), the reference the many-client suite (Suite) is
+//     measured against. With unequal nodes it is not a bound: a strategy
+//     that waits for the fast node rather than starting on a slow one can
+//     beat it at moderate load.
 //
 // # What is measured
 //

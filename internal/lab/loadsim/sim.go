@@ -79,7 +79,29 @@ type Scenario struct {
 	// Seed seeds the arrivals, the work, the users and the strategy's own
 	// random choices; 0 is a seed like any other.
 	Seed uint64
+	// Clients is how many independent clients send the statements, each
+	// with its own strategy instance, picker and local counts, like as many
+	// *sql.DB or gateway replicas; every arrival comes from one of them
+	// uniformly at random. 0 means 1.
+	Clients int
+	// Watch, when positive, is how many coordinators each client watches
+	// and sends to: a random subset of that size per client, as a large
+	// fleet would configure to bound ZooKeeper's notifications. 0 means
+	// every coordinator.
+	Watch int
+	// Publish is how coordinators publish their load through ZooKeeper, for
+	// the strategies that read it (PublishedReaders). The zero value
+	// publishes nothing.
+	Publish Publishing
 }
+
+// PublishedReaders are the strategies that read the load coordinators
+// publish (discovery.Node.Load). For them the simulation delivers every
+// write to the clients watching the coordinator and rebuilds their pickers,
+// as the driver's watched cache does; the others are built once, so that a
+// stateful picker (a round-robin position) is not reset by writes it
+// ignores.
+var PublishedReaders = []string{"shared_p2c"}
 
 // Result is what one strategy achieved in one scenario.
 type Result struct {
@@ -103,6 +125,49 @@ type Result struct {
 	// arrived than the node could do, so its queue grew for that part of the
 	// run and the latencies grow with the run's length.
 	Offered []float64
+	// Published says whether the strategy was given published load (it
+	// reads it and the scenario publishes it).
+	Published bool
+	// Writes is, per node, how many times its registrar wrote its znode
+	// during the run; IdleListWrites how often the idle list was written.
+	Writes         []int
+	IdleListWrites int
+	// Notifications is how many data-change notifications ZooKeeper sent to
+	// clients: each write once per client watching it.
+	Notifications int
+	// Span is the virtual time from the first arrival to the last.
+	Span time.Duration
+}
+
+// WritesPerNodeSecond returns the mean writes a second per coordinator
+// (idle-list writes shared among them).
+func (r Result) WritesPerNodeSecond() float64 {
+	if r.Span <= 0 || len(r.Writes) == 0 {
+		return 0
+	}
+	total := r.IdleListWrites
+	for _, w := range r.Writes {
+		total += w
+	}
+	return float64(total) / float64(len(r.Writes)) / r.Span.Seconds()
+}
+
+// MaxWritesPerNodeSecond returns the writes a second of the coordinator
+// that wrote most, plus the idle list's share.
+func (r Result) MaxWritesPerNodeSecond() float64 {
+	if r.Span <= 0 || len(r.Writes) == 0 {
+		return 0
+	}
+	return float64(slices.Max(r.Writes)+r.IdleListWrites/len(r.Writes)) / r.Span.Seconds()
+}
+
+// NotificationsPerSecond returns ZooKeeper's notifications a second to all
+// clients together.
+func (r Result) NotificationsPerSecond() float64 {
+	if r.Span <= 0 {
+		return 0
+	}
+	return float64(r.Notifications) / r.Span.Seconds()
 }
 
 // OverloadThreshold is the Offered value above which a node counts as
@@ -188,8 +253,12 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("slow node %d, want an index below %d", s.SlowNode, len(s.Nodes))
 	case s.SlowFactor > 0 && !(s.SlowAt >= 0 && s.SlowAt <= 1):
 		return fmt.Errorf("slowdown at %v, want a share in [0, 1]", s.SlowAt)
+	case s.Clients < 0 || s.Clients > 1_000_000:
+		return fmt.Errorf("%d clients, want 0 to 1000000", s.Clients)
+	case s.Watch < 0 || s.Watch > len(s.Nodes):
+		return fmt.Errorf("each client watches %d coordinators, want 0 (all) to %d", s.Watch, len(s.Nodes))
 	}
-	return nil
+	return s.Publish.validate()
 }
 
 // Run simulates scenario s with the strategy registered under name (or an
@@ -209,6 +278,26 @@ func Run(s Scenario, name string) (Result, error) {
 	return sim.result(), nil
 }
 
+// CentralQueue is the Strategy name of RunIdeal's results.
+const CentralQueue = "central queue"
+
+// RunIdeal simulates scenario s with one central FIFO queue over all the
+// capacity instead of a strategy and per-node queues: a statement starts on
+// the fastest node with a free slot, or waits in the one queue for the first
+// slot to free up. No balancer over separate queues does better; the same
+// arrivals and work as Run's make its p99 the ideal the others are measured
+// against.
+func RunIdeal(s Scenario) (Result, error) {
+	if err := s.Validate(); err != nil {
+		return Result{}, fmt.Errorf("loadsim: scenario %q: %w", s.Name, err)
+	}
+	sim := newSimulation(s, "")
+	if err := sim.run(); err != nil {
+		return Result{}, fmt.Errorf("loadsim: scenario %q, %s: %w", s.Name, CentralQueue, err)
+	}
+	return sim.result(), nil
+}
+
 // nodeState is a simulated coordinator during a run.
 type nodeState struct {
 	slots    int
@@ -218,41 +307,85 @@ type nodeState struct {
 	head     int
 	inFlight int
 	offered  [2]float64 // seconds of service sent in the window, before and after the slowdown
-	load     *strategy.Load
 	served   int
 
 	// area integrates inFlight over the measured window; since is when it
 	// was last brought up to date.
 	area  float64
 	since time.Duration
+
+	// Publishing: what the registrar wrote last and when, how many writes
+	// it made, and what the clients see now (the last write older than
+	// the notification delay) with its version.
+	written   int
+	writtenAt time.Duration
+	wrote     bool
+	writes    int
+	watchers  int
+	visible   discovery.PublishedLoad
+	version   uint64
+	idle      bool // as last written to the idle list
+	idleSeen  bool // as the clients see the idle list
 }
 
-// completion is a statement finishing on a node.
-type completion struct {
+// event is a statement finishing on a node or a registrar's tick.
+type event struct {
 	at   time.Duration
 	seq  uint64 // breaks ties in time, so that runs are reproducible
-	req  int32
+	req  int32  // -1 for a tick
 	node int32
+}
+
+// write is a registrar's write on its way to the clients.
+type write struct {
+	at    time.Duration
+	node  int32
+	total int32 // running+queued, or for the idle list 1 idle, 0 not
+	idle  bool  // an idle-list write
+}
+
+// client is one independent client: its own strategy, load table and
+// picker over the coordinators it watches.
+type client struct {
+	strategy strategy.Strategy
+	loads    *strategy.Loads
+	picker   strategy.Picker
+	watched  []int    // node indices, sorted by address
+	built    []uint64 // each watched node's version at the last build
+	nodeLoad []*strategy.Load
+	byAddr   map[string]int // address → index into watched
 }
 
 type simulation struct {
 	scenario Scenario
-	name     string
+	name     string // "" runs the central queue
+	central  []int32
+	reads    bool // the strategy reads published figures
+	publish  Publishing
 
-	nodes  []nodeState
-	picker strategy.Picker
-	byAddr map[string]int
-	users  []string
+	nodes   []nodeState
+	clients []client
+	users   []string
 
 	arrivalRNG *rand.Rand // inter-arrival times
 	workRNG    *rand.Rand // each statement's work
 	userRNG    *rand.Rand // each statement's user
+	clientRNG  *rand.Rand // each statement's client, the watched subsets, idle-list choices
 
 	meanService float64 // seconds at speed 1
 	arrived     []time.Duration
 	work        []float64 // in units of the mean service time at speed 1
-	events      []completion
+	reqLoad     []*strategy.Load
+	events      []event
 	seq         uint64
+	now         time.Duration
+	done        bool          // every statement has arrived
+	span        time.Duration // from the first arrival to the last
+
+	inbox         []write // writes not yet seen by the clients, in time order
+	inboxHead     int
+	idleWrites    int
+	notifications int
 
 	slowed      bool          // the slowdown has happened
 	slowedAt    time.Duration // when
@@ -262,30 +395,89 @@ type simulation struct {
 	latencies   []time.Duration
 }
 
+// simEpoch is the wall-clock time virtual time 0 stands for, for published
+// read times and the strategies' clock.
+var simEpoch = time.Unix(1_700_000_000, 0)
+
 func newSimulation(s Scenario, name string) *simulation {
 	sim := &simulation{
 		scenario:    s,
 		name:        name,
+		reads:       slices.Contains(PublishedReaders, name) && s.Publish.Enabled(),
+		publish:     s.Publish,
 		nodes:       make([]nodeState, len(s.Nodes)),
-		byAddr:      make(map[string]int, len(s.Nodes)),
 		users:       make([]string, s.users()),
 		arrivalRNG:  rand.New(rand.NewPCG(s.Seed, 1)),
 		workRNG:     rand.New(rand.NewPCG(s.Seed, 2)),
 		userRNG:     rand.New(rand.NewPCG(s.Seed, 3)),
+		clientRNG:   rand.New(rand.NewPCG(s.Seed, 4)),
 		meanService: s.meanService().Seconds(),
 		arrived:     make([]time.Duration, s.Requests),
 		work:        make([]float64, s.Requests),
+		reqLoad:     make([]*strategy.Load, s.Requests),
 		latencies:   make([]time.Duration, 0, s.Requests),
 	}
 	for i := range sim.users {
 		sim.users[i] = fmt.Sprintf("user%04d", i)
 	}
-	loads := strategy.NewLoads()
-	nodes := make([]discovery.Node, len(s.Nodes))
 	for i, n := range s.Nodes {
-		sim.nodes[i] = nodeState{slots: n.Slots, speed: n.Speed, load: loads.For(n.addr())}
-		sim.byAddr[n.addr()] = i
-		nodes[i] = discovery.Node{
+		sim.nodes[i] = nodeState{slots: n.Slots, speed: n.Speed, idle: true, idleSeen: true}
+	}
+	if name == "" {
+		return sim
+	}
+	// Strategies get their nodes sorted by address, as from a Snapshot.
+	order := make([]int, len(s.Nodes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(s.Nodes[a].addr(), s.Nodes[b].addr()) })
+	sim.clients = make([]client, max(s.Clients, 1))
+	for k := range sim.clients {
+		c := &sim.clients[k]
+		c.watched = order
+		if s.Watch > 0 && s.Watch < len(order) {
+			pick := sim.clientRNG.Perm(len(order))[:s.Watch]
+			slices.Sort(pick)
+			c.watched = make([]int, s.Watch)
+			for j, p := range pick {
+				c.watched[j] = order[p]
+			}
+		}
+		for _, n := range c.watched {
+			sim.nodes[n].watchers++
+		}
+		c.loads = strategy.NewLoads()
+		c.byAddr = make(map[string]int, len(c.watched))
+		c.built = make([]uint64, len(c.watched))
+		watched := make([]discovery.Node, len(c.watched))
+		for j, n := range c.watched {
+			c.byAddr[s.Nodes[n].addr()] = j
+			watched[j].Addr = s.Nodes[n].addr()
+		}
+		c.nodeLoad = c.loads.ForNodes(watched) // one copy of the table, not one per node
+		// Seed 0 would give the strategy the unseeded global source; derive
+		// a non-zero seed of its own from the scenario's (client 0's is what
+		// a one-client run has always used).
+		seed := s.Seed*0x9e3779b97f4a7c15 + 0x2545f4914f6cdd1d + uint64(k)*0xbf58476d1ce4e5b9
+		if seed == 0 {
+			seed = 1
+		}
+		c.strategy, _ = strategy.New(name, strategy.Options{
+			Seed: seed, Loads: c.loads, Zone: s.ClientZone,
+			Now: func() time.Time { return simEpoch.Add(sim.now) },
+		})
+		sim.build(c)
+	}
+	return sim
+}
+
+// build rebuilds c's picker over its watched nodes as the clients see them.
+func (sim *simulation) build(c *client) {
+	nodes := make([]discovery.Node, len(c.watched))
+	for j, i := range c.watched {
+		n := sim.scenario.Nodes[i]
+		nodes[j] = discovery.Node{
 			Addr:   n.addr(),
 			Scheme: "http",
 			Weight: max(n.Weight, 1),
@@ -293,18 +485,12 @@ func newSimulation(s Scenario, name string) *simulation {
 			ID:     n.addr(),
 			Format: discovery.FormatStatic,
 		}
+		if sim.reads {
+			nodes[j].Load = sim.nodes[i].visible
+		}
+		c.built[j] = sim.nodes[i].version
 	}
-	// Strategies get their nodes sorted by address, as from a Snapshot.
-	slices.SortFunc(nodes, func(a, b discovery.Node) int { return strings.Compare(a.Addr, b.Addr) })
-	// Seed 0 would give the strategy the unseeded global source; derive a
-	// non-zero seed of its own from the scenario's.
-	seed := s.Seed*0x9e3779b97f4a7c15 + 0x2545f4914f6cdd1d
-	if seed == 0 {
-		seed = 1
-	}
-	st, _ := strategy.New(name, strategy.Options{Seed: seed, Loads: loads, Zone: s.ClientZone})
-	sim.picker = st.Build(nodes)
-	return sim
+	c.picker = c.strategy.Build(nodes)
 }
 
 func (sim *simulation) run() error {
@@ -315,14 +501,24 @@ func (sim *simulation) run() error {
 	if s.SlowFactor > 0 {
 		slowAt = int(s.SlowAt * float64(s.Requests))
 	}
+	if sim.reads {
+		for n := range sim.nodes {
+			// Registrars start out of step, as real ones do.
+			sim.push(event{at: seconds(sim.clientRNG.Float64() * sim.publish.tick().Seconds()), seq: sim.seq, req: -1, node: int32(n)})
+			sim.seq++
+		}
+	}
 	var (
-		req  strategy.Request // reused: Pick must not retain it
-		now  time.Duration
-		next = seconds(sim.arrivalRNG.ExpFloat64() / rate)
+		req      strategy.Request // reused: Pick must not retain it
+		next     = seconds(sim.arrivalRNG.ExpFloat64() / rate)
+		arrived  int
+		first    = next
+		lastSeen time.Duration
 	)
-	for arrived := 0; arrived < s.Requests || len(sim.events) > 0; {
+	for arrived < s.Requests || len(sim.events) > 0 {
 		if arrived < s.Requests && (len(sim.events) == 0 || next < sim.events[0].at) {
-			now = next
+			sim.now = next
+			now := next
 			i := arrived
 			arrived++
 			if i == slowAt {
@@ -335,30 +531,157 @@ func (sim *simulation) run() error {
 			sim.arrived[i] = now
 			sim.work[i] = sim.workRNG.ExpFloat64()
 			req.User = sim.users[sim.userRNG.IntN(len(sim.users))]
-			picked, err := sim.picker.Pick(&req)
+			n, err := sim.pick(i, &req)
 			if err != nil {
-				return fmt.Errorf("pick for statement %d: %w", i, err)
-			}
-			if picked == nil {
-				return fmt.Errorf("statement %d: the picker returned no node and no error", i)
-			}
-			n, ok := sim.byAddr[picked.Addr]
-			if !ok {
-				return fmt.Errorf("statement %d: picked %q, which is not a node", i, picked.Addr)
+				return err
 			}
 			sim.dispatch(now, int32(i), n)
 			if arrived == s.Requests {
 				sim.endWindow(now)
+				lastSeen = now
 			} else {
 				next = now + seconds(sim.arrivalRNG.ExpFloat64()/rate)
 			}
 			continue
 		}
-		c := sim.pop()
-		now = c.at
-		sim.complete(now, c, warmup)
+		e := sim.pop()
+		sim.now = e.at
+		if e.req < 0 {
+			sim.tick(e)
+			continue
+		}
+		sim.complete(e.at, e, warmup)
 	}
+	sim.span = lastSeen - first
 	return nil
+}
+
+// pick chooses the node for statement i: the central queue's choice, or the
+// choice of the client the statement comes from.
+func (sim *simulation) pick(i int, req *strategy.Request) (int, error) {
+	if sim.name == "" {
+		return -1, nil
+	}
+	k := 0
+	if len(sim.clients) > 1 {
+		k = sim.clientRNG.IntN(len(sim.clients))
+	}
+	c := &sim.clients[k]
+	if sim.reads {
+		sim.deliver()
+		for j, n := range c.watched {
+			if c.built[j] != sim.nodes[n].version {
+				sim.build(c)
+				break
+			}
+		}
+		if sim.publish.IdleList {
+			if j, ok := sim.idleChoice(c); ok {
+				sim.reqLoad[i] = c.nodeLoad[j]
+				return c.watched[j], nil
+			}
+		}
+	}
+	picked, err := c.picker.Pick(req)
+	if err != nil {
+		return 0, fmt.Errorf("pick for statement %d: %w", i, err)
+	}
+	if picked == nil {
+		return 0, fmt.Errorf("statement %d: the picker returned no node and no error", i)
+	}
+	j, ok := c.byAddr[picked.Addr]
+	if !ok {
+		return 0, fmt.Errorf("statement %d: picked %q, which is not a node", i, picked.Addr)
+	}
+	sim.reqLoad[i] = c.nodeLoad[j]
+	return c.watched[j], nil
+}
+
+// idleChoice returns a watched node the idle list shows with a free slot,
+// uniformly at random, if there is one.
+func (sim *simulation) idleChoice(c *client) (int, bool) {
+	seen, choice := 0, -1
+	for j, n := range c.watched {
+		if sim.nodes[n].idleSeen {
+			seen++
+			if sim.clientRNG.IntN(seen) == 0 { // reservoir sampling
+				choice = j
+			}
+		}
+	}
+	return choice, choice >= 0
+}
+
+// deliver shows the clients every write at least the notification delay old.
+func (sim *simulation) deliver() {
+	for sim.inboxHead < len(sim.inbox) && sim.inbox[sim.inboxHead].at+sim.publish.Delay <= sim.now {
+		w := sim.inbox[sim.inboxHead]
+		sim.inboxHead++
+		node := &sim.nodes[w.node]
+		if w.idle {
+			node.idleSeen = w.total == 1
+			continue
+		}
+		node.version++
+		running := min(int(w.total), node.slots)
+		node.visible = discovery.PublishedLoad{Running: running, Queued: int(w.total) - running, ReadAt: simEpoch.Add(w.at)}
+	}
+	if sim.inboxHead > 4096 && sim.inboxHead*2 > len(sim.inbox) {
+		sim.inbox = append(sim.inbox[:0], sim.inbox[sim.inboxHead:]...)
+		sim.inboxHead = 0
+	}
+}
+
+// tick is a registrar reading its coordinator and perhaps writing.
+func (sim *simulation) tick(e event) {
+	node := &sim.nodes[e.node]
+	p := sim.publish
+	now := e.at
+	total := node.inFlight
+	since := now - node.writtenAt
+	var due bool
+	switch {
+	case p.Periodic > 0, !node.wrote:
+		due = true
+	case since >= p.MinGap && abs(total-node.written) >= p.Threshold:
+		due = true
+	case p.Refresh > 0 && since >= p.Refresh:
+		due = true
+	}
+	if due {
+		node.written, node.writtenAt, node.wrote = total, now, true
+		node.writes++
+		sim.notifications += node.watchers
+		sim.inbox = append(sim.inbox, write{at: now, node: e.node, total: int32(total)})
+	}
+	if sim.done {
+		return // the run is draining: no more picks to inform
+	}
+	sim.push(event{at: now + p.tick(), seq: sim.seq, req: -1, node: e.node})
+	sim.seq++
+}
+
+func abs(x int) int { return max(x, -x) }
+
+// idleChanged writes the idle list when node n gained or lost its last free
+// slot.
+func (sim *simulation) idleChanged(n int) {
+	if !sim.reads || !sim.publish.IdleList {
+		return
+	}
+	node := &sim.nodes[n]
+	idle := node.busy < node.slots
+	if idle == node.idle {
+		return
+	}
+	node.idle = idle
+	sim.idleWrites++
+	sim.notifications += len(sim.clients)
+	v := int32(0)
+	if idle {
+		v = 1
+	}
+	sim.inbox = append(sim.inbox, write{at: sim.now, node: int32(n), total: v, idle: true})
 }
 
 // seconds converts virtual seconds to a Duration, at least 1ns so that time
@@ -367,10 +690,19 @@ func seconds(s float64) time.Duration {
 	return max(time.Duration(s*float64(time.Second)), 1)
 }
 
-// dispatch sends statement req to node n at time now.
+// dispatch sends statement req to node n at time now; n < 0 is the central
+// queue.
 func (sim *simulation) dispatch(now time.Duration, req int32, n int) {
+	if n < 0 {
+		if n = sim.fastestFree(); n < 0 {
+			sim.central = append(sim.central, req)
+			return
+		}
+	}
 	node := &sim.nodes[n]
-	node.load.Begin()
+	if l := sim.reqLoad[req]; l != nil {
+		l.Begin()
+	}
 	if sim.measuring {
 		phase := 0
 		if sim.slowed {
@@ -383,28 +715,60 @@ func (sim *simulation) dispatch(now time.Duration, req int32, n int) {
 	if node.busy < node.slots {
 		node.busy++
 		sim.start(now, req, n)
+		sim.idleChanged(n)
 		return
 	}
 	node.queue = append(node.queue, req)
 }
 
+// fastestFree returns the fastest node with a free slot (the first of equals),
+// or -1.
+func (sim *simulation) fastestFree() int {
+	best := -1
+	for i := range sim.nodes {
+		n := &sim.nodes[i]
+		if n.busy < n.slots && (best < 0 || n.speed > sim.nodes[best].speed) {
+			best = i
+		}
+	}
+	return best
+}
+
 // start begins serving req on node n at time now, at the node's speed now.
 func (sim *simulation) start(now time.Duration, req int32, n int) {
 	service := seconds(sim.work[req] * sim.meanService / sim.nodes[n].speed)
-	sim.push(completion{at: now + service, seq: sim.seq, req: req, node: int32(n)})
+	sim.push(event{at: now + service, seq: sim.seq, req: req, node: int32(n)})
 	sim.seq++
 }
 
 // complete finishes c and starts the next queued statement on its node.
-func (sim *simulation) complete(now time.Duration, c completion, warmup int) {
+func (sim *simulation) complete(now time.Duration, c event, warmup int) {
 	node := &sim.nodes[c.node]
 	latency := now - sim.arrived[c.req]
-	node.load.End(latency, nil)
+	if l := sim.reqLoad[c.req]; l != nil {
+		l.End(latency, nil)
+	}
 	sim.account(node, now)
 	node.inFlight--
 	node.served++
 	if int(c.req) >= warmup {
 		sim.latencies = append(sim.latencies, latency)
+	}
+	if sim.name == "" && len(sim.central) > 0 {
+		// The central queue's head takes the freed slot; it was counted in
+		// no node until now.
+		next := sim.central[0]
+		sim.central = sim.central[1:]
+		if sim.measuring {
+			phase := 0
+			if sim.slowed {
+				phase = 1
+			}
+			node.offered[phase] += sim.work[next] * sim.meanService / node.speed
+		}
+		node.inFlight++
+		sim.start(now, next, int(c.node))
+		return
 	}
 	if node.head < len(node.queue) {
 		next := node.queue[node.head]
@@ -421,6 +785,7 @@ func (sim *simulation) complete(now time.Duration, c completion, warmup int) {
 		return
 	}
 	node.busy--
+	sim.idleChanged(int(c.node))
 }
 
 // account adds the node's in-flight count since its last change to its area,
@@ -446,15 +811,25 @@ func (sim *simulation) endWindow(now time.Duration) {
 	}
 	sim.measuring = false
 	sim.windowEnd = now
+	sim.done = true
 }
 
 func (sim *simulation) result() Result {
+	name := sim.name
+	if name == "" {
+		name = CentralQueue
+	}
 	r := Result{
-		Strategy: sim.name,
-		Scenario: sim.scenario.Name,
-		Loads:    make([]float64, len(sim.nodes)),
-		Served:   make([]int, len(sim.nodes)),
-		Offered:  make([]float64, len(sim.nodes)),
+		Strategy:       name,
+		Scenario:       sim.scenario.Name,
+		Loads:          make([]float64, len(sim.nodes)),
+		Served:         make([]int, len(sim.nodes)),
+		Offered:        make([]float64, len(sim.nodes)),
+		Writes:         make([]int, len(sim.nodes)),
+		Published:      sim.reads,
+		IdleListWrites: sim.idleWrites,
+		Notifications:  sim.notifications,
+		Span:           sim.span,
 	}
 	window := float64(sim.windowEnd - sim.windowStart)
 	// How long each phase of the window lasted: before and after the
@@ -467,6 +842,7 @@ func (sim *simulation) result() Result {
 	var sum, most float64
 	for i, n := range sim.nodes {
 		r.Served[i] = n.served
+		r.Writes[i] = n.writes
 		if window > 0 {
 			r.Loads[i] = n.area / window / float64(n.slots)
 		}
@@ -501,7 +877,7 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 }
 
 // push and pop keep sim.events a binary min-heap by (at, seq).
-func (sim *simulation) push(c completion) {
+func (sim *simulation) push(c event) {
 	h := append(sim.events, c)
 	for i := len(h) - 1; i > 0; {
 		parent := (i - 1) / 2
@@ -514,7 +890,7 @@ func (sim *simulation) push(c completion) {
 	sim.events = h
 }
 
-func (sim *simulation) pop() completion {
+func (sim *simulation) pop() event {
 	h := sim.events
 	top := h[0]
 	last := len(h) - 1
@@ -538,7 +914,7 @@ func (sim *simulation) pop() completion {
 	return top
 }
 
-func before(a, b completion) bool {
+func before(a, b event) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}

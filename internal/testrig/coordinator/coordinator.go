@@ -104,6 +104,11 @@ type Options struct {
 	// X-Trino-Query-Data-Encoding with "json" among its encodings with spooled segments
 	// instead of inline rows; see SpoolingMode. Off by default.
 	Spooling SpoolingMode
+	// MaxRunning, when positive, runs at most this many statements at once,
+	// as a Presto resource group's hard concurrency limit does: the others
+	// wait in order of submission (QUEUED, their latency not yet counting)
+	// until one finishes. 0 runs every statement at once.
+	MaxRunning int
 }
 
 func (o Options) withDefaults() Options {
@@ -260,6 +265,11 @@ type Coordinator struct {
 	users     map[string]int64
 	txns      map[string]time.Time // open transactions and when they started
 	lastSweep time.Time
+	// With Options.MaxRunning: the slots in use and the queries waiting
+	// for one, oldest first (ended ones are skipped when they come up).
+	maxRunning int
+	slotsUsed  int
+	waiting    []*query
 }
 
 // serving is one listen generation: everything Stop must tear down.
@@ -293,22 +303,23 @@ func Start(opts Options) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: unknown flavour %q (want %q or %q)", opts.Flavour, Presto, Trino)
 	}
 	c := &Coordinator{
-		name:      opts.Name,
-		version:   opts.Version,
-		batchRows: opts.BatchRows,
-		abandon:   opts.AbandonAfter,
-		idSuffix:  strings.ToLower(rand.Text()[:5]),
-		addr:      opts.Addr,
-		active:    make(map[string]*query),
-		finished:  make(map[string]*finishedQuery),
-		recLimit:  opts.RecordLimit,
-		users:     make(map[string]int64),
-		txns:      make(map[string]time.Time),
-		flavour:   opts.Flavour,
-		strict:    opts.StrictPrefix,
-		forwarded: opts.HonourForwarded,
-		gzip:      !opts.NoGzip,
-		tls:       opts.TLS,
+		name:       opts.Name,
+		version:    opts.Version,
+		batchRows:  opts.BatchRows,
+		abandon:    opts.AbandonAfter,
+		idSuffix:   strings.ToLower(rand.Text()[:5]),
+		addr:       opts.Addr,
+		active:     make(map[string]*query),
+		finished:   make(map[string]*finishedQuery),
+		recLimit:   opts.RecordLimit,
+		users:      make(map[string]int64),
+		txns:       make(map[string]time.Time),
+		flavour:    opts.Flavour,
+		strict:     opts.StrictPrefix,
+		forwarded:  opts.HonourForwarded,
+		gzip:       !opts.NoGzip,
+		tls:        opts.TLS,
+		maxRunning: max(opts.MaxRunning, 0),
 	}
 	if opts.Spooling != SpoolingOff {
 		c.spool = newSpooler(opts.Spooling)
@@ -456,6 +467,19 @@ func (c *Coordinator) Users() map[string]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return maps.Clone(c.users)
+}
+
+// Load returns the statements running and waiting for a slot now, the
+// figures the coordinator reports at /v1/cluster (Presto) or through its
+// QueryManager mbean (Trino). Without Options.MaxRunning every accepted
+// statement runs.
+func (c *Coordinator) Load() (running, queued int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.maxRunning == 0 {
+		return int64(len(c.active)), 0
+	}
+	return int64(c.slotsUsed), int64(len(c.active) - c.slotsUsed)
 }
 
 // Running returns how many accepted statements have not finished yet.
@@ -606,6 +630,15 @@ func (c *Coordinator) admit(q *query, now time.Time) bool {
 		}
 	}
 	c.active[q.id] = q
+	if c.maxRunning > 0 {
+		if c.slotsUsed < c.maxRunning {
+			c.slotsUsed++
+			q.started = true
+		} else {
+			q.ready.Store(queuedNanos)
+			c.waiting = append(c.waiting, q)
+		}
+	}
 	if id := q.plan.beginTxn; id != "" {
 		c.txns[id] = now
 	}
@@ -642,6 +675,11 @@ func (c *Coordinator) endLocked(q *query, final *answer, token int64, anyToken b
 	if anyToken {
 		q.cancel()
 	}
+	if q.started {
+		q.started = false
+		c.slotsUsed--
+		c.startWaitingLocked(time.Now())
+	}
 	f := &finishedQuery{
 		slug: q.slug, final: final, token: token, anyToken: anyToken,
 		req: q.req, created: q.created, ended: time.Now(), rows: q.sent.Load(),
@@ -655,6 +693,22 @@ func (c *Coordinator) endLocked(q *query, final *answer, token int64, anyToken b
 	}
 	c.finished[q.id] = f
 	return true
+}
+
+// startWaitingLocked gives the free slots to the queries that waited
+// longest; a query's latency counts from then.
+func (c *Coordinator) startWaitingLocked(now time.Time) {
+	for c.slotsUsed < c.maxRunning && len(c.waiting) > 0 {
+		q := c.waiting[0]
+		c.waiting[0] = nil
+		c.waiting = c.waiting[1:]
+		if c.active[q.id] != q {
+			continue // canceled or abandoned while it waited
+		}
+		c.slotsUsed++
+		q.started = true
+		q.ready.Store(now.Add(q.runFor).UnixNano())
+	}
 }
 
 // uptime formats the time since the last (re)start the way Presto's Duration does.

@@ -51,6 +51,11 @@ func (c *Coordinator) routes(s *serving) http.Handler {
 	}
 	mux.HandleFunc("GET /v1/info", c.handleInfo)
 	mux.HandleFunc("GET /v1/info/state", c.handleState)
+	if c.flavour == Trino {
+		mux.HandleFunc("GET /v1/jmx/mbean/{name}", c.handleQueryManagerMBean)
+	} else {
+		mux.HandleFunc("GET /v1/cluster", c.handleClusterStats)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such resource: "+r.Method+" "+r.URL.Path)
 	})
@@ -369,13 +374,14 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 		batchRows:   c.batchRows,
 		plan:        p,
 		created:     now,
-		readyAt:     now.Add(time.Duration(c.latency.Load()) + p.sleep),
+		runFor:      time.Duration(c.latency.Load()) + p.sleep,
 		canceled:    make(chan struct{}),
 		token:       1,
 	}
 	if c.flavour == Trino && c.spool.spools(req.QueryDataEncoding) {
 		q.spool = c.spool
 	}
+	q.ready.Store(now.Add(q.runFor).UnixNano()) // admit queues it when every slot is taken
 	q.tokenNow.Store(1)
 	q.touched.Store(now.UnixNano())
 	switch {
@@ -453,7 +459,7 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 
 	// Waiting less than the abandonment limit keeps a polled query from being dropped.
 	var wait time.Duration
-	if until := time.Until(q.readyAt); until > 0 {
+	if until := time.Until(q.readyAt()); until > 0 {
 		wait = min(until, maxPollWait, c.abandon/2)
 		if q.plan.sleep > 0 {
 			wait = min(wait, progressInterval)
@@ -679,6 +685,47 @@ func (c *Coordinator) handleInfo(w http.ResponseWriter, _ *http.Request) {
 		Coordinator: true,
 		Starting:    c.starting.Load(),
 		Uptime:      c.uptime(time.Now()),
+	})
+}
+
+// handleClusterStats answers PrestoDB's GET /v1/cluster
+// (presto-main ClusterStatsResource) with this coordinator's own counts; the
+// worker and memory figures are fixed.
+func (c *Coordinator) handleClusterStats(w http.ResponseWriter, _ *http.Request) {
+	running, queued := c.Load()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"runningQueries": running, "blockedQueries": 0, "queuedQueries": queued,
+		"activeWorkers": 1, "runningDrivers": running, "reservedMemory": 0.0,
+		"totalInputRows": 0, "totalInputBytes": 0, "totalCpuTimeSecs": 0,
+	})
+}
+
+// handleQueryManagerMBean answers Trino's GET
+// /v1/jmx/mbean/trino.execution:name=QueryManager (airlift's MBeanResource
+// over io.trino.execution.QueryManagerStats) with this coordinator's own
+// counts; other mbeans are not simulated.
+func (c *Coordinator) handleQueryManagerMBean(w http.ResponseWriter, r *http.Request) {
+	const name = "trino.execution:name=QueryManager"
+	if r.PathValue("name") != name {
+		writeError(w, http.StatusNotFound, "no such mbean: "+r.PathValue("name"))
+		return
+	}
+	running, queued := c.Load()
+	type attribute struct {
+		Name     string `json:"name"`
+		Type     string `json:"type"`
+		Readable bool   `json:"readable"`
+		Writable bool   `json:"writable"`
+		Value    int64  `json:"value"`
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"objectName": name,
+		"className":  "io.trino.execution.QueryManagerStats",
+		"attributes": []attribute{
+			{Name: "QueuedQueries", Type: "long", Readable: true, Value: queued},
+			{Name: "RunningQueries", Type: "long", Readable: true, Value: running},
+		},
+		"operations": []any{},
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -160,7 +161,9 @@ type query struct {
 	req         Request
 	plan        plan
 	created     time.Time
-	readyAt     time.Time
+	ready       atomic.Int64  // unix nanos when the results are final; queuedNanos while it waits for a slot
+	runFor      time.Duration // how long it runs once it has a slot
+	started     bool          // it holds a slot (Options.MaxRunning); guarded by Coordinator.mu
 	columns     []column
 	touched     atomic.Int64 // unix nanos of the last submission or poll, for abandonment
 	sent        atomic.Int64 // rows sent so far; written by polls, read by cancel and sweep too
@@ -179,6 +182,14 @@ type query struct {
 }
 
 func (q *query) cancel() { q.cancelOnce.Do(func() { close(q.canceled) }) }
+
+// queuedNanos is the ready time of a query waiting for a slot: never, until
+// it gets one.
+const queuedNanos = math.MaxInt64
+
+// readyAt returns when the query's results are final; far in the future
+// while it waits in the coordinator's queue.
+func (q *query) readyAt() time.Time { return time.Unix(0, q.ready.Load()) }
 
 func (q *query) isCanceled() bool {
 	select {
@@ -411,7 +422,7 @@ func (q *query) results(l linker, state string, now time.Time) queryResults {
 // splits complete and rows and bytes are processed at an even pace, as a CLI shows them.
 func (q *query) progress(s *stats, now time.Time) {
 	f := 1.0
-	if span := q.readyAt.Sub(q.created); span > 0 {
+	if span := q.readyAt().Sub(q.created); span > 0 {
 		f = min(1, max(0, float64(now.Sub(q.created))/float64(span)))
 	}
 	done := int(f * progressSplits)
@@ -449,7 +460,7 @@ func (q *query) queuedAnswer(l linker, now time.Time) *answer {
 // The caller holds q.mu.
 func (q *query) nextAnswer(l linker, now time.Time) (*answer, bool) {
 	next, partialCancel := q.link(l, "executing", q.token+1), q.partialCancelLink(l, q.token+1)
-	if now.Before(q.readyAt) {
+	if now.Before(q.readyAt()) {
 		r := q.results(l, "RUNNING", now)
 		r.NextURI, r.PartialCancelURI = next, partialCancel
 		return encode(r), false

@@ -1,0 +1,79 @@
+package coordinator
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+// clusterStats is what /v1/cluster reports, as PrestoDB's ClusterStats.
+type clusterStats struct {
+	Running int64 `json:"runningQueries"`
+	Queued  int64 `json:"queuedQueries"`
+}
+
+// With MaxRunning, the statements beyond it wait in order of submission
+// and start as slots free up; /v1/cluster (Presto) and the QueryManager
+// mbean (Trino) report the true counts.
+func TestMaxRunningQueuesInOrder(t *testing.T) {
+	for _, flavour := range []Flavour{Presto, Trino} {
+		t.Run(string(flavour), func(t *testing.T) {
+			c := start(t, Options{Flavour: flavour, MaxRunning: 2, Latency: time.Hour})
+			var ids []string
+			for range 4 {
+				ids = append(ids, submit(t, c, "SELECT 1", http.StatusOK).ID)
+			}
+			figures := func() (int64, int64) {
+				if flavour == Presto {
+					var s clusterStats
+					getJSON(t, c.URL()+"/v1/cluster", http.StatusOK, &s)
+					return s.Running, s.Queued
+				}
+				var mbean struct {
+					Attributes []struct {
+						Name  string `json:"name"`
+						Value int64  `json:"value"`
+					} `json:"attributes"`
+				}
+				getJSON(t, c.URL()+"/v1/jmx/mbean/trino.execution:name=QueryManager", http.StatusOK, &mbean)
+				got := map[string]int64{}
+				for _, a := range mbean.Attributes {
+					got[a.Name] = a.Value
+				}
+				return got["RunningQueries"], got["QueuedQueries"]
+			}
+			if r, q := figures(); r != 2 || q != 2 {
+				t.Fatalf("4 statements, 2 slots: reports %d running, %d queued", r, q)
+			}
+			queued := func(id string) bool {
+				qq, _ := c.lookup(id)
+				return qq != nil && qq.ready.Load() == queuedNanos
+			}
+			if queued(ids[0]) || queued(ids[1]) || !queued(ids[2]) || !queued(ids[3]) {
+				t.Fatal("the first two do not run and the last two wait")
+			}
+			// The first ends: the oldest waiting one gets its slot.
+			req, _ := http.NewRequest(http.MethodDelete, c.URL()+"/v1/query/"+ids[0], nil)
+			resp, err := rawClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if queued(ids[2]) || !queued(ids[3]) {
+				t.Error("the slot went to the wrong statement")
+			}
+			if r, q := figures(); r != 2 || q != 1 {
+				t.Errorf("after one ended: %d running, %d queued", r, q)
+			}
+			if flavour == Trino {
+				getJSON(t, c.URL()+"/v1/jmx/mbean/java.lang:type=Memory", http.StatusNotFound, nil)
+			}
+		})
+	}
+	// Without MaxRunning everything runs, and the counts say so.
+	c := start(t, Options{Latency: time.Hour})
+	submit(t, c, "SELECT 1", http.StatusOK)
+	if r, q := c.Load(); r != 1 || q != 0 {
+		t.Errorf("no limit: %d running, %d queued", r, q)
+	}
+}

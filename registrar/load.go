@@ -1,0 +1,314 @@
+package registrar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkpresto/zkpresto/discovery"
+)
+
+// LoadSource names where the registrar reads its coordinator's own count of
+// running and queued queries.
+type LoadSource string
+
+const (
+	// LoadFromPresto reads PrestoDB's GET /v1/cluster (ClusterStatsResource:
+	// runningQueries and queuedQueries).
+	LoadFromPresto LoadSource = "presto"
+	// LoadFromTrino reads Trino's query manager through the JMX resource
+	// every Trino server mounts, GET
+	// /v1/jmx/mbean/trino.execution:name=QueryManager (airlift's
+	// MBeanResource; attributes RunningQueries and QueuedQueries). It needs
+	// no configuration on the coordinator, where OpenMetrics needs the
+	// mbean exported first (openmetrics.jmx-object-names).
+	LoadFromTrino LoadSource = "trino"
+)
+
+// Defaults for the zero values of LoadPublishing, the settings the
+// simulator chose (zkpresto-lab simulate --json; see BENCHMARKS.md).
+const (
+	// DefaultLoadInterval is how often the registrar reads its coordinator.
+	DefaultLoadInterval = 100 * time.Millisecond
+	// DefaultLoadThreshold is how far running+queued must move from the
+	// figure last written for a new write.
+	DefaultLoadThreshold = 2
+	// DefaultLoadMinGap is the least time between two writes: the write
+	// budget, 10 a second.
+	DefaultLoadMinGap = 100 * time.Millisecond
+	// DefaultLoadRefresh is the longest an unchanged figure goes unwritten,
+	// so that clients can tell a quiet coordinator from a stale figure
+	// (strategy.DefaultPublishedStaleAfter is three of these).
+	DefaultLoadRefresh = 5 * time.Second
+	// loadReadTimeout bounds one read of the coordinator's figures.
+	loadReadTimeout = time.Second
+)
+
+// LoadPublishing configures how the registrar publishes its coordinator's
+// load in its znode's data (load=running,queued,slots,ms; see
+// discovery.PublishedLoad), for shared_p2c.
+type LoadPublishing struct {
+	// Source says which endpoint to read; required.
+	Source LoadSource
+	// Interval is how often the coordinator is read; default
+	// DefaultLoadInterval.
+	Interval time.Duration
+	// Threshold is how far running+queued must move for a write; default
+	// DefaultLoadThreshold.
+	Threshold int
+	// MinGap is the least time between writes; default DefaultLoadMinGap.
+	MinGap time.Duration
+	// Refresh is the longest an unchanged figure goes unwritten; default
+	// DefaultLoadRefresh. At least MinGap.
+	Refresh time.Duration
+	// Slots, when positive, is published as the coordinator's concurrency
+	// (a resource group's hard limit), which clients then compare loads
+	// against instead of weights.
+	Slots int
+	// User, when set, is sent as the user of the reads (X-Presto-User or
+	// X-Trino-User), and with Password as HTTP basic authentication.
+	// Password is never logged.
+	User, Password string
+}
+
+func (p LoadPublishing) withDefaults() (LoadPublishing, error) {
+	switch p.Source {
+	case LoadFromPresto, LoadFromTrino:
+	default:
+		return p, fmt.Errorf("load source %q: want %q or %q", p.Source, LoadFromPresto, LoadFromTrino)
+	}
+	if p.Interval == 0 {
+		p.Interval = DefaultLoadInterval
+	}
+	if p.Threshold == 0 {
+		p.Threshold = DefaultLoadThreshold
+	}
+	if p.MinGap == 0 {
+		p.MinGap = DefaultLoadMinGap
+	}
+	if p.Refresh == 0 {
+		p.Refresh = max(DefaultLoadRefresh, p.MinGap)
+	}
+	switch {
+	case p.Interval < 0 || p.Threshold < 0 || p.MinGap < 0 || p.Refresh < 0 || p.Slots < 0:
+		return p, errors.New("load publishing: negative setting")
+	case p.Refresh < p.MinGap:
+		return p, fmt.Errorf("load publishing: refresh %s is shorter than the minimum gap %s", p.Refresh, p.MinGap)
+	case p.Slots > 1_000_000:
+		return p, fmt.Errorf("load publishing: %d slots, want at most 1000000", p.Slots)
+	case p.Password != "" && p.User == "":
+		return p, errors.New("load publishing: a password without a user")
+	}
+	return p, nil
+}
+
+// loadGate decides when a figure is worth a write: never sooner than
+// minGap after the last (the budget), and then when it moved by threshold,
+// when the last write is refresh old, or when the figure appears or goes.
+type loadGate struct {
+	threshold       int
+	minGap, refresh time.Duration
+
+	wrote  bool // something was written since registering
+	known  bool // the last write carried a figure
+	last   int  // its running+queued
+	lastAt time.Time
+}
+
+// due reports whether to write now the figure total (known false: no
+// figure, the read failed).
+func (g *loadGate) due(now time.Time, total int, known bool) bool {
+	if g.wrote && now.Sub(g.lastAt) < g.minGap {
+		return false
+	}
+	switch {
+	case !g.wrote:
+		return known
+	case known != g.known:
+		return true
+	case !known:
+		return false // nothing to refresh
+	}
+	return abs(total-g.last) >= g.threshold || now.Sub(g.lastAt) >= g.refresh
+}
+
+// written records a write.
+func (g *loadGate) written(now time.Time, total int, known bool) {
+	g.wrote, g.known, g.last, g.lastAt = true, known, total, now
+}
+
+func abs(x int) int { return max(x, -x) }
+
+// loadReader reads one coordinator's figures.
+type loadReader struct {
+	http   *http.Client
+	url    string
+	source LoadSource
+	user   string
+	pass   string
+}
+
+func newLoadReader(client *http.Client, coordinator string, p LoadPublishing) *loadReader {
+	path := "/v1/cluster"
+	if p.Source == LoadFromTrino {
+		path = "/v1/jmx/mbean/" + url.PathEscape("trino.execution:name=QueryManager")
+	}
+	return &loadReader{http: client, url: strings.TrimRight(coordinator, "/") + path, source: p.Source, user: p.User, pass: p.Password}
+}
+
+// loadMaxBody bounds what a figures' answer may be; the QueryManager mbean
+// lists a few hundred attributes.
+const loadMaxBody = 1 << 20
+
+// read returns the coordinator's running and queued queries.
+func (l *loadReader) read(ctx context.Context) (running, queued int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, loadReadTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if l.user != "" {
+		header := "X-Presto-User"
+		if l.source == LoadFromTrino {
+			header = "X-Trino-User"
+		}
+		req.Header.Set(header, l.user)
+		if l.pass != "" {
+			req.SetBasicAuth(l.user, l.pass)
+		}
+	}
+	resp, err := l.http.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("GET %s: %w", l.url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, loadMaxBody+1))
+	if err != nil {
+		return 0, 0, fmt.Errorf("GET %s: %w", l.url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("GET %s: %s", l.url, resp.Status)
+	}
+	if len(body) > loadMaxBody {
+		return 0, 0, fmt.Errorf("GET %s: answer larger than %d bytes", l.url, loadMaxBody)
+	}
+	if l.source == LoadFromTrino {
+		running, queued, err = parseTrinoQueryManager(body)
+	} else {
+		running, queued, err = parsePrestoCluster(body)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("GET %s: %w", l.url, err)
+	}
+	return running, queued, nil
+}
+
+// parsePrestoCluster reads /v1/cluster's ClusterStats.
+func parsePrestoCluster(body []byte) (running, queued int, err error) {
+	var stats struct {
+		Running *int64 `json:"runningQueries"`
+		Queued  *int64 `json:"queuedQueries"`
+	}
+	if err := json.Unmarshal(body, &stats); err != nil {
+		return 0, 0, fmt.Errorf("cluster stats: %w", err)
+	}
+	if stats.Running == nil || stats.Queued == nil {
+		return 0, 0, errors.New("cluster stats without runningQueries and queuedQueries")
+	}
+	return checkFigures(*stats.Running, *stats.Queued)
+}
+
+// parseTrinoQueryManager reads the QueryManager mbean's attributes.
+func parseTrinoQueryManager(body []byte) (running, queued int, err error) {
+	var mbean struct {
+		Attributes []struct {
+			Name  string          `json:"name"`
+			Value json.RawMessage `json:"value"`
+		} `json:"attributes"`
+	}
+	if err := json.Unmarshal(body, &mbean); err != nil {
+		return 0, 0, fmt.Errorf("QueryManager mbean: %w", err)
+	}
+	var r, q *int64
+	for _, a := range mbean.Attributes {
+		var dst **int64
+		switch a.Name {
+		case "RunningQueries":
+			dst = &r
+		case "QueuedQueries":
+			dst = &q
+		default:
+			continue
+		}
+		var v int64
+		if err := json.Unmarshal(a.Value, &v); err != nil {
+			return 0, 0, fmt.Errorf("QueryManager mbean: attribute %s: %w", a.Name, err)
+		}
+		*dst = &v
+	}
+	if r == nil || q == nil {
+		return 0, 0, errors.New("QueryManager mbean without RunningQueries and QueuedQueries")
+	}
+	return checkFigures(*r, *q)
+}
+
+// loadMaxQueries is the largest figure published, as discovery reads it.
+const loadMaxQueries = 1_000_000
+
+func checkFigures(running, queued int64) (int, int, error) {
+	if running < 0 || queued < 0 || running > loadMaxQueries || queued > loadMaxQueries {
+		return 0, 0, fmt.Errorf("figures out of range: %d running, %d queued", running, queued)
+	}
+	return int(running), int(queued), nil
+}
+
+// publishLoad reads the coordinator's figures and writes them into the
+// znode when the gate says they are worth it. A read that fails takes the
+// figure out, so that clients fall back to their own counts at once rather
+// than when it goes stale.
+func (r *Registrar) publishLoad(ctx context.Context) {
+	if r.znode == "" || r.conn.State() != zk.StateHasSession || r.conn.SessionID() != r.znodeSession {
+		return
+	}
+	running, queued, err := r.loadReader.read(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	now := time.Now()
+	known := err == nil
+	if err != nil {
+		r.problems.warn(groupLoad, err.Error(), false, "cannot read the coordinator's load; publishing none",
+			"coordinator", r.cfg.CoordinatorURL, "err", err)
+	} else {
+		r.problems.recover(groupLoad, "reading the coordinator's load again", "coordinator", r.cfg.CoordinatorURL)
+	}
+	if !r.loadGate.due(now, running+queued, known) {
+		return
+	}
+	node, err := r.desired()
+	if err != nil {
+		return // reconcile reports it
+	}
+	if known {
+		node.Load = discovery.PublishedLoad{Running: running, Queued: queued, Slots: r.load.Slots, ReadAt: now}
+	}
+	if _, err := r.conn.Set(r.znode, discovery.FormatZnodeData(node), -1); err != nil {
+		_ = r.fail(err, "publishing the load in "+r.znode) // transient: a fatal error shows in reconcile
+		return
+	}
+	r.loadGate.written(now, running+queued, known)
+	r.update(func(s *Status) {
+		s.LoadWrites++
+		s.Load = node.Load
+	})
+}

@@ -1,0 +1,232 @@
+package strategy
+
+import (
+	"testing"
+	"time"
+
+	"github.com/zkpresto/zkpresto/discovery"
+)
+
+// sharedFixture is shared_p2c over nodes with a clock the test moves.
+type sharedFixture struct {
+	t     *testing.T
+	now   time.Time
+	loads *Loads
+	s     Strategy
+}
+
+func newSharedFixture(t *testing.T, opts Options) *sharedFixture {
+	f := &sharedFixture{t: t, now: time.UnixMilli(1_764_620_000_000), loads: NewLoads()}
+	opts.Now = func() time.Time { return f.now }
+	opts.Loads = f.loads
+	if opts.Seed == 0 {
+		opts.Seed = 7
+	}
+	s, name := New("shared_p2c", opts)
+	if name != "shared_p2c" {
+		t.Fatalf("New returned %q", name)
+	}
+	f.s = s
+	return f
+}
+
+// published returns a figure of total queries read age ago.
+func (f *sharedFixture) published(total, slots int, age time.Duration) discovery.PublishedLoad {
+	return discovery.PublishedLoad{Running: total, Slots: slots, ReadAt: f.now.Add(-age)}
+}
+
+// counts picks n times and returns how often each address won.
+func counts(t *testing.T, p Picker, n int) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for range n {
+		node, err := p.Pick(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[node.Addr]++
+	}
+	return out
+}
+
+// The published figure decides, plus the change in this client's statements
+// in flight since it arrived.
+func TestSharedP2CPublishedPlusOwn(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	nodes := makeNodes(2)
+	a, b := nodes[0].Addr, nodes[1].Addr
+	nodes[0].Load = f.published(10, 0, time.Second)
+	nodes[1].Load = f.published(0, 0, time.Second)
+	p := f.s.Build(nodes)
+	if c := counts(t, p, 100); c[b] != 100 {
+		t.Fatalf("published 10 vs 0: picks %v, want all on %s", c, b)
+	}
+	// Twelve statements this client started on b since its figure: 0+12
+	// is now more than a's 10.
+	for range 12 {
+		f.loads.For(b).Begin()
+	}
+	if c := counts(t, p, 100); c[a] != 100 {
+		t.Fatalf("b published 0 but this client started 12 there: picks %v, want all on %s", c, a)
+	}
+	// A rebuild for another reason (a's figure changed) keeps b's count.
+	nodes2 := makeNodes(2)
+	nodes2[0].Load = f.published(11, 0, 0)
+	nodes2[1].Load = nodes[1].Load
+	if c := counts(t, f.s.Build(nodes2), 100); c[a] != 100 {
+		t.Fatalf("after a rebuild with b's figure unchanged: picks %v, want all on %s", c, a)
+	}
+	// Five of them end: b's estimate 0+7 is below a's 11 again.
+	for range 5 {
+		f.loads.For(b).End(time.Millisecond, nil)
+	}
+	if c := counts(t, p, 100); c[b] != 100 {
+		t.Fatalf("b published 0, 7 of this client's in flight: picks %v, want all on %s", c, b)
+	}
+	// b's next figure includes those statements: the count starts over.
+	nodes3 := makeNodes(2)
+	nodes3[0].Load = nodes2[0].Load
+	nodes3[1].Load = f.published(5, 0, 0)
+	if c := counts(t, f.s.Build(nodes3), 100); c[b] != 100 {
+		t.Fatalf("b published 5 vs a's 11: picks %v, want all on %s", c, b)
+	}
+}
+
+// Capacity is the published concurrency when both nodes have one, the
+// weight otherwise.
+func TestSharedP2CCapacity(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	nodes := makeNodes(2, 1, 4) // b weighs 4
+	a, b := nodes[0].Addr, nodes[1].Addr
+	nodes[0].Load = f.published(2, 0, 0)
+	nodes[1].Load = f.published(8, 0, 0)
+	// By weight: (2+1)/1 = 3 against (8+1)/4 = 2.25.
+	if c := counts(t, f.s.Build(nodes), 100); c[b] != 100 {
+		t.Fatalf("by weight: picks %v, want all on %s", c, b)
+	}
+	// By published slots 4 and 4 (the weight was wrong): 3/4 against 9/4.
+	nodes2 := makeNodes(2, 1, 4)
+	nodes2[0].Load = f.published(2, 4, 0)
+	nodes2[1].Load = f.published(8, 4, 0)
+	if c := counts(t, f.s.Build(nodes2), 100); c[a] != 100 {
+		t.Fatalf("by slots: picks %v, want all on %s", c, a)
+	}
+}
+
+// A stale or missing figure is never trusted nor mixed with a local count:
+// the two nodes are compared by this client's statements in flight.
+func TestSharedP2CStaleOrMissingFallsBackToLocal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		load func(f *sharedFixture) discovery.PublishedLoad
+	}{
+		{"stale", func(f *sharedFixture) discovery.PublishedLoad {
+			return f.published(0, 0, DefaultPublishedStaleAfter+time.Millisecond)
+		}},
+		{"from the far future", func(f *sharedFixture) discovery.PublishedLoad {
+			return f.published(0, 0, -DefaultPublishedStaleAfter-time.Millisecond)
+		}},
+		{"missing", func(*sharedFixture) discovery.PublishedLoad { return discovery.PublishedLoad{} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSharedFixture(t, Options{SlowStart: -1})
+			nodes := makeNodes(2)
+			a, b := nodes[0].Addr, nodes[1].Addr
+			// a claims to be idle but its figure is not usable; b is fresh
+			// and busy. Locally a has 3 in flight, b none.
+			nodes[0].Load = tc.load(f)
+			nodes[1].Load = f.published(50, 0, 0)
+			for range 3 {
+				f.loads.For(a).Begin()
+			}
+			if c := counts(t, f.s.Build(nodes), 100); c[b] != 100 {
+				t.Fatalf("picks %v, want all on %s (fewer in flight here)", c, b)
+			}
+		})
+	}
+	// A figure that ages past the limit while the picker is in use.
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	nodes := makeNodes(2)
+	a, b := nodes[0].Addr, nodes[1].Addr
+	nodes[0].Load = f.published(0, 0, 0)
+	nodes[1].Load = f.published(50, 0, 0)
+	f.loads.For(a).Begin()
+	p := f.s.Build(nodes)
+	if c := counts(t, p, 100); c[a] != 100 {
+		t.Fatalf("fresh: picks %v, want all on %s", c, a)
+	}
+	f.now = f.now.Add(DefaultPublishedStaleAfter + time.Second)
+	if c := counts(t, p, 100); c[b] != 100 {
+		t.Fatalf("once stale: picks %v, want all on %s", c, b)
+	}
+}
+
+// Never the least loaded of all: of three nodes, the middle one still wins
+// when drawn with the busiest, and the busiest never wins.
+func TestSharedP2CNeverLeastOfAll(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	nodes := makeNodes(3)
+	for i, total := range []int{0, 5, 10} {
+		nodes[i].Load = f.published(total, 0, 0)
+	}
+	c := counts(t, f.s.Build(nodes), 3000)
+	if c[nodes[1].Addr] < 600 || c[nodes[2].Addr] != 0 {
+		t.Fatalf("picks %v: want the middle node about a third of the time and the busiest never", c)
+	}
+}
+
+// A node that joins, or comes back after being left out, ramps up over the
+// slow-start window; negative SlowStart turns it off.
+func TestSharedP2CSlowStart(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: 10 * time.Second})
+	old := makeNodes(1)
+	f.s.Build(old)
+	f.now = f.now.Add(time.Minute)
+	both := func() []discovery.Node {
+		nodes := makeNodes(2)
+		nodes[0].Load = f.published(5, 0, 0) // has been there a minute
+		nodes[1].Load = f.published(0, 0, 0) // joins now, idle
+		return nodes
+	}
+	nodes := both()
+	a, b := nodes[0].Addr, nodes[1].Addr
+	p := f.s.Build(nodes)
+	// Just joined: capacity 0.1, cost 1/0.1 = 10 against 6.
+	if c := counts(t, p, 100); c[a] != 100 {
+		t.Fatalf("just joined: picks %v, want all on %s", c, a)
+	}
+	f.now = f.now.Add(5 * time.Second) // half way: 1/0.5 = 2 against 6
+	if c := counts(t, p, 100); c[b] != 100 {
+		t.Fatalf("half way: picks %v, want all on %s", c, b)
+	}
+	// Ejected (left out of a build), then back: it starts over.
+	f.s.Build(old)
+	p = f.s.Build(both())
+	if c := counts(t, p, 100); c[a] != 100 {
+		t.Fatalf("back from ejection: picks %v, want all on %s", c, a)
+	}
+	// Off.
+	f = newSharedFixture(t, Options{SlowStart: -1})
+	f.s.Build(old)
+	if c := counts(t, f.s.Build(both()), 100); c[b] != 100 {
+		t.Fatalf("slow start off: picks %v, want all on %s", c, b)
+	}
+}
+
+// A pick on published figures allocates nothing either.
+func TestSharedP2CPickDoesNotAllocate(t *testing.T) {
+	for _, seed := range []uint64{0, 13} {
+		f := newSharedFixture(t, Options{Seed: seed})
+		f.now = time.Now()
+		nodes := makeNodes(50, 1, 2, 3, 4)
+		for i := range nodes {
+			if i%3 != 0 {
+				nodes[i].Load = f.published(i, i%2*8, time.Duration(i)*time.Second)
+			}
+		}
+		p := f.s.Build(nodes)
+		if allocs := testing.AllocsPerRun(1000, func() { _, _ = p.Pick(nil) }); allocs != 0 {
+			t.Errorf("seed %d: %v allocations per Pick, want 0", seed, allocs)
+		}
+	}
+}

@@ -82,6 +82,7 @@ type Gateway struct {
 	draining atomic.Bool
 	members  members
 	queries  queryTable
+	running  running // queries awaiting a follow-up, for a drain
 	stats    counters
 	recent   statementLog // the last statements, for the status page
 }
@@ -124,9 +125,9 @@ func New(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// Drain makes the gateway refuse new statements (with 503, which clients
-// and load balancers retry elsewhere: nothing was sent) while the queries
-// it routes go on.
+// Drain makes the gateway refuse new statements (with 503 and Connection:
+// close, which clients and load balancers retry elsewhere: nothing was
+// sent) while the queries it routes go on (see WaitQueries).
 func (g *Gateway) Drain() { g.draining.Store(true) }
 
 // ServeHTTP implements http.Handler.

@@ -66,6 +66,7 @@ func staticGateway(t testing.TB, cfg gateway.Config, addrs ...string) (*gateway.
 	t.Helper()
 	r := staticRouter(t, addrs...)
 	cfg.Router, cfg.Keys = r, testKeys
+	cfg.StandardTransport = cfg.StandardTransport || standardTransport
 	g, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)

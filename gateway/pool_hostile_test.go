@@ -1,8 +1,8 @@
 package gateway_test
 
 import (
-	"context"
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"

@@ -371,3 +371,63 @@ func TestNginxRefusesAmbiguousFraming(t *testing.T) {
 		t.Errorf("%d statements reached the coordinator", n)
 	}
 }
+
+// The deadlines roll: a statement whose body keeps coming, slower than
+// its whole within the body timeout, is read; an answer that its client
+// keeps reading, for longer than the write timeout, arrives whole.
+func TestServerDeadlinesRollWhileThereIsProgress(t *testing.T) {
+	const rows = 6 << 10 // of 1 KB: more than the sockets between gateway and client hold
+	row := `["` + strings.Repeat("x", 1000) + `"],`
+	coord := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"20260101_000000_00000_aaaaa","columns":[{"name":"x","type":"varchar"}],"data":[`)
+		for range rows {
+			io.WriteString(w, row)
+		}
+		io.WriteString(w, `["x"]]}`)
+	}))
+	t.Cleanup(coord.Close)
+	g, _ := staticGateway(t, gateway.Config{}, strings.TrimPrefix(coord.URL, "http://"))
+	s := serveGatewayWith(t, g, gateway.ServerTimeouts{Body: time.Second, Write: time.Second})
+
+	c := rawClient(t, s.URL)
+	c.(*net.TCPConn).SetReadBuffer(64 << 10)
+	statement := "SELECT x FROM t WHERE x = '" + strings.Repeat("y", 30) + "'"
+	fmt.Fprintf(c, "POST /v1/statement HTTP/1.1\r\nHost: x\r\nX-Presto-User: a\r\nContent-Length: %d\r\n\r\n", len(statement))
+	// The body in pieces 50 ms apart: 1.5 s in all, each piece well
+	// within the body's deadline.
+	for i := 0; i < len(statement); i += 2 {
+		if _, err := io.WriteString(c, statement[i:min(i+2, len(statement))]); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The answer read slowly, 64 KiB every 20 ms (about 2 s for 6 MB),
+	// each read well within the write deadline.
+	br := bufio.NewReaderSize(&pacedReader{r: c, every: 20 * time.Millisecond, size: 64 << 10}, 64<<10)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodPost})
+	if err != nil {
+		t.Fatalf("a statement sent slowly: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a statement sent slowly: %s, want 200", resp.Status)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil || n < rows*int64(len(row)) {
+		t.Fatalf("an answer read slowly: %d bytes, %v; want all %d", n, err, rows*len(row))
+	}
+}
+
+// pacedReader reads at most size bytes at a time, every so often.
+type pacedReader struct {
+	r     io.Reader
+	every time.Duration
+	size  int
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	time.Sleep(p.every)
+	return p.r.Read(b[:min(len(b), p.size)])
+}

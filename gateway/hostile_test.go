@@ -68,7 +68,7 @@ func closedAfter(br *bufio.Reader) bool {
 
 // hostileGateway is a gateway over one simulated coordinator, served as
 // zkpresto gateway serves it, with timeouts that a test sees pass.
-func hostileGateway(t *testing.T, timeouts gateway.ServerTimeouts) (*gatewayServer, *coordinator.Coordinator) {
+func hostileGateway(t *testing.T, timeouts gateway.ServerLimits) (*gatewayServer, *coordinator.Coordinator) {
 	t.Helper()
 	c, err := coordinator.Start(coordinator.Options{})
 	if err != nil {
@@ -83,7 +83,7 @@ func hostileGateway(t *testing.T, timeouts gateway.ServerTimeouts) (*gatewayServ
 // is refused with 400 and the connection closed, so that a body it hides
 // is never read as the next request (request smuggling).
 func TestServerRefusesHeaderNameNotAToken(t *testing.T) {
-	s, coord := hostileGateway(t, gateway.ServerTimeouts{})
+	s, coord := hostileGateway(t, gateway.ServerLimits{})
 	hidden := "GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n"
 	c := rawClient(t, s.URL)
 	fmt.Fprintf(c, "POST /v1/statement HTTP/1.1\r\nHost: x\r\nX-Presto-User: a\r\nContent-Length : %d\r\n\r\n%s", len(hidden), hidden)
@@ -116,7 +116,7 @@ func TestServerBoundsOversizedHeads(t *testing.T) {
 		t.Fatal(err)
 	}
 	counted := &countingListener{Listener: ln}
-	s := serveGatewayOn(t, g, gateway.ServerTimeouts{}, counted)
+	s := serveGatewayOn(t, g, gateway.ServerLimits{}, counted)
 	const clients, size = 4, 2 * gateway.MaxHeaderBytes
 	for _, shape := range []struct {
 		name string
@@ -196,7 +196,7 @@ func oversizedHead(url string, size int, line func(int) string) error {
 // Break 5: a statement whose body stalls gets 408 and its connection
 // closed once the body's read deadline passes.
 func TestServerBoundsTheTimeToReadAStatement(t *testing.T) {
-	s, coord := hostileGateway(t, gateway.ServerTimeouts{Body: 200 * time.Millisecond})
+	s, coord := hostileGateway(t, gateway.ServerLimits{Body: 200 * time.Millisecond})
 	c := rawClient(t, s.URL)
 	fmt.Fprintf(c, "POST /v1/statement HTTP/1.1\r\nHost: x\r\nX-Presto-User: a\r\nContent-Length: 1000\r\n\r\nSELECT")
 	br := bufio.NewReader(c)
@@ -218,7 +218,7 @@ func TestServerBoundsTheTimeToReadAStatement(t *testing.T) {
 // that left, and the statement is abandoned, with a 503 when nothing was
 // sent.)
 func TestServerAnswersAHalfClosedClient(t *testing.T) {
-	s, _ := hostileGateway(t, gateway.ServerTimeouts{})
+	s, _ := hostileGateway(t, gateway.ServerLimits{})
 	c := rawClient(t, s.URL)
 	fmt.Fprintf(c, "GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n")
 	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
@@ -233,7 +233,7 @@ func TestServerAnswersAHalfClosedClient(t *testing.T) {
 // Break 8: an Expect other than 100-continue gets 417, and nothing is
 // forwarded.
 func TestServerRefusesAnUnknownExpectation(t *testing.T) {
-	s, coord := hostileGateway(t, gateway.ServerTimeouts{})
+	s, coord := hostileGateway(t, gateway.ServerLimits{})
 	c := rawClient(t, s.URL)
 	fmt.Fprintf(c, "POST /v1/statement HTTP/1.1\r\nHost: x\r\nX-Presto-User: a\r\nExpect: 200-ok\r\nContent-Length: 8\r\n\r\nSELECT 1")
 	resp := readAnswer(t, bufio.NewReader(c), http.MethodPost)
@@ -257,7 +257,7 @@ func TestServerAnswersPlaintextOnTheTLSPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, _ := staticGateway(t, gateway.Config{}, "127.0.0.1:1")
-	srv := gateway.NewServer(g, nil, gateway.ServerTimeouts{})
+	srv := gateway.NewServer(g, nil, gateway.ServerLimits{})
 	srv.TLSConfig = tlsCfg
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -339,7 +339,7 @@ func TestServerGivesUpOnAClientThatStopsReading(t *testing.T) {
 	s := serveGatewayWith(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() { served <- struct{}{} }() // it ends with http.ErrAbortHandler
 		g.ServeHTTP(w, r)
-	}), gateway.ServerTimeouts{Write: 300 * time.Millisecond})
+	}), gateway.ServerLimits{Write: 300 * time.Millisecond})
 	c := rawClient(t, s.URL)
 	c.(*net.TCPConn).SetReadBuffer(4 << 10)
 	fmt.Fprintf(c, "POST /v1/statement HTTP/1.1\r\nHost: x\r\nX-Presto-User: a\r\nContent-Length: 8\r\n\r\nSELECT 1")
@@ -359,7 +359,7 @@ func TestServerGivesUpOnAClientThatStopsReading(t *testing.T) {
 // and by chunked Transfer-Encoding, Debian's nginx in front of the gateway
 // refuses with 400, and forwards nothing of it.
 func TestNginxRefusesAmbiguousFraming(t *testing.T) {
-	s, coord := hostileGateway(t, gateway.ServerTimeouts{})
+	s, coord := hostileGateway(t, gateway.ServerLimits{})
 	ngx := nginx.StartT(t, nginx.Options{Upstream: strings.TrimPrefix(s.URL, "http://")})
 	c := rawClient(t, ngx.URL())
 	fmt.Fprintf(c, "POST /v1/statement HTTP/1.1\r\nHost: x\r\nX-Presto-User: a\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n8\r\nSELECT 1\r\n0\r\n\r\n")
@@ -389,7 +389,7 @@ func TestServerDeadlinesRollWhileThereIsProgress(t *testing.T) {
 	}))
 	t.Cleanup(coord.Close)
 	g, _ := staticGateway(t, gateway.Config{}, strings.TrimPrefix(coord.URL, "http://"))
-	s := serveGatewayWith(t, g, gateway.ServerTimeouts{Body: time.Second, Write: time.Second})
+	s := serveGatewayWith(t, g, gateway.ServerLimits{Body: time.Second, Write: time.Second})
 
 	c := rawClient(t, s.URL)
 	c.(*net.TCPConn).SetReadBuffer(64 << 10)
@@ -430,4 +430,103 @@ type pacedReader struct {
 func (p *pacedReader) Read(b []byte) (int, error) {
 	time.Sleep(p.every)
 	return p.r.Read(b[:min(len(b), p.size)])
+}
+
+// Break 3, in total: the heads being read at once over all connections
+// stay within the server's budget. A client that holds a large head
+// unfinished takes its part of the budget; another's head that would go
+// past it is refused (400, and closed), the gateway having read no more
+// of it than what was left; once the first client leaves, a statement
+// goes through.
+func TestServerBoundsTheHeadsInFlight(t *testing.T) {
+	const budget, held = 256 << 10, 200 << 10
+	c, err := coordinator.Start(coordinator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	g, _ := staticGateway(t, gateway.Config{}, c.Addr())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := &countingListener{Listener: ln}
+	s := serveGatewayOn(t, g, gateway.ServerLimits{HeadBytesInFlight: budget}, counted)
+	head := func(c net.Conn, size int) {
+		fmt.Fprintf(c, "POST /v1/statement HTTP/1.1\r\nHost: x\r\nX-Presto-User: a\r\n")
+		line := "X-Presto-Session: k=" + strings.Repeat("v", 1000) + "\r\n"
+		for n := 0; n < size; n += len(line) {
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	}
+	first := rawClient(t, s.URL)
+	head(first, held) // and never ended
+	waitUntil(t, "the gateway to read the first head", func() bool { return counted.total() >= held })
+
+	second := rawClient(t, s.URL)
+	go head(second, held)
+	// Its body may be cut by the reset of a connection closed unread.
+	resp, err := http.ReadResponse(bufio.NewReader(second), &http.Request{Method: http.MethodPost})
+	if err != nil {
+		t.Fatalf("a head past the budget: %v, want 400", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a head past the budget: %s, want 400", resp.Status)
+	}
+	if total, limit := counted.total(), int64(budget+64<<10); total > limit {
+		t.Errorf("the gateway read %d bytes of heads at once, more than its budget of %d (and slack)", total, budget)
+	}
+	first.Close()
+	waitUntil(t, "the first client's head to be given back", func() bool {
+		return statementStatus(t, s.URL) == http.StatusOK
+	})
+	// A head read is given back once its handler runs: requests one after
+	// the other on one connection, their heads more than the budget in all.
+	keep := rawClient(t, s.URL)
+	br := bufio.NewReader(keep)
+	pad := strings.Repeat("p", 2000)
+	for i := range 2 * budget / len(pad) {
+		fmt.Fprintf(keep, "GET /v1/info HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\n\r\n", pad)
+		if resp := readAnswer(t, br, http.MethodGet); resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d on one connection: %s", i, resp.Status)
+		}
+	}
+}
+
+// statementStatus is the status of the answer to a small statement.
+func statementStatus(t *testing.T, url string) int {
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/statement", strings.NewReader("SELECT 1"))
+	req.Header.Set("X-Presto-User", "a")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// waitUntil polls cond until it holds, for at most hostileBound.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(hostileBound); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("waited %v for %s", hostileBound, what)
+}
+
+// total is the count of bytes read from every connection.
+func (l *countingListener) total() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, c := range l.conns {
+		n += c.read.Load()
+	}
+	return n
 }

@@ -18,7 +18,7 @@ import (
 type gatewayServer struct {
 	// URL is http://127.0.0.1:port.
 	URL   string
-	srv   *http.Server
+	srv   *gateway.Server
 	done  chan error
 	close sync.Once
 }
@@ -26,11 +26,11 @@ type gatewayServer struct {
 // serveGateway serves h until the test ends (or Close).
 func serveGateway(t testing.TB, h http.Handler) *gatewayServer {
 	t.Helper()
-	return serveGatewayWith(t, h, gateway.ServerTimeouts{})
+	return serveGatewayWith(t, h, gateway.ServerLimits{})
 }
 
 // serveGatewayWith serves h with timeouts t until the test ends.
-func serveGatewayWith(t testing.TB, h http.Handler, timeouts gateway.ServerTimeouts) *gatewayServer {
+func serveGatewayWith(t testing.TB, h http.Handler, timeouts gateway.ServerLimits) *gatewayServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -40,7 +40,7 @@ func serveGatewayWith(t testing.TB, h http.Handler, timeouts gateway.ServerTimeo
 }
 
 // serveGatewayOn serves h on ln until the test ends.
-func serveGatewayOn(t testing.TB, h http.Handler, timeouts gateway.ServerTimeouts, ln net.Listener) *gatewayServer {
+func serveGatewayOn(t testing.TB, h http.Handler, timeouts gateway.ServerLimits, ln net.Listener) *gatewayServer {
 	s := &gatewayServer{
 		URL:  "http://" + ln.Addr().String(),
 		srv:  gateway.NewServer(h, nil, timeouts),

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -30,15 +32,40 @@ const (
 	DefaultWriteTimeout = 60 * time.Second
 )
 
-// ServerTimeouts are the time limits NewServer configures; zero means the
+// ServerLimits are the limits NewServer configures; zero means the
 // default of each.
-type ServerTimeouts struct {
+type ServerLimits struct {
+	// Header, Idle, Body and Write are the time limits: DefaultReadHeaderTimeout,
+	// DefaultIdleTimeout, DefaultBodyTimeout and DefaultWriteTimeout.
 	Header, Idle, Body, Write time.Duration
+	// HeadBytesInFlight bounds the bytes of request heads held at once
+	// over all connections (DefaultHeadBytesInFlight); a head that would
+	// go past it gets 400 and its connection closed.
+	HeadBytesInFlight int64
+}
+
+// Server is net/http's server as the gateway configures it (see
+// NewServer). Serve and ServeTLS keep its bound on the heads in flight.
+type Server struct {
+	*http.Server
+	heads *headBudget
+}
+
+// Serve serves on ln; see http.Server.Serve.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.Server.Serve(budgetListener{Listener: ln, b: s.heads})
+}
+
+// ServeTLS serves https on ln; see http.Server.ServeTLS.
+func (s *Server) ServeTLS(ln net.Listener, certFile, keyFile string) error {
+	return s.Server.ServeTLS(budgetListener{Listener: ln, b: s.heads}, certFile, keyFile)
 }
 
 // NewServer returns the net/http server zkpresto gateway serves h with:
-// headers of at most MaxHeaderBytes (longer ones get 431), the read and
-// write limits of t, and its errors (a failed TLS handshake, a handler's
+// HTTP/1.1 (no HTTP/2, which every Presto and Trino client can do
+// without), heads of at most MaxHeaderBytes (longer ones get 431) and at
+// most t.HeadBytesInFlight of them at once over all connections, the read
+// and write limits of t, and its errors (a failed TLS handshake, a handler's
 // panic) logged to logger at warn level (nil: none). Serve it with Serve or
 // ServeTLS; its TLSConfig is the caller's to set.
 //
@@ -55,17 +82,26 @@ type ServerTimeouts struct {
 // Debian's nginx refuses such a request with 400 (nginx 1.21.1 and later)
 // and sends the gateway only requests it framed itself, so behind nginx
 // the question does not arise (TestNginxRefusesAmbiguousFraming).
-func NewServer(h http.Handler, logger *slog.Logger, t ServerTimeouts) *http.Server {
+func NewServer(h http.Handler, logger *slog.Logger, t ServerLimits) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &http.Server{
+	heads := &headBudget{}
+	heads.left.Store(t.HeadBytesInFlight)
+	if t.HeadBytesInFlight <= 0 {
+		heads.left.Store(DefaultHeadBytesInFlight)
+	}
+	return &Server{Server: &http.Server{
 		Handler:           deadlines{h: h, body: orDefault(t.Body, DefaultBodyTimeout), write: orDefault(t.Write, DefaultWriteTimeout)},
 		ReadHeaderTimeout: orDefault(t.Header, DefaultReadHeaderTimeout),
 		IdleTimeout:       orDefault(t.Idle, DefaultIdleTimeout),
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+		ConnContext:       budgetConnContext,
+		// A non-nil empty map turns HTTP/2 off: the budget of heads counts
+		// one request at a time per connection.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+	}, heads: heads}
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -83,6 +119,7 @@ type deadlines struct {
 }
 
 func (d deadlines) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer inHandler(r)()
 	rc := http.NewResponseController(w)
 	// No deadline of the connection's previous request carries over.
 	_ = rc.SetWriteDeadline(time.Time{})

@@ -17,7 +17,7 @@ import (
 // the follow-ups of the queries in flight are served until those finish
 // or drainTimeout passes; then the server stops, cutting what still runs.
 func serveGateway(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, h http.Handler, gw *gateway.Gateway, logger *slog.Logger, drainTimeout time.Duration) error {
-	srv := gateway.NewServer(h, logger, gateway.ServerTimeouts{})
+	srv := gateway.NewServer(h, logger, gateway.ServerLimits{})
 	serve := func() error { return srv.Serve(ln) }
 	if tlsConfig != nil {
 		srv.TLSConfig = tlsConfig

@@ -94,7 +94,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 	}
 	if err != nil {
 		if r.Context().Err() != nil {
-			return // the client went away
+			panic(http.ErrAbortHandler) // the client went away: no empty 200
 		}
 		var re *protocol.RequestError
 		if errors.As(err, &re) {

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -529,4 +530,55 @@ func (l *countingListener) total() int64 {
 		n += c.read.Load()
 	}
 	return n
+}
+
+// A client that half-closes while the coordinator takes its statement
+// counts as gone (net/http and nginx read the end of its stream so): the
+// query the coordinator accepted is cancelled, and the client never gets
+// an empty 200 for an answer (its connection is cut instead).
+func TestServerCutsAClientGoneDuringTheSubmission(t *testing.T) {
+	got, release := make(chan struct{}), make(chan struct{})
+	deleted := make(chan string, 1)
+	var coord *httptest.Server
+	coord = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost:
+			io.Copy(io.Discard, r.Body)
+			close(got)
+			<-release
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":"20260101_000000_00000_aaaaa","nextUri":"%s/v1/statement/queued/20260101_000000_00000_aaaaa/y/1","stats":{"state":"QUEUED"}}`, coord.URL)
+		case http.MethodDelete:
+			deleted <- r.URL.Path
+		}
+	}))
+	t.Cleanup(coord.Close)
+	g, _ := staticGateway(t, gateway.Config{}, strings.TrimPrefix(coord.URL, "http://"))
+	gone := make(chan struct{})
+	s := serveGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		context.AfterFunc(r.Context(), func() { close(gone) })
+		g.ServeHTTP(w, r)
+	}))
+	c := rawClient(t, s.URL)
+	fmt.Fprintf(c, "POST /v1/statement HTTP/1.1\r\nHost: x\r\nX-Presto-User: a\r\nContent-Length: 8\r\n\r\nSELECT 1")
+	<-got
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	<-gone // the gateway has seen the end of the client's stream
+	close(release)
+	if resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodPost}); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusOK && len(body) == 0 {
+			t.Errorf("a client gone during the submission got an empty 200")
+		}
+	}
+	select {
+	case p := <-deleted:
+		if !strings.Contains(p, "20260101_000000_00000_aaaaa") {
+			t.Errorf("DELETE of %s", p)
+		}
+	case <-time.After(hostileBound):
+		t.Error("the query of a client gone during the submission was not cancelled")
+	}
 }

@@ -136,9 +136,10 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	g.noteListed(base, rc)
 	if r.Context().Err() != nil {
 		// The client went away while the coordinator answered: cancel
-		// what it accepted.
+		// what it accepted, and cut the connection rather than answer an
+		// empty 200 (a client that only half-closed still reads).
 		g.cancelAnswered(router, resp, base, rc)
-		return
+		panic(http.ErrAbortHandler)
 	}
 	written, err := g.relay(w, r, resp, base, "")
 	switch {
@@ -259,9 +260,10 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 		return routing.NotSent, err
 	})
 	if err != nil {
-		if r.Context().Err() == nil {
-			g.submitFailed(w, err)
+		if r.Context().Err() != nil {
+			panic(http.ErrAbortHandler) // the client went away: no empty 200
 		}
+		g.submitFailed(w, err)
 		return
 	}
 	defer a.End(nil)

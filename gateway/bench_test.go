@@ -574,8 +574,10 @@ func BenchmarkGatewayRoundTrip(b *testing.B) {
 // (BenchmarkGatewayRoundTrip measures one path after the other, and a
 // drift of the machine between two of them shows as latency one of them
 // added.) It reports each path's p50 (<path>-p50-ns), what it adds to
-// direct's (<path>-added-ns), and the gateway's added p50 over nginx's
-// (gateway-x-nginx).
+// direct's (<path>-added-ns), the gateway's added p50 over nginx's
+// (gateway-x-nginx) and over httputil.ReverseProxy's (gateway-x-goproxy),
+// each proxy's CPU per statement (<path>-cpu-ns/stmt) and the gateway's
+// over nginx's and goproxy's (gateway-cpu-x-nginx, gateway-cpu-x-goproxy).
 func BenchmarkGatewayAddedLatency(b *testing.B) {
 	rig := newBenchRig(b, coordinator.Options{})
 	clients := make([]*benchClient, len(paths))
@@ -586,6 +588,10 @@ func BenchmarkGatewayAddedLatency(b *testing.B) {
 		if _, err := clients[i].statement(rig.base(path), smallStatement); err != nil { // a warm connection
 			b.Fatal(err)
 		}
+	}
+	from := make([]usage, len(paths))
+	for i, path := range paths {
+		from[i] = rig.usageNow(b, path)
 	}
 	turn := 0
 	for b.Loop() {
@@ -609,9 +615,28 @@ func BenchmarkGatewayAddedLatency(b *testing.B) {
 			b.ReportMetric(p50[i]-p50[0], path+"-added-ns")
 		}
 	}
-	gw, ngx := slices.Index(paths, "gateway"), slices.Index(paths, "nginx")
+	gw, ngx, gp := slices.Index(paths, "gateway"), slices.Index(paths, "nginx"), slices.Index(paths, "goproxy")
 	if added := p50[ngx] - p50[0]; added > 0 {
 		b.ReportMetric((p50[gw]-p50[0])/added, "gateway-x-nginx")
+	}
+	if added := p50[gp] - p50[0]; added > 0 {
+		b.ReportMetric((p50[gw]-p50[0])/added, "gateway-x-goproxy")
+	}
+	// CPU per statement of each proxy's processes, and the gateway's over
+	// nginx's and goproxy's.
+	cpu := make([]float64, len(paths))
+	for i, path := range paths {
+		if rig.pids(path) == nil || len(durations[i]) == 0 {
+			continue
+		}
+		cpu[i] = float64((readUsage(b, rig.pids(path)).cpu - from[i].cpu).Nanoseconds()) / float64(len(durations[i]))
+		b.ReportMetric(cpu[i], path+"-cpu-ns/stmt")
+	}
+	if cpu[ngx] > 0 {
+		b.ReportMetric(cpu[gw]/cpu[ngx], "gateway-cpu-x-nginx")
+	}
+	if cpu[gp] > 0 {
+		b.ReportMetric(cpu[gw]/cpu[gp], "gateway-cpu-x-goproxy")
 	}
 }
 

@@ -94,7 +94,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 	}
 	if err != nil {
 		if r.Context().Err() != nil {
-			return // the client went away
+			panic(http.ErrAbortHandler) // the client went away: no empty 200
 		}
 		var re *protocol.RequestError
 		if errors.As(err, &re) {
@@ -115,7 +115,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 			fmt.Sprintf("zkpresto gateway: coordinator %s failed for query %s: %v", hostOf(base), id, err))
 		return
 	}
-	written, err := g.relay(w, r, resp, base)
+	written, err := g.relay(w, r, resp, base, id)
 	switch {
 	case err == nil:
 		g.stats.add(kind, resp.StatusCode)

@@ -62,6 +62,13 @@ type Config struct {
 	PublicURL string
 	// Logger receives the gateway's logs; nil means none.
 	Logger *slog.Logger
+	// StandardTransport sends to the coordinators with Client's transport
+	// as it is (Go's http.Transport by default) instead of the gateway's
+	// pool of connections (see newReach), which spares each exchange two
+	// goroutines and peeks at every idle connection before its reuse. The
+	// groups of a Router config that have a transport of their own (a DSN
+	// member's) keep it as it is.
+	StandardTransport bool
 	// Flavour is the header flavour the coordinators speak (Presto or
 	// Trino): clients of the other one have their session headers renamed
 	// on the way in and the session changes renamed back. Empty renames
@@ -82,6 +89,7 @@ type Gateway struct {
 	draining atomic.Bool
 	members  members
 	queries  queryTable
+	running  running // queries awaiting a follow-up, for a drain
 	stats    counters
 	recent   statementLog // the last statements, for the status page
 }
@@ -109,7 +117,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err := cfg.Flavour.valid(); err != nil {
 		return nil, err
 	}
-	g.reach = newReach(cfg.Client, cfg.TLS, cfg.Flavour)
+	g.reach = newReach(cfg.Client, cfg.TLS, cfg.Flavour, cfg.StandardTransport)
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -124,9 +132,9 @@ func New(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// Drain makes the gateway refuse new statements (with 503, which clients
-// and load balancers retry elsewhere: nothing was sent) while the queries
-// it routes go on.
+// Drain makes the gateway refuse new statements (with 503 and Connection:
+// close, which clients and load balancers retry elsewhere: nothing was
+// sent) while the queries it routes go on (see WaitQueries).
 func (g *Gateway) Drain() { g.draining.Store(true) }
 
 // ServeHTTP implements http.Handler.
@@ -165,14 +173,14 @@ type reach struct {
 // connections used on the goroutine of the request (inline, for its owner
 // to close): each request the gateway serves makes one exchange with a
 // coordinator, which needs none of the two goroutines Go's transport hands
-// each exchange to.
-func newReach(client *http.Client, tls bool, flavour Flavour) reach {
+// each exchange to; unless standard, which keeps the transport as it is.
+func newReach(client *http.Client, tls bool, flavour Flavour, standard bool) reach {
 	var t http.RoundTripper = http.DefaultTransport
 	if client != nil && client.Transport != nil {
 		t = client.Transport
 	}
 	var inline *protocol.InlineTransport
-	if ht, ok := t.(*http.Transport); ok {
+	if ht, ok := t.(*http.Transport); ok && !standard {
 		inline = protocol.NewInlineTransport(ht)
 		t = inline
 	}

@@ -117,7 +117,7 @@ func newSetupFor(t *testing.T, n int, opts coordinator.Options, flavour gateway.
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { r.Close() })
-		g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: flavour})
+		g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: flavour, StandardTransport: standardTransport})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -391,7 +391,7 @@ func TestGatewayOnADSN(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	g, err := gateway.New(gateway.Config{Router: rt.Router, Client: rt.Client, TLS: rt.TLS, Keys: testKeys})
+	g, err := gateway.New(gateway.Config{Router: rt.Router, Client: rt.Client, TLS: rt.TLS, Keys: testKeys, StandardTransport: standardTransport})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func NewGroups(groups []*Group, selectors []Selector, own bool) (*Groups, error)
 		gs.byName[gr.Name] = gr
 		total += gr.Weight
 		if gr.Client != nil {
-			gs.transports[gr] = newReach(gr.Client, false, "")
+			gs.transports[gr] = newReach(gr.Client, false, "", false)
 		}
 	}
 	if total == 0 {

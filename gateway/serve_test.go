@@ -1,8 +1,6 @@
 package gateway_test
 
 import (
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -11,17 +9,16 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
-	"github.com/zkpresto/zkpresto/internal/gateway/server"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
 // gatewayServer is a handler served on a loopback port by the HTTP server
-// zkpresto gateway runs (internal/gateway/server), so that the tests see
-// what the gateway's clients see.
+// zkpresto gateway runs (gateway.NewServer), so that the tests see what
+// the gateway's clients see.
 type gatewayServer struct {
 	// URL is http://127.0.0.1:port.
 	URL   string
-	srv   *server.Server
+	srv   *gateway.Server
 	done  chan error
 	close sync.Once
 }
@@ -29,13 +26,24 @@ type gatewayServer struct {
 // serveGateway serves h until the test ends (or Close).
 func serveGateway(t testing.TB, h http.Handler) *gatewayServer {
 	t.Helper()
+	return serveGatewayWith(t, h, gateway.ServerLimits{})
+}
+
+// serveGatewayWith serves h with timeouts t until the test ends.
+func serveGatewayWith(t testing.TB, h http.Handler, timeouts gateway.ServerLimits) *gatewayServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveGatewayOn(t, h, timeouts, ln)
+}
+
+// serveGatewayOn serves h on ln until the test ends.
+func serveGatewayOn(t testing.TB, h http.Handler, timeouts gateway.ServerLimits, ln net.Listener) *gatewayServer {
 	s := &gatewayServer{
 		URL:  "http://" + ln.Addr().String(),
-		srv:  &server.Server{Handler: h, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		srv:  gateway.NewServer(h, nil, timeouts),
 		done: make(chan error, 1),
 	}
 	go func() { s.done <- s.srv.Serve(ln) }()
@@ -43,7 +51,7 @@ func serveGateway(t testing.TB, h http.Handler) *gatewayServer {
 	return s
 }
 
-// Close cuts every connection and waits for the handlers to return.
+// Close cuts every connection and waits for the server to stop.
 func (s *gatewayServer) Close() {
 	s.close.Do(func() {
 		s.srv.Close()
@@ -58,6 +66,7 @@ func staticGateway(t testing.TB, cfg gateway.Config, addrs ...string) (*gateway.
 	t.Helper()
 	r := staticRouter(t, addrs...)
 	cfg.Router, cfg.Keys = r, testKeys
+	cfg.StandardTransport = cfg.StandardTransport || standardTransport
 	g, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)

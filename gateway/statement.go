@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/gateway/server"
 	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
@@ -24,18 +23,21 @@ import (
 func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	if g.draining.Load() {
 		g.stats.add("submit", http.StatusServiceUnavailable)
+		// The client's next statement goes to another replica.
+		w.Header().Set("Connection", "close")
 		writeError(w, http.StatusServiceUnavailable, errGatewayName, "", "zkpresto gateway is draining; send the statement again")
 		return
 	}
-	// A client that leaves once the statement may have reached a
-	// coordinator must have its query cancelled: the server is to tell.
-	server.WatchClient(r)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxStatementBytes))
 	if err != nil {
 		status := http.StatusBadRequest
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			status = http.StatusRequestEntityTooLarge
+		case bodyTimedOut(err):
+			status = http.StatusRequestTimeout
+			w.Header().Set("Connection", "close")
 		}
 		g.stats.add("submit", status)
 		writeError(w, status, errGatewayName, "", "zkpresto gateway: reading the statement: "+err.Error())
@@ -76,7 +78,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	endAnswered := func() {}
 	defer func() { endAnswered() }()
 	a, err := router.Run(r.Context(), req, pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
-		if server.ClientGone(r) {
+		if r.Context().Err() != nil {
 			return routing.Abandoned, r.Context().Err() // nothing sent: nothing to cancel
 		}
 		base = rc.base(ra.Node)
@@ -132,13 +134,14 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	defer a.End(nil)
 	g.noteListed(base, rc)
-	if server.ClientGone(r) {
+	if r.Context().Err() != nil {
 		// The client went away while the coordinator answered: cancel
-		// what it accepted.
+		// what it accepted, and cut the connection rather than answer an
+		// empty 200 (a client that only half-closed still reads).
 		g.cancelAnswered(router, resp, base, rc)
-		return
+		panic(http.ErrAbortHandler)
 	}
-	written, err := g.relay(w, r, resp, base)
+	written, err := g.relay(w, r, resp, base, "")
 	switch {
 	case err == nil:
 		g.stats.add("submit", resp.StatusCode)
@@ -227,6 +230,7 @@ func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, ba
 func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 	if g.draining.Load() {
 		g.stats.add("info", http.StatusServiceUnavailable)
+		w.Header().Set("Connection", "close")
 		writeError(w, http.StatusServiceUnavailable, errGatewayName, "", "zkpresto gateway is draining")
 		return
 	}
@@ -256,14 +260,15 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 		return routing.NotSent, err
 	})
 	if err != nil {
-		if r.Context().Err() == nil {
-			g.submitFailed(w, err)
+		if r.Context().Err() != nil {
+			panic(http.ErrAbortHandler) // the client went away: no empty 200
 		}
+		g.submitFailed(w, err)
 		return
 	}
 	defer a.End(nil)
 	g.stats.add("info", resp.StatusCode)
-	if _, err := g.relay(w, r, resp, base); err != nil {
+	if _, err := g.relay(w, r, resp, base, ""); err != nil {
 		panic(http.ErrAbortHandler)
 	}
 }

@@ -44,9 +44,16 @@ const smallAnswerBytes = 1400
 // not be relayed whole, and whether anything of it was written to the
 // client: if so, the client's connection must be cut, so that it never
 // takes half a page for a whole one; if not, the client may still get an
-// error answer (see unsent).
-func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Response, base string) (written bool, err error) {
+// error answer (see unsent). A relayed answer is noted for a drain: id is
+// the query the request was about (empty for a submission).
+func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Response, base, id string) (written bool, err error) {
 	defer resp.Body.Close()
+	var nextURI string
+	defer func() {
+		if err == nil {
+			g.running.answered(id, resp.StatusCode, nextURI)
+		}
+	}()
 	h := w.Header()
 	copyAnswerHeader(h, resp.Header)
 	g.wrapTransaction(h, base)
@@ -73,6 +80,9 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 				// on a worker: the client fetches it there itself, with the
 				// segment's headers, as it would without the gateway.
 				return uri, nil
+			}
+			if field == rewrite.NextURI {
+				nextURI = uri
 			}
 			return g.gatewayURI(public, base, uri)
 		})

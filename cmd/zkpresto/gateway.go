@@ -23,7 +23,6 @@ import (
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/cli"
-	"github.com/zkpresto/zkpresto/internal/gateway/server"
 	"github.com/zkpresto/zkpresto/metrics"
 	"github.com/zkpresto/zkpresto/routing"
 )
@@ -71,8 +70,9 @@ changes; a file that fails to load keeps the config in use.
 
 GET /_zk/health answers 200 while discovery lists coordinators; GET
 /_zk/metrics serves Prometheus metrics. On SIGTERM the gateway drains: new
-statements get 503 (retried elsewhere), running queries go on for up to
---drain-timeout.`,
+statements get 503 with Connection: close (retried elsewhere), while the
+gateway keeps listening and serves the follow-ups of the queries in
+flight until they finish, for up to --drain-timeout; then it exits.`,
 		Example: `  zkpresto gateway --listen 0.0.0.0:8080 \
     --dsn 'presto://zk1:2181,zk2:2181/;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto;zooKeeperStrategy=p2c' \
     --secret-file /etc/zkpresto/gateway.key
@@ -108,7 +108,7 @@ statements get 503 (retried elsewhere), running queries go on for up to
 	f.StringVar(&o.publicURL, "public-url", "", "base URL clients reach the gateway at (default: the scheme and host of each request)")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate to serve https with (with --tls-key)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
-	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long running requests may go on")
+	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long the queries in flight may go on")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	bindEnv(f, "dsn", "listen", "public-url", "log-level")
 	return cmd
@@ -209,47 +209,25 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	// The gateway's own HTTP/1.1 server rather than net/http's, which
-	// starts a goroutine for every request (see internal/gateway/server).
-	srv := &server.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 30 * time.Second,
-		MaxHeaderBytes:    gateway.MaxHeaderBytes,
-		Logger:            logger,
-	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
+	var tlsConfig *tls.Config
 	if o.tlsCert != "" {
 		pair, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
 	}
 	scheme := "http"
 	if o.tlsCert != "" {
 		scheme = "https"
 	}
 	fmt.Fprintf(out, "zkpresto gateway on %s://%s, routing to %s\n", scheme, ln.Addr(), routingTo)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("draining: new statements are refused; running requests may go on", "for", o.drainTimeout)
-	gw.Drain()
-	shutdown, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
-		logger.Warn("requests still running at the end of the drain were cut", "err", err)
-	}
-	<-served
-	return nil
+	return serveGateway(ctx, ln, tlsConfig, mux, gw, logger, o.drainTimeout)
 }
 
 // groupStats merges the groups' figures for the metrics: every coordinator

@@ -75,7 +75,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 		}
 		return nil, err
 	}
-	w := newConn(RawIO(c), d.WriteTimeout)
+	w := newConn(c, d.WriteTimeout)
 	if d.ResponseTimeout > 0 {
 		w.responseTimeout = d.ResponseTimeout
 		p, _ := d.peers.LoadOrStore(addr, new(peer))

@@ -161,6 +161,12 @@ func loopbackPair(t *testing.T) (*conn, *net.TCPConn) {
 	return c.(*conn), server
 }
 
+// tcpPair returns a loopback TCP connection and its peer.
+func tcpPair(t *testing.T) (net.Conn, *net.TCPConn) {
+	t.Helper()
+	return dialPair(t, func(addr string) (net.Conn, error) { return net.Dial("tcp", addr) })
+}
+
 // dialPair returns the connection dial makes to a loopback listener and
 // the server's end of it, both closed when the test ends.
 func dialPair(t *testing.T, dial func(addr string) (net.Conn, error)) (net.Conn, *net.TCPConn) {

@@ -2,11 +2,36 @@ package protocol
 
 import (
 	"crypto/tls"
+	"net"
 	"net/http/httptrace"
 	"sync"
 	"syscall"
 	"time"
 )
+
+// idleChecker is what a pool asks of an idle connection before it reuses
+// it: checkIdle reports whether the connection is to be given up, its peer
+// having closed it or sent bytes nobody asked for. The Dialer's
+// connections answer for themselves (they also know a peer that hung);
+// another's is peeked at (peekCheck).
+type idleChecker interface{ checkIdle() bool }
+
+// peekCheck checks an idle connection by a peek at its socket.
+type peekCheck struct{ p *Peeker }
+
+func (c peekCheck) checkIdle() bool { return c.p.Peek() != PeekNothing }
+
+// idleCheckOf is the idleChecker of nc: its own, a peek at its socket, or
+// nil when it shows none.
+func idleCheckOf(nc net.Conn) idleChecker {
+	if ic, ok := nc.(idleChecker); ok {
+		return ic
+	}
+	if p := PeekerOf(nc); p != nil {
+		return peekCheck{p}
+	}
+	return nil
+}
 
 // checkIdle retires c, before anything is written on it, when its peer has
 // closed it or sent bytes nobody asked for. It reports whether c was
@@ -47,7 +72,7 @@ func checkReused(info httptrace.GotConnInfo) {
 		nc = tc.NetConn()
 	}
 	switch c := nc.(type) {
-	case *conn:
+	case idleChecker:
 		c.checkIdle()
 	case syscall.Conn:
 		// A connection of another transport's dialer: a write deadline in

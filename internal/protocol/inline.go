@@ -39,8 +39,9 @@ import (
 type InlineTransport struct {
 	base *http.Transport
 
-	mu   sync.Mutex
-	idle map[string][]*inlineConn // by scheme://host:port, the most recent last
+	mu    sync.Mutex
+	idle  map[string][]*inlineConn // by scheme://host:port, the most recent last
+	slots connSlots                // the connections open, by the same key
 }
 
 // NewInlineTransport returns an InlineTransport with base's dialer, TLS
@@ -123,7 +124,16 @@ func (t *InlineTransport) conn(ctx context.Context, key, scheme, addr string, tr
 	for {
 		c := t.takeIdle(key)
 		if c == nil {
-			break
+			freed, ok := t.slots.reserve(&t.mu, key, t.maxConns())
+			if ok {
+				break
+			}
+			select {
+			case <-freed: // a connection closed or went idle
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 		if !c.usable() {
 			c.close()
@@ -137,6 +147,7 @@ func (t *InlineTransport) conn(ctx context.Context, key, scheme, addr string, tr
 	}
 	c, err := t.dial(ctx, key, scheme, addr)
 	if err != nil {
+		t.slots.release(&t.mu, key)
 		return nil, err
 	}
 	if trace != nil && trace.GotConn != nil {
@@ -187,6 +198,7 @@ func (t *InlineTransport) putIdle(c *inlineConn) {
 		return
 	}
 	t.idle[c.key] = append(t.idle[c.key], c)
+	t.slots.wake(c.key)
 	if timeout := t.base.IdleConnTimeout; timeout > 0 {
 		if c.idleTimer == nil {
 			c.idleTimer = time.AfterFunc(timeout, func() { t.expire(c) })
@@ -249,11 +261,10 @@ func (t *InlineTransport) dial(ctx context.Context, key, scheme, addr string) (*
 		}
 		nc = tc
 	}
-	c := &inlineConn{key: key, conn: nc, raw: raw}
-	if _, isConn := raw.(*conn); !isConn {
-		c.peek = PeekerOf(raw)
-	}
-	c.br = bufio.NewReaderSize(nc, bufferSize(t.base.ReadBufferSize))
+	c := &inlineConn{pool: t, key: key, conn: nc, raw: raw}
+	c.check = idleCheckOf(raw)
+	c.lim = &headLimit{r: nc, n: -1}
+	c.br = bufio.NewReaderSize(c.lim, bufferSize(t.base.ReadBufferSize))
 	c.bw = bufio.NewWriterSize(countingWriter{nc, &c.written}, bufferSize(t.base.WriteBufferSize))
 	return c, nil
 }
@@ -269,10 +280,13 @@ func bufferSize(n int) int {
 
 // inlineConn is one pooled connection.
 type inlineConn struct {
+	pool      *InlineTransport
+	closed    atomic.Bool // its slot was given back
 	key       string
-	conn      net.Conn // what requests are written on (TLS, when https)
-	raw       net.Conn // the TCP connection under it
-	peek      *Peeker  // raw's, when raw is not the Dialer's (which peeks itself)
+	conn      net.Conn    // what requests are written on (TLS, when https)
+	raw       net.Conn    // the TCP connection under it
+	check     idleChecker // raw's; nil when it cannot be checked
+	lim       *headLimit  // what br reads through
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
@@ -291,16 +305,16 @@ func (c *inlineConn) usable() bool {
 	if c.br.Buffered() > 0 {
 		return false
 	}
-	if pc, ok := c.raw.(*conn); ok {
-		return !pc.checkIdle()
-	}
-	if c.peek != nil {
-		return c.peek.Peek() == PeekNothing
-	}
-	return true
+	return c.check == nil || !c.check.checkIdle()
 }
 
-func (c *inlineConn) close() { _ = c.conn.Close() }
+// close closes c and gives its slot back, once.
+func (c *inlineConn) close() {
+	_ = c.conn.Close()
+	if c.closed.CompareAndSwap(false, true) {
+		c.pool.slots.release(&c.pool.mu, c.key)
+	}
+}
 
 // mayRetry reports whether req, which failed on this reused connection,
 // may be sent again on a fresh one, by Go's transport's rules: nothing of
@@ -342,21 +356,16 @@ func (c *inlineConn) roundTrip(t *InlineTransport, req *http.Request) (*http.Res
 		err = c.bw.Flush()
 	}
 	if err != nil {
+		if resp := c.earlyAnswer(t, req); resp != nil {
+			stop()
+			c.close()
+			return resp, nil
+		}
 		return fail(err)
 	}
-	var resp *http.Response
-	for {
-		if _, err := c.br.Peek(1); err != nil {
-			return fail(err)
-		}
-		c.heard = true
-		if resp, err = http.ReadResponse(c.br, req); err != nil {
-			return fail(err)
-		}
-		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			break
-		}
-		// 1xx: informational, the answer follows.
+	resp, err := c.readHead(t, req)
+	if err != nil {
+		return fail(err)
 	}
 	if tc, ok := c.conn.(*tls.Conn); ok {
 		state := tc.ConnectionState()

@@ -1,6 +1,6 @@
 //go:build linux
 
-// What a review of the raw sockets and the one-write submissions tried.
+// What a review of the peeks and the one-write submissions tried.
 
 package protocol
 
@@ -8,12 +8,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,121 +19,6 @@ import (
 	"testing"
 	"time"
 )
-
-// A write that hands part of its bytes to the kernel and then meets its
-// deadline reports exactly what was handed over: the peer reads that many,
-// the same bytes, no more.
-func TestRawIOPartialWriteThenDeadlineOrClose(t *testing.T) {
-	for _, mode := range []string{"deadline", "close"} {
-		t.Run(mode, func(t *testing.T) {
-			c, peer := rawPair(t)
-			want := bytes.Repeat([]byte("0123456789abcdef"), 4<<20) // 64 MiB: far more than the buffers
-			if mode == "deadline" {
-				c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-			} else {
-				time.AfterFunc(100*time.Millisecond, func() { c.Close() })
-			}
-			n, err := c.Write(want)
-			if n <= 0 || n >= len(want) || err == nil {
-				t.Fatalf("Write: %d, %v; want a partial write and an error", n, err)
-			}
-			switch mode {
-			case "deadline":
-				var ne net.Error
-				if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() {
-					t.Fatalf("Write past its deadline: %v", err)
-				}
-			case "close":
-				if !errors.Is(err, net.ErrClosed) {
-					t.Fatalf("Write ended by Close: %v", err)
-				}
-			}
-			if mode == "deadline" {
-				c.Close()
-			}
-			got, _ := io.ReadAll(peer)
-			if len(got) != n || !bytes.Equal(got, want[:n]) {
-				t.Fatalf("peer read %d bytes, Write reported %d", len(got), n)
-			}
-		})
-	}
-}
-
-// Writes to a socket whose peer has gone fail with EPIPE or ECONNRESET and
-// the process survives the SIGPIPE.
-func TestRawIOWriteToDepartedPeer(t *testing.T) {
-	c, peer := rawPair(t)
-	peer.Close()
-	time.Sleep(20 * time.Millisecond)
-	var err error
-	for i := 0; i < 100 && err == nil; i++ {
-		_, err = c.Write([]byte("hello"))
-		time.Sleep(time.Millisecond)
-	}
-	if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
-		t.Fatalf("write to a closed peer: %v", err)
-	}
-	var oe *net.OpError
-	if !errors.As(err, &oe) || oe.Op != "write" {
-		t.Fatalf("not a write OpError: %#v", err)
-	}
-}
-
-// After Close, Read and Write fail with net.ErrClosed; concurrent Reads,
-// Writes and a Close do not crash, hang or lose bytes.
-func TestRawIOClosedAndConcurrent(t *testing.T) {
-	c, peer := rawPair(t)
-	c.Close()
-	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
-		t.Errorf("Read after Close: %v", err)
-	}
-	if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
-		t.Errorf("Write after Close: %v", err)
-	}
-	_ = peer
-
-	for round := 0; round < 20; round++ {
-		c, peer := rawPair(t)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		total := 0
-		go io.Copy(peer, peer) // echo
-		for i := 0; i < 4; i++ {
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
-				b := make([]byte, 1000)
-				for {
-					n, err := c.Read(b)
-					mu.Lock()
-					total += n
-					mu.Unlock()
-					if err != nil {
-						return
-					}
-				}
-			}()
-			go func() {
-				defer wg.Done()
-				b := make([]byte, 3000)
-				for {
-					if _, err := c.Write(b); err != nil {
-						return
-					}
-				}
-			}()
-		}
-		time.Sleep(20 * time.Millisecond)
-		c.Close()
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Fatal("Reads and Writes did not end at Close")
-		}
-	}
-}
 
 // A gated submission (its body not an in-memory reader) whose fresh
 // connection fails its very first write (the coordinator reset it right
@@ -262,7 +145,7 @@ func TestInlineGateStaysOpenForTheRetry(t *testing.T) {
 // Peekers of one connection used at once, and across its Close, agree
 // and do not crash.
 func TestPeekerConcurrentAndClosed(t *testing.T) {
-	c, peer := rawPair(t)
+	c, peer := tcpPair(t)
 	raw, _ := c.(syscall.Conn).SyscallConn()
 	p := NewPeeker(raw)
 	var wg sync.WaitGroup
@@ -296,7 +179,7 @@ func TestPeekerConcurrentAndClosed(t *testing.T) {
 	}
 }
 
-// Through the Dialer (RawIO), Go's transport speaks TLS to a server, with
+// Through the Dialer, Go's transport speaks TLS to a server, with
 // bodies larger than the socket buffers both ways and write timeouts on.
 func TestDialerTLSLargeBodies(t *testing.T) {
 	srv := httptestTLS(t)

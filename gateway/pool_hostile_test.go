@@ -1,0 +1,131 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkpresto/zkpresto/gateway"
+	"github.com/zkpresto/zkpresto/routing"
+)
+
+// nodeStats is what router r has on the coordinator at addr.
+func nodeStats(t *testing.T, r *routing.Router, addr string) routing.NodeStats {
+	t.Helper()
+	for _, n := range r.Stats().Nodes {
+		if n.Node.Addr == addr {
+			return n
+		}
+	}
+	t.Fatalf("no stats for %s", addr)
+	return routing.NodeStats{}
+}
+
+// Break 2: a coordinator whose answer's head never ends has the gateway
+// read at most 10 MB of it (as Go's transport), and the failure counts
+// against that coordinator.
+func TestGatewayBoundsACoordinatorsEndlessHead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var sent atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(hostileBound))
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		line := "X-Endless: " + strings.Repeat("a", 1000) + "\r\n"
+		n, _ := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+		sent.Add(int64(n))
+		// Up to 64 MB: the head is never ended.
+		for range 64 << 10 {
+			n, err := io.WriteString(c, line)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}()
+	addr := ln.Addr().String()
+	g, router := staticGateway(t, gateway.Config{}, addr)
+	s := serveGateway(t, g)
+	resp, err := http.Post(s.URL+"/v1/statement", "text/plain", strings.NewReader("SELECT 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	ln.Close()
+	<-done
+	if resp.StatusCode < 500 {
+		t.Errorf("an endless head from the coordinator: %s, want a 5xx", resp.Status)
+	}
+	// What the coordinator got out before the gateway let go: the limit,
+	// and what the sockets between them hold.
+	if n, limit := sent.Load(), int64(10<<20+16<<20); n > limit {
+		t.Errorf("the gateway took %d bytes of a head, more than %d", n, limit)
+	}
+	if st := nodeStats(t, router, addr); st.Failures == 0 && st.Ejections == 0 {
+		t.Errorf("the endless head was not counted against the coordinator: %+v", st)
+	}
+}
+
+// Break 4: a coordinator that refuses a client's head as too large (Go's
+// server: 431 past 1 MB) has its answer relayed to the client, whose error
+// it is, and is charged with nothing.
+func TestGatewayRelaysACoordinatorsRefusalOfTheClientsHead(t *testing.T) {
+	coord := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("a statement with a 3.5 MB head was served: %s", r.URL)
+	}))
+	t.Cleanup(coord.Close)
+	addr := strings.TrimPrefix(coord.URL, "http://")
+	// Socket buffers smaller than the head, as between hosts: the rest of
+	// the head cannot all be handed to the kernel once the coordinator
+	// stops reading.
+	small := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetWriteBuffer(64 << 10)
+			tc.SetReadBuffer(64 << 10)
+		}
+		return c, err
+	}}
+	t.Cleanup(small.CloseIdleConnections)
+	g, router := staticGateway(t, gateway.Config{Client: &http.Client{Transport: small}}, addr)
+	s := serveGateway(t, g)
+	for i := range 3 {
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/statement", strings.NewReader("SELECT 1"))
+		req.Header.Set("X-Presto-User", "a")
+		req.Header.Set("X-Presto-Session", "k="+strings.Repeat("v", 3<<20+512<<10))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Fatalf("statement %d, a 3.5 MB head the coordinator refuses: %s %s, want its 431", i, resp.Status, body)
+		}
+	}
+	if st := nodeStats(t, router, addr); st.Failures != 0 || st.Ejections != 0 || st.Ejected {
+		t.Errorf("the client's oversized head was counted against the coordinator: %d failures, %d ejections", st.Failures, st.Ejections)
+	}
+}

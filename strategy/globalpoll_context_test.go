@@ -94,7 +94,8 @@ func TestGlobalPollPickContextStopsAtDeadline(t *testing.T) {
 }
 
 // A caller's deadline longer than the budget, and no deadline at all (plain
-// Pick), wait GlobalPollBudget and no longer.
+// Pick), wait GlobalPollBudget and no longer: the counter is given the
+// budget as its deadline.
 func TestGlobalPollPickWaitsAtMostTheBudget(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	counter, p, nodes, _ := newHangingGlobalPoll(t, 3)
@@ -121,8 +122,12 @@ func TestGlobalPollPickWaitsAtMostTheBudget(t *testing.T) {
 		if got := counter.lastDeadline(); got < GlobalPollBudget*9/10 || got > GlobalPollBudget {
 			t.Errorf("%s: the counter's context ends %v after its call, want the %v budget", tc.name, got, GlobalPollBudget)
 		}
-		if elapsed < GlobalPollBudget || elapsed > GlobalPollBudget+GlobalPollBudget/2 {
-			t.Errorf("%s took %v, want the %v budget", tc.name, elapsed, GlobalPollBudget)
+		// The counter hangs until its context ends, and that context's
+		// deadline is the budget (checked above): a pick that returned
+		// sooner did not wait for it. How much later it returned depends
+		// on the machine, not on the pick, so it is not bounded here.
+		if elapsed < GlobalPollBudget {
+			t.Errorf("%s took %v, less than the %v budget it should have waited", tc.name, elapsed, GlobalPollBudget)
 		}
 	}
 }

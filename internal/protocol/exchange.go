@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -29,7 +31,7 @@ const CancelTimeout = 2 * time.Second
 const drainLimit = 4096
 
 // Exchange is the record of one statement's requests to one coordinator:
-// whether the submission was fully written, the transport failure if any,
+// whether the submission may have reached it, the transport failure if any,
 // the latest follow-up URL and whether the query is still running. It is
 // safe for concurrent use; the zero value is ready.
 type Exchange struct {
@@ -40,10 +42,16 @@ type Exchange struct {
 	// streaming proxy does not.
 	WholePages bool
 
-	written atomic.Bool             // the submission was fully written
-	gate    atomic.Int32            // gateOpen, gateReleased or gateAborted: see GateBody
-	lastURL atomic.Pointer[url.URL] // the latest nextUri requested, to cancel the query
-	running atomic.Bool             // the latest response body named a nextUri
+	// What the current try of the submission did (see Written). Each try
+	// starts with GetConn; GotConn notes the connection.
+	connected atomic.Bool             // the try got a connection to write on
+	conn      atomic.Pointer[conn]    // that connection, when the Dialer made it (it counts its bytes)
+	connBase  atomic.Int64            // conn's bytes written before the try
+	unwritten atomic.Bool             // the transport proved that nothing of the try was written
+	gated     atomic.Bool             // the body passes the gate (GateBody)
+	gate      atomic.Int32            // gateOpen, gateReleased or gateAborted: see GateBody
+	lastURL   atomic.Pointer[url.URL] // the latest nextUri requested, to cancel the query
+	running   atomic.Bool             // the latest response body named a nextUri
 
 	mu      sync.Mutex
 	failure error // the transport failure, if any; set once
@@ -119,6 +127,10 @@ const (
 // far its request got, while one whose last bytes were released may have
 // been, however soon it is aborted. req must be the caller's own copy.
 func (e *Exchange) GateBody(req *http.Request) {
+	if gb, ok := req.Body.(*gatedBody); ok && gb.e == e {
+		return // gated already
+	}
+	e.gated.Store(true)
 	if req.Body == nil || req.Body == http.NoBody {
 		e.gate.Store(gateReleased) // nothing to hold back
 		return
@@ -176,8 +188,55 @@ func (b *gatedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Written reports whether the submission was fully written.
-func (e *Exchange) Written() bool { return e.written.Load() }
+// Written reports whether the submission may have reached the
+// coordinator: whether a byte of its current try may have been handed to
+// a connection and, for a gated submission (see GateBody), its last bytes
+// were released. It is true from the moment that may be so, before the
+// bytes are written, and stays true whatever the write, the peer and the
+// transport's goroutines report afterwards and in whatever order: a
+// write that fails may have written part of its bytes, and one that
+// wrote all of them may still report a failure (the connection was
+// closed under it). It is false only when the try is proven unwritten:
+// it got no connection, or the Dialer's connection counted no byte
+// written during the try, or the transport proved it wrote nothing, or
+// the gate held back the statement's last bytes (a coordinator acts only
+// on a whole statement).
+func (e *Exchange) Written() bool {
+	switch {
+	case !e.connected.Load(), e.unwritten.Load():
+		return false
+	case e.gated.Load() && e.gate.Load() != gateReleased:
+		return false
+	}
+	if c := e.conn.Load(); c != nil {
+		return c.written.Load() > e.connBase.Load()
+	}
+	return true // another dialer's connection: any byte may have gone
+}
+
+// noteConn is the GotConn hook's record of the try's connection: a
+// connection the Dialer made (under TLS, or not) counts the bytes written
+// on it, so that a try that wrote none is known to be unsent.
+func (e *Exchange) noteConn(nc net.Conn) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	c, _ := nc.(*conn)
+	if c != nil {
+		e.connBase.Store(c.written.Load())
+	}
+	e.conn.Store(c)
+	e.connected.Store(true)
+}
+
+// startTry is the GetConn hook: each try of a submission starts unwritten
+// (a transport tries again, on a fresh connection, only a request of
+// which nothing was written).
+func (e *Exchange) startTry() {
+	e.connected.Store(false)
+	e.unwritten.Store(false)
+	e.conn.Store(nil)
+}
 
 // Running reports whether the latest response named a nextUri: the query
 // may still be running on the coordinator.
@@ -246,31 +305,27 @@ func IsSubmission(req *http.Request) bool {
 		(req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/v1/statement/"))
 }
 
-// Trace returns ctx with e's client trace, which notes when a submission
-// was fully written and checks a reused connection before the submission
-// is written on it (see checkReused): the context for a submission's
-// request.
+// Trace returns ctx with e's client trace, which notes each try of a
+// submission and its connection (see Written) and checks a reused
+// connection before the submission is written on it (see checkReused): the
+// context for a submission's request.
 func (e *Exchange) Trace(ctx context.Context) context.Context {
-	if e.trace.WroteRequest == nil {
-		// The transport tries again (on a fresh connection) only a request
-		// of which nothing was written, so each try starts unwritten: a
-		// first try that failed in its final flush, after WroteRequest,
-		// must not make a retry that could not connect count as sent.
-		e.trace.GetConn = func(string) { e.written.Store(false) }
-		e.trace.GotConn = checkReused
-		e.trace.WroteRequest = func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				e.written.Store(true)
-			}
+	if e.trace.GotConn == nil {
+		e.trace.GetConn = func(string) { e.startTry() }
+		e.trace.GotConn = func(info httptrace.GotConnInfo) {
+			// Noted before the check: a retired connection's write fails
+			// with nothing written, and counts none.
+			e.noteConn(info.Conn)
+			checkReused(info)
 		}
 	}
 	return httptrace.WithClientTrace(ctx, &e.trace)
 }
 
-// Submit sends a submission through rt. Until the request is fully written,
-// a failure proves the coordinator never saw the statement, and the caller
-// may send it elsewhere; after that it may have started, so it must not be
-// sent again. A failure is recorded in e (unless the request's own context
+// Submit sends a submission through rt. While Written is false, a failure
+// proves the coordinator never saw the statement, and the caller may send
+// it elsewhere; once it is true the statement may have started, so it must
+// not be sent again. A failure is recorded in e (unless the request's own context
 // ended: that is the caller giving up, not the coordinator failing) and
 // returned:
 //
@@ -296,7 +351,7 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		if req.Context().Err() == nil {
-			e.Fail(err, e.written.Load())
+			e.Fail(err, e.Written())
 		}
 		return nil, err
 	}

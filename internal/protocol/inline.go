@@ -342,6 +342,11 @@ func (c *inlineConn) roundTrip(t *InlineTransport, req *http.Request) (*http.Res
 		err = c.bw.Flush()
 	}
 	if err != nil {
+		if gb, ok := req.Body.(*gatedBody); ok && c.written == 0 {
+			// Proof that the submission's try reached no connection,
+			// whatever dialer made it (see Exchange.Written).
+			gb.e.unwritten.Store(true)
+		}
 		return fail(err)
 	}
 	var resp *http.Response

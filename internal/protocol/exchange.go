@@ -48,6 +48,7 @@ type Exchange struct {
 	conn      atomic.Pointer[conn]    // that connection, when the Dialer made it (it counts its bytes)
 	connBase  atomic.Int64            // conn's bytes written before the try
 	unwritten atomic.Bool             // the transport proved that nothing of the try was written
+	bodyLen   atomic.Int64            // the submission's ContentLength (0: none or unknown)
 	gated     atomic.Bool             // the body passes the gate (GateBody)
 	gate      atomic.Int32            // gateOpen, gateReleased or gateAborted: see GateBody
 	lastURL   atomic.Pointer[url.URL] // the latest nextUri requested, to cancel the query
@@ -196,11 +197,13 @@ func (b *gatedBody) Read(p []byte) (int, error) {
 // transport's goroutines report afterwards and in whatever order: a
 // write that fails may have written part of its bytes, and one that
 // wrote all of them may still report a failure (the connection was
-// closed under it). It is false only when the try is proven unwritten:
-// it got no connection, or the Dialer's connection counted no byte
-// written during the try, or the transport proved it wrote nothing, or
-// the gate held back the statement's last bytes (a coordinator acts only
-// on a whole statement).
+// closed under it). It is false only when the try is proven not to have
+// delivered a whole statement: it got no connection; the Dialer's
+// connection counted no more bytes written during it than the body's
+// length (a coordinator acts only on a whole request, its head and
+// ContentLength bytes of body; bytes on the wire, TLS records included,
+// are never fewer than the request's own); the transport proved it wrote
+// none; or the gate held back the statement's last bytes.
 func (e *Exchange) Written() bool {
 	switch {
 	case !e.connected.Load(), e.unwritten.Load():
@@ -209,7 +212,8 @@ func (e *Exchange) Written() bool {
 		return false
 	}
 	if c := e.conn.Load(); c != nil {
-		return c.written.Load() > e.connBase.Load()
+		n := c.written.Load() - e.connBase.Load()
+		return n > 0 && n > e.bodyLen.Load()
 	}
 	return true // another dialer's connection: any byte may have gone
 }
@@ -348,6 +352,7 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()
 	if httptrace.ContextClientTrace(req.Context()) != &e.trace {
 		req = req.WithContext(e.Trace(req.Context()))
 	}
+	e.bodyLen.Store(max(req.ContentLength, 0))
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		if req.Context().Err() == nil {

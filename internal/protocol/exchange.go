@@ -227,7 +227,7 @@ func (e *Exchange) Connected() bool { return e.connected.Load() }
 type dialRace struct {
 	delay  time.Duration
 	cancel context.CancelCauseFunc
-	addr   atomic.Pointer[string]
+	addr   string       // the current try's host:port; under mu
 	timer  *time.Timer  // armed by GetConn, stopped by GotConn; under mu
 	state  atomic.Int32 // racePending, raceConnected or raceLost, for the current try
 	lost   atomic.Bool  // some try lost the race
@@ -284,10 +284,10 @@ func (e *Exchange) startRace(addr string) {
 	if r.delay <= 0 {
 		return
 	}
-	r.addr.Store(&addr)
 	r.state.Store(racePending)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.addr = addr
 	if r.timer == nil {
 		r.timer = time.AfterFunc(r.delay, e.loseRace)
 	} else {
@@ -329,10 +329,9 @@ func (e *Exchange) loseRace() {
 	if !r.state.CompareAndSwap(racePending, raceLost) {
 		return // connected first
 	}
-	addr := ""
-	if a := r.addr.Load(); a != nil {
-		addr = *a
-	}
+	r.mu.Lock()
+	addr := r.addr
+	r.mu.Unlock()
 	err := &DialRaceError{Addr: addr, After: r.delay}
 	r.lost.Store(true)
 	r.cancel(err)

@@ -199,6 +199,9 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		case ctx.Err() != nil:
 			// The caller gave up: stop the query on the coordinator too.
 			c.connector.cancelQuery(a)
+			if a.unanswered.Load() {
+				return routing.Unanswered, callerError(a, err, ctx)
+			}
 			return routing.Abandoned, callerError(a, err, ctx)
 		case a.Invalid() != nil:
 			return routing.Invalid, a.Invalid()
@@ -206,6 +209,8 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 			return routing.Answered, err // the coordinator answered: a query error
 		case sent:
 			return routing.MaybeSent, failure
+		case errors.As(failure, new(*protocol.DialRaceError)), errors.As(failure, new(*writeStallError)):
+			return routing.Unreached, failure
 		}
 		return routing.NotSent, failure
 	})

@@ -142,6 +142,9 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 		closeIdle:  func() {},
 		log:        c.log,
 	}
+	if race := orDefault(c.cfg.DialRaceDelay, dsnDefaultDialRaceDelay); race < orDefault(c.cfg.DialTimeout, dsnDefaultDialTimeout) {
+		rt.dialRace = race
+	}
 	if c.ownTransport != nil {
 		rt.closeIdle = c.ownTransport.CloseIdleConnections
 	}

@@ -37,6 +37,14 @@ const (
 	// A lost SYN is sent again after 1 s and 3 s: 5 s allows two resends,
 	// where Go's default dialer waits 30 s.
 	dsnDefaultDialTimeout = 5 * time.Second
+	// A healthy dial is one round trip (TCP), three with TLS, which Go's
+	// transport completes before it hands over the connection: 500 ms
+	// covers a TLS 1.3 dial over any terrestrial path (round trips stay
+	// under about 250 ms even between antipodes) and is half the 1 s after
+	// which Linux resends a lost SYN, so that a dial that lost its first
+	// SYN, or a host that drops them, races another coordinator instead
+	// of costing the statement a second or the whole dialTimeout.
+	dsnDefaultDialRaceDelay = 500 * time.Millisecond
 	// A request is a few kilobytes, which the kernel takes at once unless
 	// the coordinator stopped reading.
 	dsnDefaultWriteTimeout = 10 * time.Second
@@ -127,6 +135,14 @@ type Config struct {
 	// dial that fails fails the statement over and counts against the
 	// coordinator, even after the caller gave up.
 	DialTimeout time.Duration
+	// DialRaceDelay is how long a statement waits for a connection to its
+	// coordinator (500ms by default) before it goes to another coordinator,
+	// provably unsent: the slow coordinator is charged a failure (three in
+	// a row eject it) and its dial goes on in the background, within
+	// DialTimeout, so that a coordinator whose dials are only slow gets
+	// its connection for the next statement. A value of DialTimeout or
+	// more turns the race off.
+	DialRaceDelay time.Duration
 	// WriteTimeout bounds each write of a request (10s by default): a
 	// coordinator that stops reading fails it; before the statement was
 	// fully written, the statement fails over.
@@ -187,6 +203,7 @@ func NewConfig() *Config {
 		Retries:        dsnDefaultRetries,
 
 		DialTimeout:     dsnDefaultDialTimeout,
+		DialRaceDelay:   dsnDefaultDialRaceDelay,
 		WriteTimeout:    dsnDefaultWriteTimeout,
 		ResponseTimeout: dsnDefaultResponseTimeout,
 	}

@@ -83,6 +83,7 @@ const (
 	dsnKeySlowStart = "slowStart"
 
 	dsnKeyDialTimeout     = "dialTimeout"
+	dsnKeyDialRaceDelay   = "dialRaceDelay"
 	dsnKeyWriteTimeout    = "writeTimeout"
 	dsnKeyResponseTimeout = "responseTimeout"
 )
@@ -197,6 +198,12 @@ var dsnKeys = []*dsnKey{
 		doc:    "how long a connection to a coordinator may take; a coordinator that cannot be reached within it is failed over and ejected (see [RELIABILITY.md](../RELIABILITY.md))",
 		parse:  func(c *Config, v string) error { return dsnSetDuration(&c.DialTimeout, v) },
 		format: func(c *Config) (string, bool) { return dsnFormatDuration(c.DialTimeout, dsnDefaultDialTimeout) },
+	},
+	{
+		name: dsnKeyDialRaceDelay, kind: dsnOwn, section: dsnSectionMain, def: "`500ms`",
+		doc:    "how long a statement waits for a connection to its coordinator before it goes, provably unsent, to another one; the slow coordinator is charged a failure and its dial goes on in the background; `dialTimeout` or more turns the race off (see [RELIABILITY.md](RELIABILITY.md))",
+		parse:  func(c *Config, v string) error { return dsnSetDuration(&c.DialRaceDelay, v) },
+		format: func(c *Config) (string, bool) { return dsnFormatDuration(c.DialRaceDelay, dsnDefaultDialRaceDelay) },
 	},
 	{
 		name: dsnKeyWriteTimeout, kind: dsnOwn, section: dsnSectionMain, def: "`10s`",

@@ -32,7 +32,7 @@ import (
 // quietPrestoClient captures what presto-go-client writes through zerolog's
 // global logger during the test, and fails the test if anything was written:
 // the driver must not let the client's retry chatter reach a user's stderr.
-func quietPrestoClient(t *testing.T) {
+func quietPrestoClient(t testing.TB) {
 	t.Helper()
 	var buf testutil.Buffer
 	saved := zlog.Logger
@@ -47,7 +47,7 @@ func quietPrestoClient(t *testing.T) {
 
 // openConnector opens a pool over a connector for dsn with opts, returning
 // both; the pool is closed at the test's end.
-func openConnector(t *testing.T, dsn string, opts ...zkdriver.Option) (*sql.DB, *zkdriver.Connector) {
+func openConnector(t testing.TB, dsn string, opts ...zkdriver.Option) (*sql.DB, *zkdriver.Connector) {
 	t.Helper()
 	cfg, err := zkdriver.ParseDSN(dsn)
 	if err != nil {

@@ -53,7 +53,7 @@ func execBounded(t *testing.T, db *sql.DB, query string, limit time.Duration) (t
 	}
 }
 
-func startCoordinator(t *testing.T, name string) *coordinator.Coordinator {
+func startCoordinator(t testing.TB, name string) *coordinator.Coordinator {
 	t.Helper()
 	c, err := coordinator.Start(coordinator.Options{Name: name})
 	if err != nil {
@@ -263,4 +263,127 @@ func TestStatementWithoutDeadlineEndsWhenTheCoordinatorStops(t *testing.T) {
 	}
 	proxy.Heal()
 	t.Logf("ended %v after the coordinator stopped (bound %v): %v", elapsed, bound, err)
+}
+
+// A coordinator whose SYNs are dropped costs a statement the dial race's
+// delay, not dialTimeout, with the caller's deadline at 3 s and without:
+// no statement fails while another coordinator is up, each goes there
+// provably unsent, and the dead one is ejected within the first three
+// statements picked for it (each lost race charges it a failure), after
+// which no statement is picked for it.
+func TestDialRaceFailsOverFromADeadCoordinator(t *testing.T) {
+	for _, deadline := range []time.Duration{3 * time.Second, 0} {
+		t.Run(fmt.Sprintf("deadline %v", deadline), func(t *testing.T) {
+			quietPrestoClient(t)
+			dead := deadpeer.SYNDrop(t)
+			good := startCoordinator(t, "good")
+			db, connector := openConnector(t, "presto://"+dead+","+good.Addr()+
+				";zooKeeperStrategy=poll;dialRaceDelay=50ms;dialTimeout=1s?user=alice",
+				zkdriver.WithHealthPolicy(health.Policy{BaseEjection: time.Hour}))
+			var slowest time.Duration
+			for i := range 10 {
+				ctx := context.Background()
+				if deadline > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, deadline)
+					defer cancel()
+				}
+				start := time.Now()
+				if _, err := db.ExecContext(ctx, fmt.Sprintf("SELECT %d", i)); err != nil {
+					t.Fatalf("statement %d: %v", i, err)
+				}
+				slowest = max(slowest, time.Since(start))
+			}
+			ns := nodeStats(t, connector, dead)
+			// Three lost races eject it; a dial's own timeout, if the
+			// machine is slow enough for one to come first, counts too.
+			if !ns.Ejected || ns.Failovers < 1 || ns.Failovers > 3 || ns.Picks != ns.Failovers {
+				t.Errorf("stats of the coordinator that drops SYNs: %+v, want ejected within 3 statements picked for it, each failed over", ns)
+			}
+			if n := len(good.Requests()); n != 10 {
+				t.Errorf("the healthy coordinator read %d statements, want 10", n)
+			}
+			checkAcceptedOnce(t, good)
+			t.Logf("slowest statement %v; %s: %+v", slowest, dead, ns)
+		})
+	}
+}
+
+// A coordinator that accepts connections and never reads them, with the
+// caller's deadline at 3 s: a statement larger than the socket buffers
+// cannot be written there, and at half the caller's remaining time, its
+// last bytes still held back, it goes to the other coordinator, unsent,
+// well before the deadline and long before writeTimeout (10 s). Each
+// such statement charges the stalled coordinator a failure: it is ejected
+// within the first three statements picked for it.
+func TestStalledWriteFailsOverWithinTheCallersDeadline(t *testing.T) {
+	quietPrestoClient(t)
+	stalled := deadpeer.NeverReads(t)
+	good := startCoordinator(t, "good")
+	db, connector := openConnector(t, "presto://"+stalled.Addr()+","+good.Addr()+";zooKeeperStrategy=poll?user=alice",
+		zkdriver.WithHealthPolicy(health.Policy{BaseEjection: time.Hour}))
+	padding := strings.Repeat("x", sendBufferMax(t)+1<<20)
+	late := 0
+	for i := range 6 {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err := db.ExecContext(ctx, fmt.Sprintf("SELECT %d -- %s", i, padding))
+		cancel()
+		switch {
+		case err == nil:
+		case errors.Is(err, context.DeadlineExceeded) && strings.Contains(err.Error(), good.Addr()):
+			// Failed over in time; the healthy coordinator then took
+			// longer than the half left (megabytes under the race
+			// detector on a loaded machine).
+			late++
+		default:
+			t.Fatalf("statement %d: %.300v; want it run, or at worst late on the healthy coordinator", i, err)
+		}
+	}
+	ns := nodeStats(t, connector, stalled.Addr())
+	if !ns.Ejected || ns.Failovers < 1 || ns.Failovers > 3 || ns.Picks != ns.Failovers || !strings.Contains(ns.LastError, "not complete") {
+		t.Errorf("stats of the coordinator that never reads: %+v, want ejected within 3 statements picked for it, each failed over on a stalled write", ns)
+	}
+	if n := len(good.Requests()); n < 6-late || n > 6 {
+		t.Errorf("the healthy coordinator read %d statements, want %d to 6", n, 6-late)
+	}
+	checkAcceptedOnce(t, good)
+	t.Logf("%d of 6 statements ended late on the healthy coordinator", late)
+}
+
+// A coordinator that reads statements and never answers, with the caller's
+// deadline at 3 s: each statement picked for it is lost to it (it may have
+// started there, so it is not sent again) and charges it a failure; after
+// three it is ejected, and the statements that follow all run elsewhere.
+// (Without a deadline, responseTimeout ends such a statement: see
+// TestResponseTimeoutIsAStatementError.)
+func TestSilentCoordinatorIsEjectedAfterThreeDeadlines(t *testing.T) {
+	quietPrestoClient(t)
+	hung := deadpeer.NeverAnswers(t)
+	good := startCoordinator(t, "good")
+	db, connector := openConnector(t, "presto://"+hung.Addr()+","+good.Addr()+";zooKeeperStrategy=poll?user=alice",
+		zkdriver.WithHealthPolicy(health.Policy{BaseEjection: time.Hour}))
+	lost := 0
+	for i := range 10 {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err := db.ExecContext(ctx, fmt.Sprintf("SELECT %d", i))
+		cancel()
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), hung.Addr()) {
+			t.Fatalf("statement %d: %v, want the caller's deadline on %s", i, err, hung.Addr())
+		}
+		lost++
+	}
+	if lost == 0 || lost > 3 || hung.Requests() != int64(lost) {
+		t.Errorf("%d statements lost, the silent coordinator read %d: want 1 to 3, and as many", lost, hung.Requests())
+	}
+	ns := nodeStats(t, connector, hung.Addr())
+	if !ns.Ejected || ns.Failovers != 0 {
+		t.Errorf("stats of the silent coordinator: %+v, want ejected, no failover", ns)
+	}
+	if n := len(good.Requests()); n != 10-lost {
+		t.Errorf("the healthy coordinator read %d statements, want %d", n, 10-lost)
+	}
+	checkAcceptedOnce(t, good)
 }

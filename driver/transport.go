@@ -47,6 +47,9 @@ type attempt struct {
 	// splitPages makes the transport take each page's rows out for the
 	// driver's rows (see page.go).
 	splitPages bool
+	// unanswered is set when the caller's deadline passed after the
+	// submission's last bytes were released and before its answer.
+	unanswered atomic.Bool
 	attemptPages
 	attemptTxn
 }
@@ -89,6 +92,8 @@ func attemptFrom(ctx context.Context) *attempt {
 type routingTransport struct {
 	next     http.RoundTripper
 	forceTLS bool // the DSN's ssl_* keys ask for https everywhere
+	// dialRace is the DSN's dialRaceDelay, 0 when the race is off.
+	dialRace time.Duration
 	// background runs work that outlives a request (the connector's
 	// Router.Go); cancel sends the DELETEs.
 	background func(func(closing <-chan struct{})) bool
@@ -107,6 +112,30 @@ type routingTransport struct {
 // abandonTimeout bounds how long the answer of a submission whose caller
 // gave up is awaited in the background, to learn the query and cancel it.
 const abandonTimeout = 30 * time.Second
+
+// minStallCheck is the shortest half of a caller's remaining time after
+// which a write not yet complete counts as stalled: a small statement is
+// in the kernel within microseconds, and 100 ms leaves room for a process
+// paused by its scheduler or its collector.
+const minStallCheck = 100 * time.Millisecond
+
+// writeStallError is the failure of a submission whose write had not
+// delivered the statement by half the caller's remaining time: its last
+// bytes were held at the gate, so it was not sent.
+type writeStallError struct {
+	node  string
+	after time.Duration
+}
+
+func (e *writeStallError) Error() string {
+	return fmt.Sprintf("the statement's write to %s was not complete after %v, half the caller's remaining time: not sent", e.node, e.after.Round(time.Millisecond))
+}
+
+// Timeout reports true: it is a net.Error timeout.
+func (e *writeStallError) Timeout() bool { return true }
+
+// Temporary reports true, as other timeouts do.
+func (e *writeStallError) Temporary() bool { return true }
 
 // errAbandoned ends the wait for such an answer.
 var errAbandoned = errors.New("zkpresto: no answer to an abandoned submission in time")
@@ -191,6 +220,14 @@ func (t *routingTransport) target(req *http.Request, a *attempt, submission bool
 	ctx := req.Context()
 	if submission {
 		ctx = a.Trace(ctx)
+		if t.dialRace > 0 && a.caller.Done() == nil {
+			// The race cancels the request; a caller's context would be
+			// cancelled through submitCancellable's, which arms it there.
+			// The parent is never done, so nothing needs this one ended.
+			var cancel context.CancelCauseFunc
+			ctx, cancel = context.WithCancelCause(ctx)
+			a.ArmDialRace(t.dialRace, cancel)
+		}
 	}
 	r := req.WithContext(ctx)
 	if placeholder {
@@ -228,6 +265,9 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 	ctx, cancel := context.WithCancelCause(req.Context())
 	req = req.WithContext(ctx)
 	a.GateBody(req)
+	if t.dialRace > 0 {
+		a.ArmDialRace(t.dialRace, cancel)
+	}
 	type result struct {
 		resp *http.Response
 		err  error
@@ -238,8 +278,7 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 		resp, err := protocol.Submit(t.next, req, &a.Exchange, release)
 		done <- result{resp, err}
 	}()
-	select {
-	case r := <-done:
+	answered := func(r result) (*http.Response, error) {
 		if r.err != nil {
 			release()
 			return nil, t.failed(a, r.err)
@@ -247,10 +286,43 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 		// Follow-ups carry the caller's cancellation themselves; the
 		// answer is whole already.
 		return r.resp, nil
+	}
+	// A write that has not delivered the statement by half the caller's
+	// remaining time is stalled (a coordinator that stopped reading):
+	// while the gate still holds its last bytes it is provably unsent,
+	// and the other half is left for another coordinator.
+	var stalled <-chan time.Time
+	var half time.Duration
+	if dl, ok := a.caller.Deadline(); ok {
+		if half = time.Until(dl) / 2; half >= minStallCheck {
+			timer := time.NewTimer(half)
+			defer timer.Stop()
+			stalled = timer.C
+		}
+	}
+	select {
+	case r := <-done:
+		return answered(r)
+	case <-stalled:
+		if a.Connected() && a.AbortSubmission() {
+			err := &writeStallError{node: a.Node.Addr, after: half}
+			a.Fail(err, false)
+			cancel(err)
+			<-done
+			release()
+			return nil, t.failed(a, err)
+		}
+		select {
+		case r := <-done:
+			return answered(r)
+		case <-a.caller.Done():
+		}
 	case <-a.caller.Done():
 	}
 	if a.AbortSubmission() {
 		cancel(context.Cause(a.caller))
+	} else if errors.Is(a.caller.Err(), context.DeadlineExceeded) {
+		a.unanswered.Store(true)
 	}
 	abandon := func(closing <-chan struct{}) {
 		timer := time.NewTimer(abandonTimeout)

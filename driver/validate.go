@@ -66,7 +66,7 @@ func (c *Config) validate() error {
 		d   time.Duration
 	}{
 		{dsnKeySession, c.SessionTimeout}, {dsnKeyConnect, c.ConnectTimeout},
-		{dsnKeyDialTimeout, c.DialTimeout}, {dsnKeyWriteTimeout, c.WriteTimeout}, {dsnKeyResponseTimeout, c.ResponseTimeout},
+		{dsnKeyDialTimeout, c.DialTimeout}, {dsnKeyDialRaceDelay, c.DialRaceDelay}, {dsnKeyWriteTimeout, c.WriteTimeout}, {dsnKeyResponseTimeout, c.ResponseTimeout},
 	} {
 		if t.d < 0 {
 			return badValue(t.key, t.d.String(), errDSNNotPositive)

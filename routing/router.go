@@ -263,6 +263,21 @@ const (
 	// client refuses to send). It proves nothing about the coordinator,
 	// and no other coordinator is tried: it would fail there the same way.
 	Invalid
+	// Unreached: the coordinator did not take the statement in time (no
+	// connection within the dial race's delay, or a write that had not
+	// delivered it by half the caller's remaining time), and nothing was
+	// sent. The statement goes to another coordinator, as for NotSent, but
+	// the slow one is charged a failure (three in a row eject it) rather
+	// than ejected at once: a coordinator whose dials are merely slow gets
+	// its connection in the background and serves the next statement on
+	// it.
+	Unreached
+	// Unanswered: the caller's deadline passed after the statement may
+	// have reached the coordinator and before any answer. Presto answers
+	// a submission at once (queued), so a silent coordinator is sick: it
+	// is charged a failure (three in a row eject it), and the caller gets
+	// its error; the statement is not sent again.
+	Unanswered
 )
 
 // Attempt is one try of one statement on one coordinator.
@@ -300,7 +315,8 @@ func (a *Attempt) Failed(err error) *StatementError {
 // Answered (nil on success), the failure for NotSent and MaybeSent, and the
 // caller's for Abandoned.
 //
-// NotSent ejects the coordinator and tries another one, up to the retries;
+// NotSent ejects the coordinator and tries another one, up to the retries
+// (Unreached charges it a failure instead of ejecting it);
 // when none accepts the statement Run returns a *NoCoordinatorError and no
 // attempt. MaybeSent returns a *StatementError. Otherwise Run returns try's
 // error. The attempt returned with a nil error is still open (the
@@ -333,11 +349,19 @@ func (r *Router) Run(ctx context.Context, req *strategy.Request, pinned *discove
 		case Abandoned, Invalid:
 			a.End(err)
 			return a, err
+		case Unanswered:
+			a.End(err)
+			r.health.Failure(node.Addr, err)
+			return a, err
 		case MaybeSent:
 			return a, a.Failed(err)
 		}
 		a.End(err)
-		r.health.Eject(node.Addr, err)
+		if outcome == Unreached {
+			r.health.Failure(node.Addr, err)
+		} else {
+			r.health.Eject(node.Addr, err)
+		}
 		tried = append(tried, NodeFailure{Node: node.Addr, Err: err})
 		if pinned != nil || len(tried) > r.retries {
 			return nil, &NoCoordinatorError{Tried: tried}

@@ -80,6 +80,8 @@ func (b behaviour) try(visits *[]string) func(*routing.Attempt) (routing.Outcome
 			return o, errors.New("connection reset after the statement was written")
 		case routing.Invalid:
 			return o, errors.New("request not sent: header holds a control character")
+		case routing.Unreached:
+			return o, errors.New("no connection within the dial race's delay")
 		default:
 			return o, context.Canceled
 		}
@@ -422,5 +424,32 @@ func TestOpenSnapshotNeverOpens(t *testing.T) {
 	snap, open := r.OpenSnapshot()
 	if !open || len(snap.Nodes) != 2 {
 		t.Fatalf("after Open: %v, %v; want the two nodes", snap, open)
+	}
+}
+
+// A coordinator the dial race gave up on is tried no further for the
+// statement, which goes to the next one, and is charged a failure, not
+// ejected: three in a row eject it.
+func TestUnreachedChargesAFailureAndFailsOver(t *testing.T) {
+	r := newRouter(t, routing.Config{Discoverer: discovery.NewStatic("static", nodesOf("a:1", "b:1")), StrategyName: "poll"})
+	b := behaviour{"a:1": routing.Unreached}
+	picked := 0
+	for i := 0; i < 10 && !r.Health().State("a:1").Ejected; i++ {
+		var visits []string
+		if _, err := r.Run(context.Background(), &strategy.Request{}, nil, b.try(&visits)); err != nil {
+			t.Fatalf("statement %d: %v (visited %v)", i, err, visits)
+		}
+		if visits[len(visits)-1] != "b:1" {
+			t.Fatalf("statement %d visited %v, want it to end on b:1", i, visits)
+		}
+		if visits[0] == "a:1" {
+			picked++
+			if st := r.Health().State("a:1"); picked < 3 && st.Ejected {
+				t.Fatalf("ejected after %d unreached statements, want 3", picked)
+			}
+		}
+	}
+	if picked != 3 || !r.Health().State("a:1").Ejected {
+		t.Fatalf("a:1 picked %d times, ejected %t; want ejected at the third", picked, r.Health().State("a:1").Ejected)
 	}
 }

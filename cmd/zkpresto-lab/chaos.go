@@ -76,6 +76,7 @@ refused port and reports how long it takes to give up (about 3 minutes).`,
 	f.Uint64Var(&o.run.Seed, "seed", d.Seed, "seed of the fault schedule")
 	f.DurationVar(&o.run.CrashEvery, "crash-every", d.CrashEvery, "period of coordinator crashes (negative: none)")
 	f.DurationVar(&o.run.StartingEvery, "starting-every", d.StartingEvery, "period of 503 starting phases (negative: none)")
+	f.DurationVar(&o.run.ResetEvery, "reset-every", d.ResetEvery, "period of phases in which a coordinator reads each statement and resets its connection (negative: none)")
 	f.DurationVar(&o.run.LeaderKillEvery, "leader-kill-every", d.LeaderKillEvery, "period of ZooKeeper leader kills (negative: none)")
 	f.BoolVar(&o.quick, "quick", false, "a run of a few seconds: 4 clients × 80 statements, faults twice as often (flags given win)")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON (durations in nanoseconds)")
@@ -100,9 +101,10 @@ func applyQuick(cmd *cobra.Command, o *chaos.Options) {
 	set("think", func() { o.Think = q.Think })
 	set("crash-every", func() { o.CrashEvery = q.CrashEvery })
 	set("starting-every", func() { o.StartingEvery = q.StartingEvery })
+	set("reset-every", func() { o.ResetEvery = q.ResetEvery })
 	set("leader-kill-every", func() { o.LeaderKillEvery = q.LeaderKillEvery })
 	o.MinDown, o.MaxDown, o.DeregisterAfter = q.MinDown, q.MaxDown, q.DeregisterAfter
-	o.StartingFor, o.LeaderDownFor = q.StartingFor, q.LeaderDownFor
+	o.StartingFor, o.ResetFor, o.LeaderDownFor = q.StartingFor, q.ResetFor, q.LeaderDownFor
 }
 
 // commandLine is the command that reproduces the run: the changed flags,

@@ -113,6 +113,8 @@ type conn struct {
 	awaiting atomic.Bool
 	// heard is when the peer last answered, or the connection was made.
 	heard atomic.Int64
+	// written counts the bytes handed to the kernel, for Exchange.Written.
+	written atomic.Int64
 	// retired is set by checkIdle when the peer has closed the connection:
 	// the next write fails before anything is written and closes it.
 	retired atomic.Bool
@@ -139,11 +141,15 @@ func (c *conn) Write(p []byte) (int, error) {
 		return 0, &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: errPeerHung}
 	}
 	written, err := c.write(p)
+	if written > 0 {
+		c.written.Add(int64(written))
+	}
 	if written > 0 && c.responseTimeout > 0 {
 		c.awaiting.Store(true)
-		if derr := c.Conn.SetReadDeadline(time.Now().Add(c.responseTimeout)); err == nil {
-			err = derr
-		}
+		// Not the write's error: it fails only on a connection closed
+		// since (its reads fail anyway), and a write that went through
+		// reported as failed would be taken for one that may not have.
+		_ = c.Conn.SetReadDeadline(time.Now().Add(c.responseTimeout))
 	}
 	return written, err
 }

@@ -1,7 +1,7 @@
 // Package protocol holds what zkpresto knows of the Presto/Trino client
 // protocol on the wire, for the driver's transport and the gateway alike:
-// which requests submit a statement, whether a submission was fully
-// written (so whether it may have reached the coordinator), what a 503
+// which requests submit a statement, whether a submission may have reached
+// the coordinator (a byte of it may have been written), what a 503
 // before acceptance means, which follow-up requests may be retried, how to
 // tell from a response body that a query is still running, how to cancel a
 // query, and what a coordinator's GET /v1/info says about it.

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -29,7 +31,7 @@ const CancelTimeout = 2 * time.Second
 const drainLimit = 4096
 
 // Exchange is the record of one statement's requests to one coordinator:
-// whether the submission was fully written, the transport failure if any,
+// whether the submission may have reached it, the transport failure if any,
 // the latest follow-up URL and whether the query is still running. It is
 // safe for concurrent use; the zero value is ready.
 type Exchange struct {
@@ -40,10 +42,18 @@ type Exchange struct {
 	// streaming proxy does not.
 	WholePages bool
 
-	written atomic.Bool             // the submission was fully written
-	gate    atomic.Int32            // gateOpen, gateReleased or gateAborted: see GateBody
-	lastURL atomic.Pointer[url.URL] // the latest nextUri requested, to cancel the query
-	running atomic.Bool             // the latest response body named a nextUri
+	// What the current try of the submission did (see Written). Each try
+	// starts with GetConn; GotConn notes the connection.
+	connected atomic.Bool             // the try got a connection to write on
+	conn      atomic.Pointer[conn]    // that connection, when the Dialer made it (it counts its bytes)
+	connBase  atomic.Int64            // conn's bytes written before the try
+	unwritten atomic.Bool             // the transport proved that nothing of the try was written
+	bodyLen   atomic.Int64            // the submission's ContentLength (0: none or unknown)
+	gated     atomic.Bool             // the body passes the gate (GateBody)
+	race      dialRace                // see ArmDialRace
+	gate      atomic.Int32            // gateOpen, gateReleased or gateAborted: see GateBody
+	lastURL   atomic.Pointer[url.URL] // the latest nextUri requested, to cancel the query
+	running   atomic.Bool             // the latest response body named a nextUri
 
 	mu      sync.Mutex
 	failure error // the transport failure, if any; set once
@@ -119,6 +129,10 @@ const (
 // far its request got, while one whose last bytes were released may have
 // been, however soon it is aborted. req must be the caller's own copy.
 func (e *Exchange) GateBody(req *http.Request) {
+	if gb, ok := req.Body.(*gatedBody); ok && gb.e == e {
+		return // gated already
+	}
+	e.gated.Store(true)
 	if req.Body == nil || req.Body == http.NoBody {
 		e.gate.Store(gateReleased) // nothing to hold back
 		return
@@ -176,8 +190,176 @@ func (b *gatedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Written reports whether the submission was fully written.
-func (e *Exchange) Written() bool { return e.written.Load() }
+// Written reports whether the submission may have reached the
+// coordinator: whether a byte of its current try may have been handed to
+// a connection and, for a gated submission (see GateBody), its last bytes
+// were released. It is true from the moment that may be so, before the
+// bytes are written, and stays true whatever the write, the peer and the
+// transport's goroutines report afterwards and in whatever order: a
+// write that fails may have written part of its bytes, and one that
+// wrote all of them may still report a failure (the connection was
+// closed under it). It is false only when the try is proven not to have
+// delivered a whole statement: it got no connection; the Dialer's
+// connection counted no more bytes written during it than the body's
+// length (a coordinator acts only on a whole request, its head and
+// ContentLength bytes of body; bytes on the wire, TLS records included,
+// are never fewer than the request's own); the transport proved it wrote
+// none; or the gate held back the statement's last bytes.
+func (e *Exchange) Written() bool {
+	switch {
+	case !e.connected.Load(), e.unwritten.Load():
+		return false
+	case e.gated.Load() && e.gate.Load() != gateReleased:
+		return false
+	}
+	if c := e.conn.Load(); c != nil {
+		n := c.written.Load() - e.connBase.Load()
+		return n > 0 && n > e.bodyLen.Load()
+	}
+	return true // another dialer's connection: any byte may have gone
+}
+
+// Connected reports whether the current try of the submission got a
+// connection to write on.
+func (e *Exchange) Connected() bool { return e.connected.Load() }
+
+// dialRace is a submission's dial race: see ArmDialRace.
+type dialRace struct {
+	delay  time.Duration
+	cancel context.CancelCauseFunc
+	addr   string       // the current try's host:port; under mu
+	timer  *time.Timer  // armed by GetConn, stopped by GotConn; under mu
+	state  atomic.Int32 // racePending, raceConnected or raceLost, for the current try
+	lost   atomic.Bool  // some try lost the race
+	mu     sync.Mutex
+}
+
+// The states of dialRace.state: the connection and the delay race for
+// it, and the first wins.
+const (
+	racePending int32 = iota
+	raceConnected
+	raceLost
+)
+
+// DialRaceError is the failure of a submission that had no connection to
+// its coordinator within the dial-race delay (see ArmDialRace): nothing
+// of it was written, and it may go to another coordinator. The dial goes
+// on in the transport, and its own failure, if it fails, is reported as
+// dial failures are (Dialer.OnFailure).
+type DialRaceError struct {
+	// Addr is the coordinator's host:port.
+	Addr string
+	// After is the delay that passed.
+	After time.Duration
+}
+
+// Error implements error.
+func (e *DialRaceError) Error() string {
+	return "no connection to " + e.Addr + " within " + e.After.String() + " (dial race): not sent"
+}
+
+// Timeout reports true: it is a net.Error timeout.
+func (e *DialRaceError) Timeout() bool { return true }
+
+// Temporary reports true, as other timeouts do.
+func (e *DialRaceError) Temporary() bool { return true }
+
+// ArmDialRace makes each try of the submission give up its connection
+// when none is up delay after the try asked for one: cancel, the cancel
+// function of the request's context, is then called with the
+// *DialRaceError Submit records, as a failure before sending, so that the
+// caller can try another coordinator at once instead of waiting for the
+// dial's own timeout. Nothing is written before the transport has a
+// connection, and a connection that comes up just after the race was
+// lost fails its first write with nothing written, so the statement is
+// provably unsent. Call it before Submit.
+func (e *Exchange) ArmDialRace(delay time.Duration, cancel context.CancelCauseFunc) {
+	e.race.delay, e.race.cancel = delay, cancel
+}
+
+// startRace is the GetConn hook's part of the dial race.
+func (e *Exchange) startRace(addr string) {
+	r := &e.race
+	if r.delay <= 0 {
+		return
+	}
+	r.state.Store(racePending)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.addr = addr
+	if r.timer == nil {
+		r.timer = time.AfterFunc(r.delay, e.loseRace)
+	} else {
+		r.timer.Reset(r.delay)
+	}
+}
+
+// connectRace is the GotConn hook's part of the dial race: the
+// connection came up before the delay, or, when the race was lost just
+// before, it is made to fail its first write with nothing written (as a
+// retired idle connection is), so that the statement the race gave up on
+// is never written.
+func (e *Exchange) connectRace(nc net.Conn) {
+	r := &e.race
+	if r.delay <= 0 {
+		return
+	}
+	if !r.state.CompareAndSwap(racePending, raceConnected) && r.state.Load() == raceLost {
+		poison(nc)
+	}
+	e.stopRace()
+}
+
+// stopRace stops the race's timer.
+func (e *Exchange) stopRace() {
+	r := &e.race
+	if r.delay <= 0 {
+		return
+	}
+	r.mu.Lock()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	r.mu.Unlock()
+}
+
+func (e *Exchange) loseRace() {
+	r := &e.race
+	if !r.state.CompareAndSwap(racePending, raceLost) {
+		return // connected first
+	}
+	r.mu.Lock()
+	addr := r.addr
+	r.mu.Unlock()
+	err := &DialRaceError{Addr: addr, After: r.delay}
+	r.lost.Store(true)
+	r.cancel(err)
+}
+
+// noteConn is the GotConn hook's record of the try's connection: a
+// connection the Dialer made (under TLS, or not) counts the bytes written
+// on it, so that a try that wrote none is known to be unsent.
+func (e *Exchange) noteConn(nc net.Conn) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	c, _ := nc.(*conn)
+	if c != nil {
+		e.connBase.Store(c.written.Load())
+	}
+	e.conn.Store(c)
+	e.connected.Store(true)
+}
+
+// startTry is the GetConn hook: each try of a submission starts unwritten
+// (a transport tries again, on a fresh connection, only a request of
+// which nothing was written).
+func (e *Exchange) startTry() {
+	e.connected.Store(false)
+	e.unwritten.Store(false)
+	e.conn.Store(nil)
+}
 
 // Running reports whether the latest response named a nextUri: the query
 // may still be running on the coordinator.
@@ -246,31 +428,31 @@ func IsSubmission(req *http.Request) bool {
 		(req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/v1/statement/"))
 }
 
-// Trace returns ctx with e's client trace, which notes when a submission
-// was fully written and checks a reused connection before the submission
-// is written on it (see checkReused): the context for a submission's
-// request.
+// Trace returns ctx with e's client trace, which notes each try of a
+// submission and its connection (see Written) and checks a reused
+// connection before the submission is written on it (see checkReused): the
+// context for a submission's request.
 func (e *Exchange) Trace(ctx context.Context) context.Context {
-	if e.trace.WroteRequest == nil {
-		// The transport tries again (on a fresh connection) only a request
-		// of which nothing was written, so each try starts unwritten: a
-		// first try that failed in its final flush, after WroteRequest,
-		// must not make a retry that could not connect count as sent.
-		e.trace.GetConn = func(string) { e.written.Store(false) }
-		e.trace.GotConn = checkReused
-		e.trace.WroteRequest = func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				e.written.Store(true)
-			}
+	if e.trace.GotConn == nil {
+		e.trace.GetConn = func(addr string) {
+			e.startTry()
+			e.startRace(addr)
+		}
+		e.trace.GotConn = func(info httptrace.GotConnInfo) {
+			// Noted before the check: a retired connection's write fails
+			// with nothing written, and counts none.
+			e.noteConn(info.Conn)
+			e.connectRace(info.Conn)
+			checkReused(info)
 		}
 	}
 	return httptrace.WithClientTrace(ctx, &e.trace)
 }
 
-// Submit sends a submission through rt. Until the request is fully written,
-// a failure proves the coordinator never saw the statement, and the caller
-// may send it elsewhere; after that it may have started, so it must not be
-// sent again. A failure is recorded in e (unless the request's own context
+// Submit sends a submission through rt. While Written is false, a failure
+// proves the coordinator never saw the statement, and the caller may send
+// it elsewhere; once it is true the statement may have started, so it must
+// not be sent again. A failure is recorded in e (unless the request's own context
 // ended: that is the caller giving up, not the coordinator failing) and
 // returned:
 //
@@ -293,10 +475,22 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()
 	if httptrace.ContextClientTrace(req.Context()) != &e.trace {
 		req = req.WithContext(e.Trace(req.Context()))
 	}
+	e.bodyLen.Store(max(req.ContentLength, 0))
 	resp, err := rt.RoundTrip(req)
+	e.stopRace() // a try that failed before it had a connection
 	if err != nil {
-		if req.Context().Err() == nil {
-			e.Fail(err, e.written.Load())
+		var race *DialRaceError
+		switch {
+		case e.race.lost.Load() && errors.As(context.Cause(req.Context()), &race):
+			// The context's end is the race's, not the caller's.
+			if e.Written() {
+				e.Fail(err, true)
+			} else {
+				e.Fail(race, false)
+				err = race
+			}
+		case req.Context().Err() == nil:
+			e.Fail(err, e.Written())
 		}
 		return nil, err
 	}

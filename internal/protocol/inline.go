@@ -361,6 +361,11 @@ func (c *inlineConn) roundTrip(t *InlineTransport, req *http.Request) (*http.Res
 			c.close()
 			return resp, nil
 		}
+		if gb, ok := req.Body.(*gatedBody); ok && c.written == 0 {
+			// Proof that the submission's try reached no connection,
+			// whatever dialer made it (see Exchange.Written).
+			gb.e.unwritten.Store(true)
+		}
 		return fail(err)
 	}
 	resp, err := c.readHead(t, req)

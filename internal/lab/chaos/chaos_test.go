@@ -46,7 +46,7 @@ func TestQuickRunNeverDuplicatesAStatement(t *testing.T) {
 	}
 	// The schedule did happen, and the driver failed over because of it.
 	f := rep.Faults
-	if f.Crashes == 0 || f.Recoveries != f.Crashes || f.StartingPhases == 0 || f.LeaderKills == 0 {
+	if f.Crashes == 0 || f.Recoveries != f.Crashes || f.StartingPhases == 0 || f.ResetPhases == 0 || f.LeaderKills == 0 {
 		t.Errorf("faults %+v", f)
 	}
 	if len(rep.FaultErrors) != 0 {
@@ -55,9 +55,15 @@ func TestQuickRunNeverDuplicatesAStatement(t *testing.T) {
 	if rep.FailedOver == 0 || rep.AfterFailover.N == 0 {
 		t.Errorf("no statement failed over (%d failed over, %d of them ok)", rep.FailedOver, rep.AfterFailover.N)
 	}
-	accepted := 0
+	accepted, reset := 0, 0
 	for _, c := range rep.Coordinators {
 		accepted += c.Accepted
+		reset += c.Reset
+	}
+	// Statements reached coordinators while they reset: the race of the
+	// reset with the end of the write was run.
+	if reset == 0 {
+		t.Error("no statement was read by a resetting coordinator")
 	}
 	if ok := rep.Outcomes[chaos.OK]; accepted < ok {
 		t.Errorf("coordinators accepted %d statements, but %d succeeded", accepted, ok)

@@ -8,7 +8,8 @@ import (
 )
 
 // The fault schedule of a short run: a crash every second, each coordinator
-// down for 1.5 s, a starting phase every 3 s and one ZooKeeper leader kill.
+// down for 1.5 s, a starting phase every 3 s, no reset phase and one
+// ZooKeeper leader kill.
 // The crash due at 2 s is skipped: two of the four coordinators are already
 // unavailable then (Quick allows two).
 func ExamplePlan() {
@@ -17,6 +18,7 @@ func ExamplePlan() {
 	opts.CrashEvery, opts.MinDown, opts.MaxDown = time.Second, 1500*time.Millisecond, 1500*time.Millisecond
 	opts.DeregisterAfter = -1
 	opts.StartingEvery, opts.StartingFor = 3*time.Second, time.Second
+	opts.ResetEvery = -1
 	opts.LeaderKillEvery, opts.LeaderDownFor = 6*time.Second, 2*time.Second
 	for _, e := range chaos.Plan(opts) {
 		fmt.Println(e)

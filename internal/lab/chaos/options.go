@@ -51,8 +51,13 @@ type Options struct {
 	// StartingEvery is the period of starting phases (503 to statements),
 	// each StartingFor long. Negative disables.
 	StartingEvery, StartingFor time.Duration
-	// MaxUnavailable is how many coordinators may be down or starting at
-	// once; it must leave at least one serving.
+	// ResetEvery is the period of reset phases, each ResetFor long: the
+	// coordinator reads each statement whole and resets its connection
+	// (SO_LINGER 0) without answering, so that the statement may have
+	// started there and must not be sent anywhere else. Negative disables.
+	ResetEvery, ResetFor time.Duration
+	// MaxUnavailable is how many coordinators may be down, starting or
+	// resetting at once; it must leave at least one serving.
 	MaxUnavailable int
 	// LeaderKillEvery is the period of ZooKeeper leader kills; the killed
 	// server restarts LeaderDownFor later. Negative disables.
@@ -86,6 +91,8 @@ func DefaultOptions() Options {
 		DeregisterAfter:  3 * time.Second,
 		StartingEvery:    5 * time.Second,
 		StartingFor:      2 * time.Second,
+		ResetEvery:       4 * time.Second,
+		ResetFor:         time.Second,
 		MaxUnavailable:   2,
 		LeaderKillEvery:  20 * time.Second,
 		LeaderDownFor:    3 * time.Second,
@@ -102,6 +109,7 @@ func Quick() Options {
 	o.CrashEvery, o.MinDown, o.MaxDown = 700*time.Millisecond, 500*time.Millisecond, 1500*time.Millisecond
 	o.DeregisterAfter = time.Second
 	o.StartingEvery, o.StartingFor = 2*time.Second, time.Second
+	o.ResetEvery, o.ResetFor = 1500*time.Millisecond, 700*time.Millisecond
 	o.LeaderKillEvery, o.LeaderDownFor = 4*time.Second, 1500*time.Millisecond
 	return o
 }
@@ -144,6 +152,8 @@ func (o Options) withDefaults() Options {
 	fillD(&o.DeregisterAfter, d.DeregisterAfter)
 	fillD(&o.StartingEvery, d.StartingEvery)
 	fillD(&o.StartingFor, d.StartingFor)
+	fillD(&o.ResetEvery, d.ResetEvery)
+	fillD(&o.ResetFor, d.ResetFor)
 	fillD(&o.LeaderKillEvery, d.LeaderKillEvery)
 	fillD(&o.LeaderDownFor, d.LeaderDownFor)
 	return o

@@ -26,6 +26,11 @@ const (
 	StartingOn
 	// StartingOff ends a starting phase.
 	StartingOff
+	// ResetOn makes a coordinator read each statement whole and reset its
+	// connection without answering: the statement may have run there.
+	ResetOn
+	// ResetOff ends a reset phase.
+	ResetOff
 	// KillLeader kills the ZooKeeper leader with SIGKILL.
 	KillLeader
 	// RestartZooKeeper starts the killed ZooKeeper server again and waits
@@ -39,6 +44,8 @@ var actionNames = map[Action]string{
 	Recover:          "recover",
 	StartingOn:       "starting",
 	StartingOff:      "started",
+	ResetOn:          "resetting",
+	ResetOff:         "reset-over",
 	KillLeader:       "kill-zk-leader",
 	RestartZooKeeper: "restart-zk",
 }
@@ -82,6 +89,7 @@ const (
 	serving nodeState = iota
 	down
 	starting
+	resetting
 )
 
 // Plan returns the fault schedule of a run with opts, in time order. It
@@ -91,8 +99,9 @@ const (
 // recovers after a random time between MinDown and MaxDown; its
 // registration is removed DeregisterAfter after the crash if it is still
 // down. Every StartingEvery (offset by half a period) one serving
-// coordinator is starting for StartingFor. A crash or starting phase that
-// would leave fewer than Coordinators − MaxUnavailable coordinators serving
+// coordinator is starting for StartingFor. Every ResetEvery (offset by a
+// quarter of a period) one serving coordinator resets connections for
+// ResetFor. A fault that would leave fewer than Coordinators − MaxUnavailable coordinators serving
 // is skipped. Every LeaderKillEvery, first at half that period, the
 // ZooKeeper leader is killed and restarted LeaderDownFor later. Faults
 // begin before opts.Duration; the ends of faults may come after it (a run
@@ -105,18 +114,23 @@ func Plan(opts Options) []Event {
 	// Coordinator faults: candidates in time order, applied to a simulated
 	// state so the limit on unavailable coordinators holds at every instant.
 	type candidate struct {
-		at    time.Duration
-		crash bool
+		at     time.Duration
+		action Action // Crash, StartingOn or ResetOn
 	}
 	var cands []candidate
 	if opts.CrashEvery > 0 {
 		for t := opts.CrashEvery; t < opts.Duration; t += opts.CrashEvery {
-			cands = append(cands, candidate{at: t, crash: true})
+			cands = append(cands, candidate{at: t, action: Crash})
 		}
 	}
 	if opts.StartingEvery > 0 && opts.StartingFor > 0 {
 		for t := opts.StartingEvery / 2; t < opts.Duration; t += opts.StartingEvery {
-			cands = append(cands, candidate{at: t})
+			cands = append(cands, candidate{at: t, action: StartingOn})
+		}
+	}
+	if opts.ResetEvery > 0 && opts.ResetFor > 0 {
+		for t := opts.ResetEvery / 4; t < opts.Duration; t += opts.ResetEvery {
+			cands = append(cands, candidate{at: t, action: ResetOn})
 		}
 	}
 	slices.SortStableFunc(cands, func(a, b candidate) int { return compareDurations(a.at, b.at) })
@@ -140,7 +154,8 @@ func Plan(opts Options) []Event {
 			continue
 		}
 		i := choices[rng.IntN(len(choices))]
-		if c.crash {
+		switch c.action {
+		case Crash:
 			downFor := opts.MinDown
 			if spread := opts.MaxDown - opts.MinDown; spread > 0 {
 				downFor += time.Duration(rng.Int64N(int64(spread) + 1))
@@ -151,11 +166,16 @@ func Plan(opts Options) []Event {
 				events = append(events, Event{At: c.at + opts.DeregisterAfter, Action: Deregister, Coordinator: i})
 			}
 			events = append(events, Event{At: backAt[i], Action: Recover, Coordinator: i})
-		} else {
+		case StartingOn:
 			state[i], backAt[i] = starting, c.at+opts.StartingFor
 			events = append(events,
 				Event{At: c.at, Action: StartingOn, Coordinator: i},
 				Event{At: backAt[i], Action: StartingOff, Coordinator: i})
+		case ResetOn:
+			state[i], backAt[i] = resetting, c.at+opts.ResetFor
+			events = append(events,
+				Event{At: c.at, Action: ResetOn, Coordinator: i},
+				Event{At: backAt[i], Action: ResetOff, Coordinator: i})
 		}
 	}
 

@@ -27,7 +27,7 @@ func TestPlanIsReproducibleAndKeepsCoordinatorsServing(t *testing.T) {
 			}
 			counts[e.Action]++
 			switch e.Action {
-			case Crash, StartingOn:
+			case Crash, StartingOn, ResetOn:
 				if unavailable[e.Coordinator] {
 					t.Fatalf("seed %d: %v hits a coordinator that is already unavailable", seed, e)
 				}
@@ -38,18 +38,18 @@ func TestPlanIsReproducibleAndKeepsCoordinatorsServing(t *testing.T) {
 				if e.At >= opts.Duration {
 					t.Fatalf("seed %d: fault %v after the run", seed, e)
 				}
-			case Recover, StartingOff:
+			case Recover, StartingOff, ResetOff:
 				if !unavailable[e.Coordinator] {
 					t.Fatalf("seed %d: %v ends a fault that is not on", seed, e)
 				}
 				delete(unavailable, e.Coordinator)
 			}
 		}
-		if counts[Crash] != counts[Recover] || counts[StartingOn] != counts[StartingOff] || counts[KillLeader] != counts[RestartZooKeeper] {
+		if counts[Crash] != counts[Recover] || counts[StartingOn] != counts[StartingOff] || counts[ResetOn] != counts[ResetOff] || counts[KillLeader] != counts[RestartZooKeeper] {
 			t.Fatalf("seed %d: unbalanced schedule %v", seed, counts)
 		}
 		// 60 s: leader kills at 10, 30 and 50 s; crashes every 1.5 s unless two are down.
-		if counts[KillLeader] != 3 || counts[Crash] < 10 || counts[StartingOn] == 0 || counts[Deregister] == 0 {
+		if counts[KillLeader] != 3 || counts[Crash] < 10 || counts[StartingOn] == 0 || counts[ResetOn] == 0 || counts[Deregister] == 0 {
 			t.Fatalf("seed %d: schedule %v", seed, counts)
 		}
 	}
@@ -57,10 +57,10 @@ func TestPlanIsReproducibleAndKeepsCoordinatorsServing(t *testing.T) {
 
 func TestPlanHonoursDisabledFaults(t *testing.T) {
 	opts := DefaultOptions()
-	opts.CrashEvery, opts.StartingEvery = -1, -1
+	opts.CrashEvery, opts.StartingEvery, opts.ResetEvery = -1, -1, -1
 	for _, e := range Plan(opts) {
 		if e.Coordinator >= 0 {
-			t.Fatalf("coordinator fault %v with crashes and starting phases disabled", e)
+			t.Fatalf("coordinator fault %v with crashes, starting and reset phases disabled", e)
 		}
 	}
 	opts = DefaultOptions()

@@ -27,8 +27,8 @@ type Report struct {
 	// Outcomes counts the statements per Class.
 	Outcomes map[Class]int
 	// SentThenFailedAccepted is how many SentThenFailed statements a
-	// coordinator had accepted (the rest never reached one, or were cut
-	// off before it recorded them).
+	// coordinator had accepted or read whole before a reset (the rest
+	// never reached one, or were cut off before it recorded them).
 	SentThenFailedAccepted int
 	// NoCoordinatorWhileServing counts NoCoordinator statements during the
 	// whole of which some coordinator was serving.
@@ -36,8 +36,9 @@ type Report struct {
 	// NoCoordinatorFirst and NoCoordinatorLast are when the first and the
 	// last of those began, since the start of the run.
 	NoCoordinatorFirst, NoCoordinatorLast time.Duration `json:",omitempty"`
-	// Duplicates is the number of statements that coordinators accepted
-	// more than once, counted from the coordinators' records; it must be 0.
+	// Duplicates is the number of statements that reached coordinators
+	// more than once (accepted, or read whole before a reset), counted
+	// from the coordinators' records; it must be 0.
 	Duplicates int
 	// DuplicateTexts lists some of them.
 	DuplicateTexts []string `json:",omitempty"`
@@ -72,7 +73,7 @@ type Percentiles struct {
 
 // FaultCounts counts the faults carried out.
 type FaultCounts struct {
-	Crashes, Recoveries, Deregistrations, StartingPhases, LeaderKills int
+	Crashes, Recoveries, Deregistrations, StartingPhases, ResetPhases, LeaderKills int
 }
 
 // CoordinatorReport is one coordinator's share of the run.
@@ -80,8 +81,9 @@ type CoordinatorReport struct {
 	Name, Addr string
 	Latency    time.Duration
 	// Accepted and Rejected count the run's statements the coordinator
-	// accepted and refused (503 while starting).
-	Accepted, Rejected int
+	// accepted and refused (503 while starting); Reset those it read
+	// whole and reset the connection of, unanswered.
+	Accepted, Rejected, Reset int
 	// Ejections and Failovers are the driver's counts for the node.
 	Ejections, Failovers uint64
 }
@@ -106,19 +108,23 @@ func (r *runner) report(results [][]statement, took time.Duration) *Report {
 	rep.FaultErrors = slices.Clone(r.faultErrors)
 	r.mu.Unlock()
 
-	accepted := map[string]int{}
+	reached := map[string]int{}
 	for _, c := range r.layout.coords {
 		row := CoordinatorReport{Name: c.Name(), Addr: c.Addr()}
 		for _, req := range c.Requests() {
 			if !strings.HasPrefix(req.SQL, "SELECT 'chaos ") {
 				continue
 			}
-			if req.Rejected {
+			switch {
+			case req.Rejected:
 				row.Rejected++
 				continue
+			case req.Reset:
+				row.Reset++
+			default:
+				row.Accepted++
 			}
-			row.Accepted++
-			accepted[req.SQL]++
+			reached[req.SQL]++
 		}
 		rep.Coordinators = append(rep.Coordinators, row)
 	}
@@ -127,7 +133,7 @@ func (r *runner) report(results [][]statement, took time.Duration) *Report {
 		row.Latency = spread(r.opts.MinLatency, r.opts.MaxLatency, i, len(rep.Coordinators))
 		row.Ejections, row.Failovers = r.ejects.counts(row.Addr)
 	}
-	for text, n := range accepted {
+	for text, n := range reached {
 		if n > 1 {
 			rep.Duplicates++
 			if len(rep.DuplicateTexts) < 10 {
@@ -147,7 +153,7 @@ func (r *runner) report(results [][]statement, took time.Duration) *Report {
 			}
 			switch s.class {
 			case SentThenFailed:
-				if accepted[s.text] > 0 {
+				if reached[s.text] > 0 {
 					rep.SentThenFailedAccepted++
 				}
 			case NoCoordinator:
@@ -231,7 +237,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  %-36s %6d", c, rep.Outcomes[c])
 		switch {
 		case c == SentThenFailed && rep.Outcomes[c] > 0:
-			fmt.Fprintf(&b, "   (%d accepted by a coordinator before it died; none sent again)", rep.SentThenFailedAccepted)
+			fmt.Fprintf(&b, "   (%d reached a coordinator before it died or reset; none sent again)", rep.SentThenFailedAccepted)
 		case c == NoCoordinator && rep.Outcomes[c] > 0:
 			fmt.Fprintf(&b, "   (%d while a coordinator was serving throughout", rep.NoCoordinatorWhileServing)
 			if rep.NoCoordinatorWhileServing > 0 {
@@ -267,8 +273,8 @@ func (rep *Report) WriteText(w io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(&b, "the bare presto-go-client takes %s to fail one statement on a refused port (and does not fail over)\n", BareClientRefused)
 	f := rep.Faults
-	fmt.Fprintf(&b, "faults: %d coordinator crashes (%d recoveries, %d registrations removed), %d starting phases, %d ZooKeeper leader kills",
-		f.Crashes, f.Recoveries, f.Deregistrations, f.StartingPhases, f.LeaderKills)
+	fmt.Fprintf(&b, "faults: %d coordinator crashes (%d recoveries, %d registrations removed), %d starting phases, %d reset phases, %d ZooKeeper leader kills",
+		f.Crashes, f.Recoveries, f.Deregistrations, f.StartingPhases, f.ResetPhases, f.LeaderKills)
 	if len(rep.Elections) > 0 {
 		times := make([]string, len(rep.Elections))
 		for i, d := range rep.Elections {
@@ -281,9 +287,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  fault not carried out: %s\n", e)
 	}
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "coordinator\tlatency\taccepted\trejected (503)\tejections\tfailovers from it\t")
+	fmt.Fprintln(tw, "coordinator\tlatency\taccepted\trejected (503)\tread, then reset\tejections\tfailovers from it\t")
 	for _, c := range rep.Coordinators {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t\n", c.Name, ms(c.Latency), c.Accepted, c.Rejected, c.Ejections, c.Failovers)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t\n", c.Name, ms(c.Latency), c.Accepted, c.Rejected, c.Reset, c.Ejections, c.Failovers)
 	}
 	tw.Flush()
 	for _, c := range Classes {

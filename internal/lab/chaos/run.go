@@ -96,6 +96,7 @@ type runner struct {
 	faultErrors []string
 	crashed     map[int]bool
 	startingNow map[int]bool
+	resetNow    map[int]bool
 }
 
 // Run starts a ZooKeeper ensemble and coordinators, runs the clients'
@@ -112,7 +113,7 @@ func Run(ctx context.Context, opts Options, progress io.Writer) (*Report, error)
 	if progress == nil {
 		progress = io.Discard
 	}
-	r := &runner{opts: opts, progress: &lockedWriter{w: progress}, killedZK: -1, crashed: map[int]bool{}, startingNow: map[int]bool{}}
+	r := &runner{opts: opts, progress: &lockedWriter{w: progress}, killedZK: -1, crashed: map[int]bool{}, startingNow: map[int]bool{}, resetNow: map[int]bool{}}
 	setupStart := time.Now()
 	if err := r.setUp(); err != nil {
 		r.tearDown()
@@ -337,6 +338,15 @@ func (r *runner) apply(e Event) {
 		r.mu.Unlock()
 	case StartingOff:
 		r.endStarting(e.Coordinator)
+	case ResetOn:
+		r.avail.begin(e.Coordinator)
+		r.layout.coords[e.Coordinator].SetResetting(true)
+		r.mu.Lock()
+		r.faults.ResetPhases++
+		r.resetNow[e.Coordinator] = true
+		r.mu.Unlock()
+	case ResetOff:
+		r.endResetting(e.Coordinator)
 	case KillLeader:
 		note, err = r.killLeader()
 	case RestartZooKeeper:
@@ -387,6 +397,18 @@ func (r *runner) endStarting(i int) {
 		return
 	}
 	r.layout.coords[i].SetStarting(false)
+	r.avail.end(i)
+}
+
+func (r *runner) endResetting(i int) {
+	r.mu.Lock()
+	was := r.resetNow[i]
+	delete(r.resetNow, i)
+	r.mu.Unlock()
+	if !was {
+		return
+	}
+	r.layout.coords[i].SetResetting(false)
 	r.avail.end(i)
 }
 
@@ -444,6 +466,7 @@ func (r *runner) restore() {
 			r.noteFaultError(fmt.Sprintf("restoring c%d: %v", i+1, err))
 		}
 		r.endStarting(i)
+		r.endResetting(i)
 	}
 	if _, err := r.restartZooKeeper(); err != nil {
 		r.noteFaultError(fmt.Sprintf("restoring ZooKeeper: %v", err))

@@ -173,6 +173,9 @@ type Request struct {
 	// Rejected reports that the statement was refused: 503 while starting, empty SQL, or a
 	// bad or duplicate pre-minted query id.
 	Rejected bool
+	// Reset reports that the statement was read whole and its connection then reset,
+	// unanswered (see SetResetting): it reached the coordinator, and may have run.
+	Reset bool
 	// Time is when the submission was received.
 	Time time.Time
 }
@@ -241,6 +244,7 @@ type Coordinator struct {
 	pageDelay   atomic.Int64 // nanoseconds a poll waits once the statement is ready
 	openConns   atomic.Int64 // HTTP connections open now
 	starting    atomic.Bool
+	resetting   atomic.Bool // see SetResetting
 	statements  atomic.Int64
 	querySeq    atomic.Int64
 	startedAt   atomic.Int64 // unix nanos of the last (re)start, read by /v1/info without lifeMu
@@ -500,6 +504,12 @@ func (c *Coordinator) SetPageDelay(d time.Duration) { c.pageDelay.Store(int64(ma
 // coordinator slow to answer POST /v1/statement. The wait ends early only
 // when the coordinator stops, not when the client goes away.
 func (c *Coordinator) SetAnswerDelay(d time.Duration) { c.answerDelay.Store(int64(max(d, 0))) }
+
+// SetResetting switches the resetting fault: while on, a statement submission is read
+// whole, recorded with Request.Reset, and its connection reset (SO_LINGER 0, then close:
+// an RST) without a byte of an answer, as when a coordinator's process dies the moment a
+// statement arrived. Statements counts it; other requests are served as usual.
+func (c *Coordinator) SetResetting(on bool) { c.resetting.Store(on) }
 
 // OpenConns returns how many HTTP connections clients hold open to the
 // coordinator now.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -891,5 +892,32 @@ func TestTLSServesHTTPSLinks(t *testing.T) {
 		if plain.StatusCode != http.StatusBadRequest {
 			t.Errorf("plain http to a TLS coordinator: status %d, want Go's 400 for http to https", plain.StatusCode)
 		}
+	}
+}
+
+// While resetting, a submission is read whole, recorded as reset, and its
+// connection reset without an answer; other requests are served, and
+// statements are accepted again once it is off.
+func TestResettingReadsThenResets(t *testing.T) {
+	c := start(t, Options{})
+	c.SetResetting(true)
+	resp, err := http.Post(c.URL()+"/v1/statement", "text/plain", strings.NewReader("SELECT 1"))
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("a submission while resetting got an answer: %s", resp.Status)
+	}
+	if !errors.Is(err, syscall.ECONNRESET) && !strings.Contains(err.Error(), "EOF") {
+		t.Errorf("submission while resetting: %v, want the connection reset", err)
+	}
+	if reqs := c.Requests(); len(reqs) != 1 || !reqs[0].Reset || reqs[0].SQL != "SELECT 1" || reqs[0].Rejected {
+		t.Fatalf("Requests() = %+v, want one reset request", reqs)
+	}
+	if info := getInfo(t, c); info.Starting {
+		t.Fatalf("/v1/info while resetting = %+v", info)
+	}
+	c.SetResetting(false)
+	submit(t, c, "SELECT 2", http.StatusOK)
+	if reqs := c.Requests(); len(reqs) != 2 || reqs[1].Reset {
+		t.Fatalf("Requests() = %+v, want the second accepted", reqs)
 	}
 }

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"compress/gzip"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -337,6 +338,12 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 	now := time.Now()
 	c.statements.Add(1)
 	req, prepared := c.parseRequest(r, string(body), now)
+	if c.resetting.Load() {
+		req.Reset = true
+		c.record(req)
+		resetConn(w)
+		return
+	}
 	switch {
 	case c.starting.Load():
 		req.Rejected = true
@@ -417,6 +424,21 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 		}
 	}
 	c.writeAnswer(w, r, q.queuedAnswer(c.links(r), now))
+}
+
+// resetConn resets the connection of w without answering: SO_LINGER 0, then close.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn() // no close_notify: a reset
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
 }
 
 // pollToken reads the path of a query link.

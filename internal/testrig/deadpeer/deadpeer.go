@@ -4,7 +4,7 @@
 // does when its host or process stops answering, for the tests of time
 // limits: one whose SYNs are dropped (cannot be dialled), one that accepts
 // connections and never reads them, one that reads requests and never
-// answers. Everything is on 127.0.0.1 and is closed at the test's end.
+// answers, and ones that reset connections (see Resets). Everything is on 127.0.0.1 and is closed at the test's end.
 // Only tests import it.
 package deadpeer
 
@@ -67,6 +67,7 @@ type Listener struct {
 	conns    []net.Conn
 	accepted atomic.Int64
 	requests atomic.Int64
+	bodies   []string // of the requests read whole, by Resets
 }
 
 // Addr returns the listener's "127.0.0.1:port".
@@ -77,6 +78,62 @@ func (l *Listener) Accepted() int64 { return l.accepted.Load() }
 
 // Requests returns how many HTTP requests NeverAnswers read in full.
 func (l *Listener) Requests() int64 { return l.requests.Load() }
+
+// Bodies returns the bodies of the requests Resets read whole, in the
+// order they were read: the statements that reached it.
+func (l *Listener) Bodies() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.bodies...)
+}
+
+// Reset is when a server of Resets resets each connection.
+type Reset int
+
+// The resets of Resets.
+const (
+	// ResetBeforeRead resets each connection as soon as it is accepted.
+	ResetBeforeRead Reset = iota + 1
+	// ResetAfterHalf reads a request's head and half its body, then
+	// resets: the statement never arrived whole.
+	ResetAfterHalf
+	// ResetAfterRead reads a request whole (it counts as read) and
+	// resets at once, without a byte of an answer: the statement may
+	// have started.
+	ResetAfterRead
+)
+
+// Resets starts a server that resets (SO_LINGER 0, then close: an RST, not
+// a FIN) every connection at the moment when says, as a coordinator whose
+// process dies or whose host drops its connections mid-request.
+func Resets(tb testing.TB, when Reset) *Listener {
+	tb.Helper()
+	return start(tb, net.ListenConfig{}, func(l *Listener, c net.Conn) {
+		defer c.Close()
+		if err := c.(*net.TCPConn).SetLinger(0); err != nil {
+			return
+		}
+		if when == ResetBeforeRead {
+			return
+		}
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		if when == ResetAfterHalf {
+			_, _ = io.CopyN(io.Discard, req.Body, req.ContentLength/2)
+			return
+		}
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return
+		}
+		l.requests.Add(1)
+		l.mu.Lock()
+		l.bodies = append(l.bodies, string(body))
+		l.mu.Unlock()
+	})
+}
 
 // NeverReadsBuffer is the receive buffer NeverReads asks for: the kernel
 // doubles it and keeps a minimum, a few kilobytes in all.

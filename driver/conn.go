@@ -32,6 +32,10 @@ type Conn struct {
 	// may still carry the transaction, so the pool must not reuse it.
 	broken atomic.Bool
 
+	// clientSession is the Presto session the statements carry and change
+	// (see session.go).
+	clientSession *clientSession
+
 	// closeConnector is set by Driver.Open, whose connector lives as long as
 	// this one connection.
 	closeConnector *Connector
@@ -146,6 +150,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 	_, err := c.connector.router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
 		c.last.Store(ra.Node)
 		a := newAttempt(ra, ctx)
+		a.session = c.clientSession
 		a.WholePages = true // the Presto client decodes whole pages anyway
 		last = a
 		err := do(a.context())
@@ -274,11 +279,14 @@ func (c *Conn) IsValid() bool {
 	return !c.closed.Load() && !c.broken.Load() && !c.connector.router.Closed()
 }
 
-// ResetSession is called before a pooled connection is reused.
+// ResetSession is called before a pooled connection is reused: the session
+// goes back to the DSN's (see Session), so that one caller's USE or SET
+// SESSION never reaches another caller's statements.
 func (c *Conn) ResetSession(ctx context.Context) error {
 	if !c.IsValid() {
 		return driver.ErrBadConn
 	}
+	c.resetClientSession()
 	if r, ok := c.session.(driver.SessionResetter); ok {
 		return r.ResetSession(ctx)
 	}

@@ -213,7 +213,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zkpresto: Presto client: %w", err)
 	}
-	return &Conn{connector: c, session: session}, nil
+	return &Conn{connector: c, session: session, clientSession: newClientSession(c.cfg)}, nil
 }
 
 // Nodes returns the coordinators discovery currently lists, opening

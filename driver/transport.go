@@ -46,6 +46,9 @@ type attempt struct {
 	urlUsed atomic.Bool
 	// The statement's timestamp with time zone columns (see tstz.go).
 	attemptTSTZ
+	// session is the connection's session (see session.go): the
+	// submission carries it, every answer may change it. nil for none.
+	session *clientSession
 }
 
 func newAttempt(ra *routing.Attempt, caller context.Context) *attempt {
@@ -142,6 +145,9 @@ func (t *routingTransport) roundTrip(req *http.Request) (*http.Response, error) 
 		release()
 		return nil, t.failed(a, err)
 	}
+	if a.session != nil {
+		a.session.apply(resp.Header)
+	}
 	return resp, nil
 }
 
@@ -190,6 +196,9 @@ func (t *routingTransport) target(req *http.Request, a *attempt, submission bool
 		ctx = a.Trace(ctx)
 	}
 	r := req.WithContext(ctx)
+	if submission && a.session != nil {
+		r.Header = a.session.headers(req.Header)
+	}
 	if placeholder {
 		u := &a.url
 		if !a.urlUsed.CompareAndSwap(false, true) {
@@ -240,6 +249,9 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 		if r.err != nil {
 			release()
 			return nil, t.failed(a, r.err)
+		}
+		if a.session != nil {
+			a.session.apply(r.resp.Header)
 		}
 		// Follow-ups carry the caller's cancellation themselves; the
 		// answer is whole already.

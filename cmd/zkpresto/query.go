@@ -258,7 +258,17 @@ func runStatement(ctx context.Context, conn *sql.Conn, query string, write resul
 	if err != nil {
 		return progress(), queryError(err, progress().QueryID, servedBy(conn))
 	}
-	err = write(out, rows)
+	update := progress().UpdateType != ""
+	if update {
+		// A statement that is no query (SET SESSION, USE, INSERT...)
+		// prints what it did instead of its result, as presto-cli does;
+		// its result is read to the end, never cut short.
+		for rows.Next() {
+		}
+		err = rows.Err()
+	} else {
+		err = write(out, rows)
+	}
 	if cerr := rows.Close(); err == nil {
 		err = cerr
 	}
@@ -266,10 +276,42 @@ func runStatement(ctx context.Context, conn *sql.Conn, query string, write resul
 	if err != nil {
 		return progress(), queryError(err, progress().QueryID, coordinator)
 	}
+	if update {
+		if display != nil {
+			display.stop()
+		}
+		fmt.Fprintln(errOut, updateStatus(progress()))
+	}
 	if o.showCoordinator && coordinator != "" {
 		fmt.Fprintln(errOut, "coordinator:", coordinator)
 	}
 	return progress(), nil
+}
+
+// updateStatus is presto-cli's line for a statement that is no query:
+// "SET SESSION", or with a row count "INSERT: 5 rows" (presto-cli's and
+// trino-cli's Query.renderUpdate).
+func updateStatus(p zkdriver.Progress) string {
+	if !p.HasUpdateCount {
+		return p.UpdateType
+	}
+	if p.UpdateCount == 1 {
+		return p.UpdateType + ": 1 row"
+	}
+	return fmt.Sprintf("%s: %d rows", p.UpdateType, p.UpdateCount)
+}
+
+// sessionOf returns the session of conn's driver connection: the DSN's,
+// changed by the statements conn ran.
+func sessionOf(conn *sql.Conn) zkdriver.Session {
+	var s zkdriver.Session
+	_ = conn.Raw(func(dc any) error {
+		if c, ok := dc.(*zkdriver.Conn); ok {
+			s = c.Session()
+		}
+		return nil
+	})
+	return s
 }
 
 // newLogger returns the logger of --log-level: logfmt on w.
@@ -473,8 +515,8 @@ func (e *statementError) Error() string {
 func (e *statementError) Unwrap() error { return e.err }
 
 // servedBy returns the URL of the coordinator conn's last statement went
-// to, or "" if the driver does not say. It is the one place that reaches
-// into the driver's connection.
+// to, or "" if the driver does not say. It and sessionOf are the places
+// that reach into the driver's connection.
 func servedBy(conn *sql.Conn) string {
 	var url string
 	conn.Raw(func(dc any) error {

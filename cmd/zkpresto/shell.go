@@ -35,15 +35,17 @@ func historyFile() string {
 	return filepath.Join(home, ".zkpresto_history")
 }
 
-// shellPrompts are presto-cli's prompts: "presto:schema> ", and for the
-// lines that continue a statement "-> " aligned under it.
-func shellPrompts(cfg *zkdriver.Config) (first, next string) {
+// shellPrompts are presto-cli's prompts: "presto:schema> " with the
+// session's current schema (USE changes it), and for the lines that
+// continue a statement "-> " aligned under it.
+func shellPrompts(trino bool, schema string) (first, next string) {
 	first = "presto"
-	if cfg.Trino {
+	if trino {
 		first = "trino"
 	}
-	if cfg.Schema != "" {
-		first += ":" + cfg.Schema
+	if schema != "" {
+		// As presto-cli's Console: a colon would read as the separator.
+		first += ":" + strings.ReplaceAll(schema, ":", "")
 	}
 	first += "> "
 	return first, strings.Repeat(" ", len(first)-3) + "-> "
@@ -54,7 +56,7 @@ func shellPrompts(cfg *zkdriver.Config) (first, next string) {
 // errors. quit or exit (or Ctrl-D) leaves; Ctrl-C at the prompt drops the
 // statement being typed, and while a statement runs it cancels it.
 func runShell(ctx context.Context, conn *sql.Conn, cfg *zkdriver.Config, write resultWriter, in io.Reader, out, errOut io.Writer, o queryOptions) error {
-	first, next := shellPrompts(cfg)
+	first, next := shellPrompts(cfg.Trino, cfg.Schema)
 	rlcfg := &readline.Config{
 		Prompt:                 first,
 		HistoryFile:            historyFile(),
@@ -127,6 +129,8 @@ func runShell(ctx context.Context, conn *sql.Conn, cfg *zkdriver.Config, write r
 			}
 			shellStatement(ctx, conn, s, write, out, errOut, o)
 		}
+		// The statements may have changed the session (USE).
+		first, next = shellPrompts(cfg.Trino, sessionOf(conn).Schema)
 	}
 }
 

@@ -107,7 +107,7 @@ func TestShellEndsAtEOFAndKnowsItsPrompts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first, next := shellPrompts(cfg); first != "presto:web> " || next != "         -> " {
+	if first, next := shellPrompts(cfg.Trino, cfg.Schema); first != "presto:web> " || next != "         -> " {
 		t.Errorf("prompts %q, %q", first, next)
 	}
 }

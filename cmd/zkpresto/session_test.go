@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
@@ -82,5 +83,21 @@ func TestShellStatementsShareTheSession(t *testing.T) {
 	typing.Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestUpdateStatusIsPrestoCLIs(t *testing.T) {
+	for _, tc := range []struct {
+		p    zkdriver.Progress
+		want string
+	}{
+		{zkdriver.Progress{UpdateType: "SET SESSION"}, "SET SESSION"},
+		{zkdriver.Progress{UpdateType: "INSERT", UpdateCount: 5, HasUpdateCount: true}, "INSERT: 5 rows"},
+		{zkdriver.Progress{UpdateType: "DELETE", UpdateCount: 1, HasUpdateCount: true}, "DELETE: 1 row"},
+		{zkdriver.Progress{UpdateType: "INSERT", HasUpdateCount: true}, "INSERT: 0 rows"},
+	} {
+		if got := updateStatus(tc.p); got != tc.want {
+			t.Errorf("updateStatus(%+v) = %q, want %q", tc.p, got, tc.want)
+		}
 	}
 }

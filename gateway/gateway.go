@@ -67,6 +67,14 @@ type Config struct {
 	// on the way in and the session changes renamed back. Empty renames
 	// nothing on the way in.
 	Flavour Flavour
+	// NoCoordinatorGrace is how long a group may have no coordinator that
+	// takes statements before the gateway answers them with a failed
+	// query (NO_NODES_AVAILABLE, naming the group and where it looked),
+	// which every client shows, instead of a 503, which clients send
+	// again for up to a minute or until their deadline: a brief blip stays
+	// invisible, an outage is explained. 0 means
+	// DefaultNoCoordinatorGrace; negative, none.
+	NoCoordinatorGrace time.Duration
 }
 
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
@@ -84,6 +92,7 @@ type Gateway struct {
 	queries  queryTable
 	stats    counters
 	recent   statementLog // the last statements, for the status page
+	outages  *outages     // the groups without a coordinator, since when
 }
 
 // New returns a Gateway for cfg. It does no network I/O.
@@ -102,7 +111,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zkpresto: gateway: routing-token secret: %w", err)
 	}
-	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now()}
+	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace)}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}

@@ -42,6 +42,7 @@ type gatewayOptions struct {
 	tlsCert      string
 	tlsKey       string
 	drainTimeout time.Duration
+	noNodesGrace time.Duration
 	logLevel     string
 }
 
@@ -109,6 +110,8 @@ statements get 503 (retried elsewhere), running queries go on for up to
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate to serve https with (with --tls-key)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long running requests may go on")
+	f.DurationVar(&o.noNodesGrace, "no-coordinator-grace", gateway.DefaultNoCoordinatorGrace,
+		"how long a group may have no coordinator before statements get a failed query (NO_NODES_AVAILABLE) instead of a 503 clients retry; 0 for at once")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	bindEnv(f, "dsn", "listen", "public-url", "log-level")
 	return cmd
@@ -144,11 +147,18 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
+	grace := o.noNodesGrace
+	switch {
+	case grace < 0:
+		return errors.New("--no-coordinator-grace must not be negative")
+	case grace == 0:
+		grace = -1 // the Config's "none"
+	}
 	secret, err := o.secret()
 	if err != nil {
 		return err
 	}
-	gwCfg := gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger}
+	gwCfg := gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger, NoCoordinatorGrace: grace}
 	var stats metrics.StatsSource
 	var routingTo string
 	if o.dsn != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -62,6 +63,35 @@ func TestGatewayCommandServesAndDrains(t *testing.T) {
 	}
 }
 
+// --no-coordinator-grace 0: a statement no coordinator takes fails at once
+// with a query failure the client shows, instead of 503s it retries.
+func TestGatewayCommandNoCoordinatorGrace(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // a coordinator that refuses every connection
+	secret := filepath.Join(t.TempDir(), "gateway.key")
+	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret,
+		"--dsn", "presto://"+dead+"/", "--no-coordinator-grace", "0")
+	addr := announcedAddr(t, gw, "http")
+	db, err := sql.Open("presto", "presto://alice@"+addr+"/hive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = db.ExecContext(ctx, "SELECT 1")
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "NO_NODES_AVAILABLE") || !strings.Contains(err.Error(), dead) {
+		t.Fatalf("got %v (context %v), want NO_NODES_AVAILABLE naming %s at once", err, ctx.Err(), dead)
+	}
+}
+
 func TestGatewayCommandRefusesBadSetups(t *testing.T) {
 	t.Setenv(secretEnv, "")
 	for _, tc := range []struct {
@@ -72,6 +102,7 @@ func TestGatewayCommandRefusesBadSetups(t *testing.T) {
 		{[]string{"gateway", "--dsn", "presto://c1:8080/"}, "--secret-file"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--tls-cert", "x.pem"}, "--tls-cert and --tls-key"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--config", "router-config.json"}, "give one of them"},
+		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--no-coordinator-grace", "-1s"}, "--no-coordinator-grace must not be negative"},
 	} {
 		if _, _, err := run(tc.args, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error naming %s", tc.args, err, tc.want)

@@ -211,6 +211,7 @@ func (c *Coordinator) parseRequest(r *http.Request, sql string, now time.Time) (
 	req.Path, _ = c.header(r, "Path")
 	req.Role, _ = c.header(r, "Role")
 	req.OriginalUser, _ = c.header(r, "Original-User")
+	_, req.Password, _ = r.BasicAuth()
 	var sessions, tags, prepared []string
 	sessions, trino[7] = c.headerValues(r, "Session")
 	tags, trino[8] = c.headerValues(r, "Client-Tags")

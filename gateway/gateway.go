@@ -93,6 +93,7 @@ type Gateway struct {
 	stats    counters
 	recent   statementLog // the last statements, for the status page
 	outages  *outages     // the groups without a coordinator, since when
+	latency  latencies    // how long requests took, by kind
 }
 
 // New returns a Gateway for cfg. It does no network I/O.
@@ -140,6 +141,9 @@ func (g *Gateway) Drain() { g.draining.Store(true) }
 
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	// Also when a handler ends by cutting the connection (a panic).
+	defer func() { g.latency.observe(requestKind(r), time.Since(start)) }()
 	path := r.URL.Path
 	switch {
 	case strings.HasPrefix(path, token.PathPrefix):

@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/zkpresto/zkpresto/internal/gateway/token"
 	"github.com/zkpresto/zkpresto/internal/protocol"
@@ -114,6 +115,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 		writeError(w, http.StatusInternalServerError, errStatementFailure, id,
 			fmt.Sprintf("zkpresto gateway: coordinator %s failed for query %s: %v", hostOf(base), id, err))
 		return
+	}
+	switch {
+	case r.Method == http.MethodGet:
+		g.watchPage(resp, id)
+	case r.Method == http.MethodDelete && resp.StatusCode/100 == 2:
+		g.recent.end(id, queryEnd{outcome: outcomeCancelled, at: time.Now()})
 	}
 	written, err := g.relay(w, r, resp, base)
 	switch {

@@ -252,6 +252,20 @@ func TestRegisterOverTLS(t *testing.T) {
 	}
 }
 
+// --web-ui is registered, and what discovery reads back says where the
+// coordinator's web UI is.
+func TestRegisterCarriesTheWebUIAddress(t *testing.T) {
+	zks := zkserver.StartT(t)
+	c := startCoordinators(t, 1)[0]
+	observer := fleet.DialT(t, zks.Addr())
+	start(t, "register", "--zookeeper", zks.Addr(), "--advertise", c.URL(), "--web-ui", "https://presto-ui.example.com/c1/", "--interval", "50ms")
+	eventually(t, "the registration", func() bool { return len(registrations(t, observer, "/presto")) == 1 })
+	n := registrations(t, observer, "/presto")[c.Addr()]
+	if got := n.WebUI(); got != "https://presto-ui.example.com/c1" {
+		t.Fatalf("registered %+v: web UI %q", n, got)
+	}
+}
+
 func TestRegisterRejectsBadSettings(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -270,6 +284,8 @@ func TestRegisterRejectsBadSettings(t *testing.T) {
 		{"missing CA", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--zookeeper-tls-ca", "/nonexistent/ca.pem"}, nil, "--zookeeper-tls-ca"},
 		{"log level", []string{"register", "--log-level", "loud"}, nil, "--log-level"},
 		{"metrics addr", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--metrics-addr", "not-an-addr"}, nil, "--metrics-addr"},
+		{"web UI not a URL", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--web-ui", "ui.example.com"}, nil, `web UI "ui.example.com"`},
+		{"web UI with a query", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--web-ui", "https://ui/?x=1"}, nil, "web UI"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {

@@ -139,7 +139,7 @@ func (w *zkWatch) onDialError(err error) {
 	if w.dialFailures.Add(1) < int64(len(w.cfg.Servers)) {
 		return
 	}
-	if w.unreachable.CompareAndSwap(false, true) {
+	if w.unreachable.CompareAndSwap(false, true) && unreachableLogs.first(w.source) {
 		// An error text is not ours to trust not to quote the credentials.
 		msg := zkconn.Redact(zkconn.Config{AuthScheme: w.cfg.AuthScheme, Auth: w.cfg.Auth}, err.Error())
 		w.log.Warn("ZooKeeper unreachable: no server of the ensemble answers; retrying", "err", msg)
@@ -150,4 +150,37 @@ func (w *zkWatch) onDialError(err error) {
 func (w *zkWatch) onSession() {
 	w.dialFailures.Store(0)
 	w.unreachable.Store(false)
+	unreachableLogs.ended(w.source)
+}
+
+// outageLog remembers, per ensemble and path, that its outage was logged:
+// a discoverer that fails to open is closed, and the next statement (or
+// health probe) opens another, whose outage is the same one.
+type outageLog struct {
+	mu     sync.Mutex
+	logged map[string]time.Time
+	now    func() time.Time
+}
+
+// unreachableLogs is the process's outageLog of unreachable ensembles.
+var unreachableLogs = &outageLog{logged: map[string]time.Time{}, now: time.Now}
+
+// first reports whether source's outage is news: not logged within
+// changeLimitWindow (a lasting outage is said again once a window).
+func (o *outageLog) first(source string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := o.now()
+	if at, ok := o.logged[source]; ok && now.Sub(at) < changeLimitWindow {
+		return false
+	}
+	o.logged[source] = now
+	return true
+}
+
+// ended forgets source's outage: a session came.
+func (o *outageLog) ended(source string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.logged, source)
 }

@@ -29,3 +29,23 @@ func TestChangeLinesAreRateLimited(t *testing.T) {
 		t.Fatalf("the first line after the window does not count the 7 dropped:\n%s", logs.String())
 	}
 }
+
+// A lasting outage is said again once a window; a session ends it.
+func TestOutageLogSaysALastingOutageOnceAWindow(t *testing.T) {
+	now := time.Unix(1000, 0)
+	o := &outageLog{logged: map[string]time.Time{}, now: func() time.Time { return now }}
+	if !o.first("zk1:2181/presto") || o.first("zk1:2181/presto") {
+		t.Fatal("the first report is news, the second within the window is not")
+	}
+	if !o.first("zk2:2181/presto") {
+		t.Fatal("another ensemble's outage is news of its own")
+	}
+	now = now.Add(changeLimitWindow)
+	if !o.first("zk1:2181/presto") {
+		t.Fatal("a window later the lasting outage is said again")
+	}
+	o.ended("zk1:2181/presto")
+	if !o.first("zk1:2181/presto") {
+		t.Fatal("after a session, the next outage is news")
+	}
+}

@@ -2,8 +2,10 @@ package discovery_test
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
@@ -109,5 +111,27 @@ func TestDiscoveryLogsAnUnreachableEnsembleOncePerOutage(t *testing.T) {
 	zkWaitUntil(t, "three more dials", func() bool { return len(logLines(logs, "level=DEBUG", "refused")) >= 4 })
 	if n := len(logLines(logs, "unreachable")); n != 1 {
 		t.Fatalf("the outage was logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// A discoverer that cannot open is closed and the next use opens another:
+// the outage they both meet is logged once.
+func TestAnUnreachableEnsembleIsLoggedOnceAcrossOpens(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	logs := &testutil.Buffer{}
+	cfg := discovery.ZooKeeperConfig{Servers: []string{dead}, Path: "/presto", ConnectTimeout: 2 * time.Second, Logger: logs.Logger()}
+	for range 3 {
+		if d, err := discovery.OpenZooKeeper(context.Background(), cfg); err == nil {
+			d.Close()
+			t.Fatal("opened a closed port")
+		}
+	}
+	if n := len(logLines(logs, "level=WARN", "ZooKeeper unreachable", "ensemble="+dead)); n != 1 {
+		t.Fatalf("three failed opens logged the outage %d times, want once:\n%s", n, logs.String())
 	}
 }

@@ -9,11 +9,10 @@ import (
 )
 
 func TestLatencyBucketsAreCumulative(t *testing.T) {
-	var l latencies
-	l.observe("submit", 3*time.Millisecond)
-	l.observe("submit", 700*time.Millisecond)
-	l.observe("submit", time.Minute)
-	g := &Gateway{latency: l}
+	g := &Gateway{}
+	g.latency.observe("submit", 3*time.Millisecond)
+	g.latency.observe("submit", 700*time.Millisecond)
+	g.latency.observe("submit", time.Minute)
 	got := g.RequestLatencies()
 	if len(got) != 1 || got[0].Count != 3 {
 		t.Fatalf("got %+v", got)

@@ -177,7 +177,7 @@ func TestBatchInterruptAbortsTheQuery(t *testing.T) {
 	o := queryOptions{server: c.URL(), logLevel: "warn", execute: "SELECT * FROM sleep(5000); SELECT 2", interrupts: interrupts}
 	done := make(chan error, 1)
 	go func() { done <- runQuery(context.Background(), strings.NewReader(""), io.Discard, io.Discard, o, nil) }()
-	eventually(t, "the long statement", func() bool { return c.Running() == 1 })
+	eventually(t, "the long statement", func() bool { return c.Running() == 1 && polled(c) })
 	interrupts <- os.Interrupt
 	err := <-done
 	id := lastRequestOf(t, c).QueryID

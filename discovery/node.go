@@ -79,6 +79,22 @@ type Node struct {
 	Load PublishedLoad
 }
 
+// MetadataWebUI is the Metadata key of the address users reach the
+// coordinator's web UI at, http[s]://host[:port][/prefix], when it is not
+// the coordinator's own (a proxy or an ingress in front of the UI): the
+// gateway sends a query's infoUri there. zkpresto register --web-ui writes
+// it.
+const MetadataWebUI = "webUI"
+
+// WebUI returns the base URL of the coordinator's web UI: the registration's
+// MetadataWebUI when set, else URL.
+func (n *Node) WebUI() string {
+	if ui := strings.TrimSuffix(n.Metadata[MetadataWebUI], "/"); ui != "" {
+		return ui
+	}
+	return n.URL()
+}
+
 // URL returns the coordinator's base URL, e.g. "http://10.0.0.1:8080".
 func (n *Node) URL() string {
 	scheme := n.Scheme

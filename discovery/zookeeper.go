@@ -284,6 +284,12 @@ type zkWatch struct {
 
 	expired  atomic.Bool                 // a session expired; the loop re-reads every child
 	lastDial atomic.Pointer[dialFailure] // the latest failed dial, for the connect error
+	// unreachable is set by the first failed dial of an outage, which is
+	// logged, and cleared by the next session (see changelog.go).
+	unreachable  atomic.Bool
+	dialFailures atomic.Int64 // failed dials since the last session
+	// changes limits the membership lines logged.
+	changes *logLimiter
 
 	// Loop-owned state.
 	children   map[string]*zkChild
@@ -316,6 +322,7 @@ func newZKWatch(key string, cfg ZooKeeperConfig) *zkWatch {
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		children:  map[string]*zkChild{},
+		changes:   newLogLimiter(changeLimit, changeLimitWindow),
 	}
 	w.pub.current.Store(NewSnapshot(w.source, 0, nil))
 	return w
@@ -343,6 +350,7 @@ func (w *zkWatch) start(parent context.Context) (err error) {
 		// would otherwise only say that no session came.
 		OnDialError: func(err error) {
 			w.lastDial.Store(&dialFailure{msg: err.Error()})
+			w.onDialError(err)
 			// go-zookeeper dials the servers in turn: as many refusals in a
 			// row as there are servers means every one of them refused.
 			if !errors.Is(err, syscall.ECONNREFUSED) {
@@ -469,6 +477,7 @@ func (w *zkWatch) setConnected(connected bool, server string) {
 	}
 	w.st.Connected = connected
 	if connected {
+		w.onSession()
 		if !w.st.StaleSince.IsZero() {
 			w.log.Info("ZooKeeper session restored", "server", server, "stale_for", time.Since(w.st.StaleSince).Round(time.Millisecond))
 		}
@@ -803,6 +812,7 @@ func (w *zkWatch) publish() {
 	w.st.LastChange = time.Now()
 	w.stateMu.Unlock()
 	w.log.Debug("coordinators changed", "nodes", len(next.Nodes), "skipped", skipped, "generation", next.Generation)
+	w.logMembership(cur, next)
 	w.pub.publish(next)
 }
 

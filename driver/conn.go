@@ -39,6 +39,10 @@ type Conn struct {
 	// txn.go).
 	beginning bool
 
+	// clientSession is the Presto session the statements carry and change
+	// (see session.go).
+	clientSession *clientSession
+
 	// closeConnector is set by Driver.Open, whose connector lives as long as
 	// this one connection.
 	closeConnector *Connector
@@ -188,6 +192,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 	_, err := c.connector.router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
 		c.last.Store(ra.Node)
 		a := newAttempt(ra, ctx)
+		a.session = c.clientSession
 		a.WholePages = true // the Presto client decodes whole pages anyway
 		a.splitPages = true
 		last = a
@@ -326,11 +331,14 @@ func (c *Conn) IsValid() bool {
 	return !c.closed.Load() && !c.broken.Load() && !c.connector.router.Closed()
 }
 
-// ResetSession is called before a pooled connection is reused.
+// ResetSession is called before a pooled connection is reused: the session
+// goes back to the DSN's (see Session), so that one caller's USE or SET
+// SESSION never reaches another caller's statements.
 func (c *Conn) ResetSession(ctx context.Context) error {
 	if !c.IsValid() {
 		return driver.ErrBadConn
 	}
+	c.resetClientSession()
 	if r, ok := c.session.(driver.SessionResetter); ok {
 		return r.ResetSession(ctx)
 	}

@@ -234,7 +234,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		session.Close()
 		return nil, errors.New("zkpresto: internal error: the Presto client made no session")
 	}
-	return &Conn{connector: c, session: session, ps: ps}, nil
+	return &Conn{connector: c, session: session, ps: ps, clientSession: newClientSession(c.cfg)}, nil
 }
 
 // Nodes returns the coordinators discovery currently lists, opening

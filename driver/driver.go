@@ -16,6 +16,14 @@
 // session, which every *sql.DB of the process naming the same ensemble and
 // namespace then shares. Use NewConnector with sql.OpenDB to pass a logger,
 // a strategy factory, an ejection policy or an HTTP client.
+//
+// The Presto session (catalog, schema, session properties, path, roles,
+// prepared statements) lives in the connection: USE, SET SESSION and the
+// other session statements change it for the connection's later
+// statements, whatever coordinator runs them. database/sql hands each
+// statement any connection of its pool, and a connection that goes back to
+// the pool is reset to the DSN's session; statements that share a session
+// run on one *sql.Conn (db.Conn), or in one transaction.
 package driver
 
 import (

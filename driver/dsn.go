@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/suggest"
 )
 
 // Defaults applied by NewConfig and ParseDSN.
@@ -610,7 +611,7 @@ func dsnSuggestKey(key string) string {
 		if d := len(lower) - len(sp.lower); d > limit || -d > limit {
 			continue
 		}
-		if d := dsnEditDistance(lower, sp.lower); d <= limit && d < bestDistance {
+		if d := suggest.Distance(lower, sp.lower); d <= limit && d < bestDistance {
 			best, bestDistance = sp.spelling, d
 		}
 	}
@@ -632,28 +633,6 @@ var dsnSpellings = func() []struct{ spelling, lower string } {
 	}
 	return out
 }()
-
-// dsnEditDistance is the Levenshtein distance between a and b, in bytes;
-// both are at most dsnMaxSuggestLen long.
-func dsnEditDistance(a, b string) int {
-	var rows [2][dsnMaxSuggestLen + 1]int
-	prev, cur := &rows[0], &rows[1]
-	for j := 0; j <= len(b); j++ {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
 
 // dsnIsSessionPropertyName reports whether s can name a Presto session
 // property: a lower-case identifier, optionally catalog.property, as

@@ -39,6 +39,12 @@ type Progress struct {
 	// coordinator does not always know it).
 	Percentage    float64
 	HasPercentage bool
+	// UpdateType names what a statement that is not a query did (SET
+	// SESSION, USE, INSERT, CREATE TABLE...), as presto-cli prints it; ""
+	// for a query. UpdateCount is the rows it changed, when HasUpdateCount.
+	UpdateType     string
+	UpdateCount    int64
+	HasUpdateCount bool
 }
 
 type progressKey struct{}
@@ -190,5 +196,32 @@ func (e *pageEnds) progress() (Progress, bool) {
 	if st.ProgressPercentage != nil {
 		p.Percentage, p.HasPercentage = *st.ProgressPercentage, true
 	}
+	// updateType and updateCount follow the stats (QueryResults' order);
+	// a key of the same name before the stats is data.
+	after := rest[1:]
+	if v, ok := memberAfter(after, "updateType"); ok {
+		_ = json.Unmarshal(v, &p.UpdateType)
+	}
+	if v, ok := memberAfter(after, "updateCount"); ok {
+		p.HasUpdateCount = json.Unmarshal(v, &p.UpdateCount) == nil
+	}
 	return p, true
+}
+
+// memberAfter returns the value of the last member named key in page, the
+// part of a page after its stats.
+func memberAfter(page []byte, key string) (json.RawMessage, bool) {
+	i := bytes.LastIndex(page, []byte(`"`+key+`"`))
+	if i < 0 {
+		return nil, false
+	}
+	rest := bytes.TrimLeft(page[i+len(key)+2:], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return nil, false
+	}
+	var v json.RawMessage
+	if err := json.NewDecoder(bytes.NewReader(rest[1:])).Decode(&v); err != nil {
+		return nil, false
+	}
+	return v, true
 }

@@ -43,3 +43,25 @@ func TestPageEndsFindTheTopLevelStats(t *testing.T) {
 		t.Errorf("kept %d and %d bytes", len(e.head), len(e.tail))
 	}
 }
+
+func TestPageEndsFindTheUpdateTypeAfterTheStats(t *testing.T) {
+	pages := []struct {
+		page      string
+		wantType  string
+		wantCount int64
+		hasCount  bool
+	}{
+		{`{"id":"q","data":[[true]],"stats":{"state":"FINISHED"},"warnings":[],"updateType":"SET SESSION"}`, "SET SESSION", 0, false},
+		{`{"id":"q","data":[[5]],"stats":{"state":"FINISHED"},"updateType" : "INSERT","updateCount":5}`, "INSERT", 5, true},
+		// The same keys in the data, before the stats, are no update.
+		{`{"id":"q","data":[[{"updateType":"DROP","updateCount":1}]],"stats":{"state":"FINISHED"},"warnings":[]}`, "", 0, false},
+	}
+	for _, tc := range pages {
+		var e pageEnds
+		e.Write([]byte(tc.page))
+		p, ok := e.progress()
+		if !ok || p.UpdateType != tc.wantType || p.UpdateCount != tc.wantCount || p.HasUpdateCount != tc.hasCount {
+			t.Errorf("%s: got %q %d %v (%v)", tc.page, p.UpdateType, p.UpdateCount, p.HasUpdateCount, ok)
+		}
+	}
+}

@@ -52,6 +52,9 @@ type attempt struct {
 	unanswered atomic.Bool
 	attemptPages
 	attemptTxn
+	// session is the connection's session (see session.go): the
+	// submission carries it, every answer may change it. nil for none.
+	session *clientSession
 }
 
 func newAttempt(ra *routing.Attempt, caller context.Context) *attempt {
@@ -174,6 +177,9 @@ func (t *routingTransport) roundTrip(req *http.Request) (*http.Response, error) 
 		release()
 		return nil, t.failed(a, err)
 	}
+	if a.session != nil {
+		a.session.apply(resp.Header)
+	}
 	return resp, nil
 }
 
@@ -230,6 +236,9 @@ func (t *routingTransport) target(req *http.Request, a *attempt, submission bool
 		}
 	}
 	r := req.WithContext(ctx)
+	if submission && a.session != nil {
+		r.Header = a.session.headers(req.Header)
+	}
 	if placeholder {
 		u := &a.url
 		if !a.urlUsed.CompareAndSwap(false, true) {
@@ -282,6 +291,9 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 		if r.err != nil {
 			release()
 			return nil, t.failed(a, r.err)
+		}
+		if a.session != nil {
+			a.session.apply(r.resp.Header)
 		}
 		// Follow-ups carry the caller's cancellation themselves; the
 		// answer is whole already.

@@ -7,14 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/internal/suggest"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -82,24 +85,86 @@ var schedulers = map[string]string{
 	"WEIGHTED_ROUND_ROBIN":   "weighted_poll",
 }
 
-// known are the top-level fields a RouterConfig reads; others (predictor)
-// are logged and ignored, so that a Presto Router file works as it is.
-var known = map[string]bool{"groups": true, "selectors": true, "scheduler": true}
+// The fields a RouterConfig reads, at each level. Presto Router's own
+// "predictor" (RouterSpec.java of presto-router) is logged and ignored, so
+// that its files work as they are; any other field is refused, since a
+// mistyped one ("usr") would otherwise be dropped in silence.
+var (
+	topFields      = []string{"groups", "selectors", "scheduler"}
+	groupFields    = []string{"name", "members", "scheduler", "flavour", "weights", "weight"}
+	selectorFields = []string{"user", "source", "clientTags", "targetGroup"}
+	ignoredFields  = map[string]bool{"predictor": true}
+)
+
+// checkFields refuses the fields of obj (the JSON object at path) that are
+// not among known, naming the nearest known one. obj that is no object is
+// left to the typed decoding, whose error names the type.
+func checkFields(path string, obj json.RawMessage, known []string, ignored map[string]bool) (ignoredSeen []string, err error) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(obj, &fields) != nil {
+		return nil, nil
+	}
+	names := slices.Sorted(maps.Keys(fields))
+	for _, name := range names {
+		switch {
+		case slices.Contains(known, name):
+		case ignored[name]:
+			ignoredSeen = append(ignoredSeen, name)
+		default:
+			nearest, _ := suggest.Nearest(name, known)
+			at := name
+			if path != "" {
+				at = path + "." + name
+			}
+			return nil, fmt.Errorf("%s: unknown field (the nearest known one is %q; known: %s)", at, nearest, strings.Join(known, ", "))
+		}
+	}
+	return ignoredSeen, nil
+}
+
+// checkAllFields runs checkFields over the config's levels.
+func checkAllFields(data []byte, log *slog.Logger, file string) error {
+	ignored, err := checkFields("", data, topFields, ignoredFields)
+	if err != nil {
+		return err
+	}
+	for _, k := range ignored {
+		log.Info("router config: ignoring a field the gateway does not use", "file", file, "field", k)
+	}
+	var top struct {
+		Groups    []json.RawMessage `json:"groups"`
+		Selectors []json.RawMessage `json:"selectors"`
+	}
+	if json.Unmarshal(data, &top) != nil {
+		return nil // the typed decoding says why
+	}
+	for i, g := range top.Groups {
+		if _, err := checkFields(fmt.Sprintf("groups[%d]", i), g, groupFields, nil); err != nil {
+			return err
+		}
+	}
+	for i, sel := range top.Selectors {
+		if _, err := checkFields(fmt.Sprintf("selectors[%d]", i), sel, selectorFields, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // ParseRouterConfig parses a router-config.json and checks it; errors name
-// file and the JSON path of the field at fault.
+// file and the JSON path of the field at fault. An unknown field, at any
+// level, is refused with the nearest known one (Presto Router's predictor
+// is logged and ignored), and so is a selector without a condition.
 func ParseRouterConfig(file string, data []byte, log *slog.Logger) (*RouterConfig, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, jsonError(file, data, err)
+	if !json.Valid(data) {
+		var v any
+		return nil, jsonError(file, data, json.Unmarshal(data, &v))
 	}
-	for k := range top {
-		if !known[k] {
-			log.Info("router config: ignoring a field the gateway does not use", "file", file, "field", k)
-		}
+	if err := checkAllFields(data, log, file); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	var c RouterConfig
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -174,6 +239,11 @@ func ParseRouterConfig(file string, data []byte, log *slog.Logger) (*RouterConfi
 		at := fmt.Sprintf("selectors[%d]", i)
 		if !names[s.TargetGroup] {
 			return nil, fail(at+".targetGroup", "no group named %q", s.TargetGroup)
+		}
+		if s.User == nil && s.Source == nil && len(s.ClientTags) == 0 {
+			// It would claim every statement: a mistake far more often
+			// than a wish; a group's weight routes what no selector claims.
+			return nil, fail(at, "no condition (user, source or clientTags): it would match every statement; give the groups weights instead")
 		}
 		for field, re := range map[string]*string{"user": s.User, "source": s.Source} {
 			if re == nil {

@@ -314,11 +314,77 @@ func TestParseRouterConfigNamesTheField(t *testing.T) {
 		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"user": "(", "targetGroup": "a"}]}`, "selectors[0].user"},
 		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "scheduler": "FASTEST"}`, "scheduler"},
 		{"{\n  \"groups\": [{\"name\": 1}]}", "f.json:2:"},
+		// A mistyped field is refused, never dropped, naming the nearest
+		// known one, at every level and in every case.
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"usr": "etl_.*", "targetGroup": "a"}]}`,
+			`f.json: selectors[0].usr: unknown field (the nearest known one is "user"`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"user": "etl", "TargetGroup": "a"}]}`,
+			`selectors[0].TargetGroup: unknown field (the nearest known one is "targetGroup"`},
+		{`{"groups": [{"name": "a", "member": ["http://c1:8080"]}]}`, `groups[0].member: unknown field (the nearest known one is "members"`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selector": []}`, `f.json: selector: unknown field (the nearest known one is "selectors"`},
+		// A selector without a condition would claim every statement.
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"targetGroup": "a"}]}`, `f.json: selectors[0]: no condition`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"clientTags": [], "targetGroup": "a"}]}`, `selectors[0]: no condition`},
+		{`[]`, "f.json"},
 	} {
 		_, err := gateway.ParseRouterConfig("f.json", []byte(tc.text), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error with %q", tc.text, err, tc.want)
 		}
+	}
+}
+
+// A typo in the file keeps the config in use, says where it is, and the
+// file loads once it is right.
+func TestRouterConfigWithATypoKeepsTheConfigInUse(t *testing.T) {
+	cs := startCoordinators(t, 2)
+	var logs syncWriter
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	withSelector := func(field string) string {
+		return `{"groups": [{"name": "all", "members": ["` + cs[0].URL() + `"]}, {"name": "etl", "members": ["` + cs[1].URL() + `"], "weight": 0}],
+  "selectors": [{"` + field + `": "etl_.*", "targetGroup": "etl"}]}`
+	}
+	file := writeConfig(t, "", `{"groups": [{"name": "all", "members": ["`+cs[0].URL()+`"]}]}`)
+	gw, srv := configGateway(t, file, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	// SIGHUP after each write: the watcher may start after the write, and
+	// would then take the new file for the one it started with.
+	hup := make(chan os.Signal, 1)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		gateway.WatchConfig(ctx, gw, file, gateway.BuildOptions{Logger: log}, hup, 10*time.Millisecond)
+	}()
+	t.Cleanup(func() { cancel(); <-watched })
+	waitLog := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(logs.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the logs:\n%s", what, logs.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	etl := map[string]string{"X-Presto-User": "etl_nightly"}
+
+	writeConfig(t, file, withSelector("usr"))
+	hup <- os.Interrupt
+	waitLog("not reloaded")
+	if s := logs.String(); !strings.Contains(s, "selectors[0].usr") || !strings.Contains(s, `\"user\"`) {
+		t.Errorf("the log of the bad file names neither the field nor the nearest known one:\n%s", s)
+	}
+	runStatement(t, srv.URL, "SELECT 1", etl, nil)
+	if got := fmt.Sprint(statements(cs)); got != "[1 0]" {
+		t.Errorf("with the bad file, statements per coordinator %s, want [1 0] (the config in use)", got)
+	}
+
+	writeConfig(t, file, withSelector("user"))
+	hup <- os.Interrupt
+	waitLog("router config reloaded")
+	runStatement(t, srv.URL, "SELECT 1", etl, nil)
+	if got := fmt.Sprint(statements(cs)); got != "[1 1]" {
+		t.Errorf("once the file is right, statements per coordinator %s, want [1 1]", got)
 	}
 }
 
@@ -712,10 +778,13 @@ func TestWatchConfigSeesARenamedFileOfTheSameTimeAndSize(t *testing.T) {
 	}
 	gw, srv := configGateway(t, file, log)
 	ctx, cancel := context.WithCancel(context.Background())
+	// SIGHUP after each write: the watcher may start after the write, and
+	// would then take the new file for the one it started with.
+	hup := make(chan os.Signal, 1)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		gateway.WatchConfig(ctx, gw, file, gateway.BuildOptions{Logger: log}, nil, 10*time.Millisecond)
+		gateway.WatchConfig(ctx, gw, file, gateway.BuildOptions{Logger: log}, hup, 10*time.Millisecond)
 	}()
 	t.Cleanup(func() { cancel(); <-watched })
 	time.Sleep(50 * time.Millisecond) // a few looks at the old file

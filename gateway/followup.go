@@ -9,7 +9,9 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/gateway/token"
 	"github.com/zkpresto/zkpresto/internal/protocol"
 )
@@ -52,9 +54,10 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.HasPrefix(restURL.Path, "/ui/") {
-		// The coordinator's own web UI: the browser goes there itself.
+		// The coordinator's own web UI: the browser goes there itself, at
+		// the address the registration gives for it.
 		g.stats.add("followup", http.StatusFound)
-		http.Redirect(w, r, base+rest+queryPart(r), http.StatusFound)
+		http.Redirect(w, r, g.webUIOf(r.Context(), base)+rest+queryPart(r), http.StatusFound)
 		return
 	}
 	switch r.Method {
@@ -115,6 +118,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 			fmt.Sprintf("zkpresto gateway: coordinator %s failed for query %s: %v", hostOf(base), id, err))
 		return
 	}
+	switch {
+	case r.Method == http.MethodGet:
+		g.watchPage(resp, id)
+	case r.Method == http.MethodDelete && resp.StatusCode/100 == 2:
+		g.recent.end(id, queryEnd{outcome: outcomeCancelled, at: time.Now()})
+	}
 	written, err := g.relay(w, r, resp, base, id)
 	switch {
 	case err == nil:
@@ -135,6 +144,22 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 		g.log.Warn("relaying an answer failed; cutting the client's connection", "node", hostOf(base), "query", id, "err", err)
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// webUIOf is the base URL of the web UI of the coordinator at base: what
+// its registration says (discovery.MetadataWebUI), else base.
+func (g *Gateway) webUIOf(ctx context.Context, base string) string {
+	for _, rs := range g.snapshots(ctx, false) {
+		for i := range rs.snap.Nodes {
+			if n := &rs.snap.Nodes[i]; rs.reach.base(n) == base {
+				if _, ok := n.Metadata[discovery.MetadataWebUI]; ok {
+					return n.WebUI()
+				}
+				return base
+			}
+		}
+	}
+	return base
 }
 
 // tokenOpens reports whether a token bound to query id (empty for a

@@ -74,6 +74,14 @@ type Config struct {
 	// on the way in and the session changes renamed back. Empty renames
 	// nothing on the way in.
 	Flavour Flavour
+	// NoCoordinatorGrace is how long a group may have no coordinator that
+	// takes statements before the gateway answers them with a failed
+	// query (NO_NODES_AVAILABLE, naming the group and where it looked),
+	// which every client shows, instead of a 503, which clients send
+	// again for up to a minute or until their deadline: a brief blip stays
+	// invisible, an outage is explained. 0 means
+	// DefaultNoCoordinatorGrace; negative, none.
+	NoCoordinatorGrace time.Duration
 }
 
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
@@ -92,6 +100,8 @@ type Gateway struct {
 	running  running // queries awaiting a follow-up, for a drain
 	stats    counters
 	recent   statementLog // the last statements, for the status page
+	outages  *outages     // the groups without a coordinator, since when
+	latency  latencies    // how long requests took, by kind
 }
 
 // New returns a Gateway for cfg. It does no network I/O.
@@ -110,7 +120,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zkpresto: gateway: routing-token secret: %w", err)
 	}
-	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now()}
+	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace)}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -139,6 +149,9 @@ func (g *Gateway) Drain() { g.draining.Store(true) }
 
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	// Also when a handler ends by cutting the connection (a panic).
+	defer func() { g.latency.observe(requestKind(r), time.Since(start)) }()
 	path := r.URL.Path
 	switch {
 	case strings.HasPrefix(path, token.PathPrefix):

@@ -129,9 +129,12 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	})
 	g.noteStatement(r, group.Name, base, resp, err)
 	if err != nil {
-		g.submitFailed(w, err)
+		if !g.noCoordinator(w, group, err) {
+			g.submitFailed(w, err)
+		}
 		return
 	}
+	g.outages.ended(group.Name)
 	defer a.End(nil)
 	g.noteListed(base, rc)
 	if r.Context().Err() != nil {

@@ -144,14 +144,23 @@ type StatementRecord struct {
 	QueryID string `json:"queryId,omitempty"`
 	// Status is the HTTP status the client got.
 	Status int `json:"status"`
-	// Outcome is accepted, refused (the coordinator answered an error
-	// status), failed (a coordinator failed after it may have had it),
-	// not routed (no coordinator took it), bad request or client gone.
+	// Outcome is finished, failed (the query failed, or a coordinator
+	// failed after it may have had it), cancelled, accepted (running, or
+	// its follow-ups went through another replica), refused (the
+	// coordinator answered an error status), not routed (no coordinator
+	// took it), bad request or client gone.
 	Outcome string `json:"outcome"`
-	// State is the query's state in the first answer, e.g. QUEUED.
+	// State is the query's latest state this replica saw, e.g. QUEUED,
+	// FINISHED or FAILED.
 	State string `json:"state,omitempty"`
+	// ErrorName is a failed query's error name, e.g. GENERIC_USER_ERROR.
+	ErrorName string `json:"errorName,omitempty"`
 	// Error is why it failed, if it did.
 	Error string `json:"error,omitempty"`
+	// Ended is when this replica saw the query end; ElapsedMillis the
+	// time from the first answer (Time) to then.
+	Ended         time.Time `json:"ended,omitzero"`
+	ElapsedMillis float64   `json:"elapsedMs,omitempty"`
 }
 
 // statementLog is the ring of the last RecentStatements records. The zero
@@ -161,6 +170,7 @@ type statementLog struct {
 	ring [RecentStatements]loggedStatement
 	next int
 	n    int
+	ends map[string]queryEnd // how queries ended, by id (see outcome.go)
 }
 
 // loggedStatement is a record as the log keeps it: an accepted statement's
@@ -195,7 +205,9 @@ func (l *statementLog) newestFirst() []StatementRecord {
 			e.rec.readHead(e.head, e.gzipped)
 			e.head = nil
 		}
-		out = append(out, e.rec)
+		rec := e.rec
+		l.applyEnd(&rec)
+		out = append(out, rec)
 	}
 	return out
 }
@@ -205,8 +217,13 @@ func (l *statementLog) newestFirst() []StatementRecord {
 func (rec *StatementRecord) readHead(head []byte, gzipped bool) {
 	id, state, msg := answerHead(head, gzipped)
 	rec.QueryID, rec.State = clip(id), clip(state)
-	if msg != "" && rec.Outcome == "accepted" {
-		rec.Outcome, rec.Error = "failed", clip(msg)
+	switch {
+	case rec.Outcome != outcomeAccepted:
+	case msg != "":
+		rec.Outcome, rec.Error = outcomeFailed, clip(msg)
+		rec.ErrorName, _, _ = strings.Cut(rec.Error, ":")
+	case state == "FINISHED":
+		rec.Outcome = outcomeFinished // whole in its first answer
 	}
 }
 
@@ -277,7 +294,7 @@ func (b *watchedBody) Close() error {
 		case rec.Status != http.StatusOK:
 			rec.Outcome = "refused"
 		default:
-			rec.Outcome = "accepted" // or failed, as the head will tell
+			rec.Outcome = outcomeAccepted // or failed, as the head will tell
 		}
 		b.g.recent.addAnswered(rec, b.head, b.gzipped)
 	})

@@ -1,6 +1,6 @@
 // Package metrics exports zkpresto's figures as Prometheus collectors: what
-// a registrar did (zkpresto register) and what a driver connector sees and
-// does per coordinator.
+// a registrar did (zkpresto register), what a driver connector sees and
+// does per coordinator, and what a gateway answered and how fast.
 //
 // Prometheus, not OpenTelemetry: the Prometheus text format is what the
 // systems around Presto already scrape (Presto's own JMX exporter setups,
@@ -10,8 +10,9 @@
 // collectors with the OpenTelemetry Collector's Prometheus receiver.
 //
 // The collectors read a snapshot function at each scrape; they keep no
-// state of their own and are safe for concurrent use. The only label is
-// node (a coordinator's host:port), never a user, a DSN or a credential.
+// state of their own and are safe for concurrent use. The labels are node
+// (a coordinator's host:port), and a gateway request's kind and status,
+// never a user, a DSN or a credential.
 // Series of a coordinator that left discovery disappear with it.
 //
 // To expose two connectors from one process, register each under its own

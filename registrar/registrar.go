@@ -84,6 +84,11 @@ type Config struct {
 	// Version is the registered Presto version; default the coordinator's
 	// nodeVersion.version from /v1/info.
 	Version string
+	// WebUI, when set, is where users reach the coordinator's web UI,
+	// http[s]://host[:port][/prefix], when not at AdvertiseURI: it is
+	// registered as the discovery.MetadataWebUI entry, and the gateway
+	// sends a query's infoUri there.
+	WebUI string
 	// Interval is the time between health checks; default 5s. It also
 	// bounds each check and how soon a znode deleted by someone else is
 	// noticed if its watch was missed.
@@ -236,6 +241,13 @@ func New(cfg Config) (*Registrar, error) {
 	if err := checkVersion(cfg.Version); err != nil {
 		return nil, fmt.Errorf("registrar: version %q: %w", cfg.Version, err)
 	}
+	if cfg.WebUI != "" {
+		u, err := url.Parse(cfg.WebUI)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(cfg.WebUI, "; ") {
+			return nil, fmt.Errorf("registrar: web UI %q: want http[s]://host[:port][/prefix], without user info, query, ';' or spaces", cfg.WebUI)
+		}
+	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
@@ -251,7 +263,7 @@ func New(cfg Config) (*Registrar, error) {
 	r := &Registrar{
 		cfg:     cfg,
 		path:    path,
-		node:    discovery.Node{Addr: addr, Scheme: scheme, Weight: cfg.Weight, Zone: cfg.Zone, Version: cfg.Version},
+		node:    discovery.Node{Addr: addr, Scheme: scheme, Weight: cfg.Weight, Zone: cfg.Zone, Version: cfg.Version, Metadata: webUIMetadata(cfg.WebUI)},
 		infoURL: base.String() + "/v1/info",
 		http:    cfg.HTTPClient,
 		log:     cfg.Logger,
@@ -871,4 +883,13 @@ func (r *Registrar) deregisterAll(conn *zk.Conn) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// webUIMetadata is the registration's metadata for a web UI address; nil
+// without one.
+func webUIMetadata(ui string) map[string]string {
+	if ui == "" {
+		return nil
+	}
+	return map[string]string{discovery.MetadataWebUI: strings.TrimSuffix(ui, "/")}
 }

@@ -129,7 +129,12 @@ func New(cfg Config) (*Router, error) {
 	default:
 		r.retries = cfg.Retries
 	}
-	r.health = health.NewTracker(cfg.Health, health.WithLogger(r.log))
+	healthLog := r.log
+	if cfg.ZooKeeper != nil {
+		// Discovery's lines say where they looked; ejections say it too.
+		healthLog = r.log.With("ensemble", cfg.ZooKeeper.Ensemble(), "path", cfg.ZooKeeper.Path)
+	}
+	r.health = health.NewTracker(cfg.Health, health.WithLogger(healthLog))
 	opts := cfg.StrategyOptions
 	opts.Logger, opts.Loads = r.log, r.loads
 	if cfg.ZooKeeper != nil {

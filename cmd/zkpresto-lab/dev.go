@@ -23,9 +23,12 @@ interrupted. Nothing is registered: that is what "zkpresto register" is for.
 
 The simulators speak the Presto client protocol: every statement returns one
 row naming the coordinator that served it, rows(N) returns N rows, and
-fail('message') fails with that message. ZooKeeper's data lives in a temporary
-directory that is removed on exit.`,
+fail('message') fails with that message. With --flavour trino they speak
+Trino's X-Trino-* headers and ZKPRESTO_DSN is a trino:// DSN, to try the
+gateway with Trino clients. ZooKeeper's data lives in a temporary directory
+that is removed on exit.`,
 		Example: `  zkpresto-lab dev --env-file /tmp/zkpresto-dev.env &
+  zkpresto-lab dev --flavour trino --coordinators 3
   . /tmp/zkpresto-dev.env
   zkpresto register --advertise "$C1" &`,
 		Args: cobra.NoArgs,
@@ -35,5 +38,6 @@ directory that is removed on exit.`,
 	}
 	cmd.Flags().IntVar(&o.Coordinators, "coordinators", 2, "how many coordinator simulators to start (c1..cN)")
 	cmd.Flags().StringVar(&o.EnvFile, "env-file", "", "also write the export lines to this file, to source from another shell")
+	cmd.Flags().StringVar(&o.Flavour, "flavour", "presto", "the server the simulators stand in for: presto, or trino (X-Trino-* headers, a trino:// DSN)")
 	return cmd
 }

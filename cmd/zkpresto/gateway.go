@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -41,7 +43,13 @@ type gatewayOptions struct {
 	tlsCert      string
 	tlsKey       string
 	drainTimeout time.Duration
+	noNodesGrace time.Duration
 	logLevel     string
+	// adminListen, when set, is where the operator pages are served
+	// instead of --listen; adminPasswordFile holds a credential they then
+	// require.
+	adminListen       string
+	adminPasswordFile string
 }
 
 func newGatewayCommand() *cobra.Command {
@@ -68,11 +76,18 @@ source and client tags, the scheduler, and an optional weight per group for
 the statements no selector claims. It is reloaded on SIGHUP and when it
 changes; a file that fails to load keeps the config in use.
 
-GET /_zk/health answers 200 while discovery lists coordinators; GET
-/_zk/metrics serves Prometheus metrics. On SIGTERM the gateway drains: new
-statements get 503 with Connection: close (retried elsewhere), while the
-gateway keeps listening and serves the follow-ups of the queries in
-flight until they finish, for up to --drain-timeout; then it exits.`,
+GET /_zk/health answers 200 while discovery lists coordinators. The operator
+pages, /_zk/status (GET / leads there), /_zk/status.json and /_zk/metrics
+(Prometheus; requests by kind and status, their latency), show user names,
+sources, query ids and coordinator addresses: serve them on an internal
+address with --admin-listen, or behind a password with
+--admin-password-file, or both. /_zk/health stays on --listen for load
+balancers. A group with no coordinator answers 503 for
+--no-coordinator-grace, then a NO_NODES_AVAILABLE query failure every client
+shows. On SIGTERM the gateway drains: new statements get 503 with
+Connection: close (retried elsewhere), while the gateway keeps listening and
+serves the follow-ups of the queries in flight until they finish, for up to
+--drain-timeout; then it exits.`,
 		Example: `  zkpresto gateway --listen 0.0.0.0:8080 \
     --dsn 'presto://zk1:2181,zk2:2181/;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto;zooKeeperStrategy=p2c' \
     --secret-file /etc/zkpresto/gateway.key
@@ -109,6 +124,10 @@ flight until they finish, for up to --drain-timeout; then it exits.`,
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate to serve https with (with --tls-key)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long the queries in flight may go on")
+	f.StringVar(&o.adminListen, "admin-listen", "", "serve the operator pages (/_zk/status, /_zk/status.json, /_zk/metrics) on this address only, not on --listen")
+	f.StringVar(&o.adminPasswordFile, "admin-password-file", "", "require this file's password for the operator pages (HTTP basic authentication, any user; or a bearer token)")
+	f.DurationVar(&o.noNodesGrace, "no-coordinator-grace", gateway.DefaultNoCoordinatorGrace,
+		"how long a group may have no coordinator before statements get a failed query (NO_NODES_AVAILABLE) instead of a 503 clients retry; 0 for at once")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	bindEnv(f, "dsn", "listen", "public-url", "log-level")
 	return cmd
@@ -144,11 +163,18 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
+	grace := o.noNodesGrace
+	switch {
+	case grace < 0:
+		return errors.New("--no-coordinator-grace must not be negative")
+	case grace == 0:
+		grace = -1 // the Config's "none"
+	}
 	secret, err := o.secret()
 	if err != nil {
 		return err
 	}
-	gwCfg := gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger}
+	gwCfg := gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger, NoCoordinatorGrace: grace}
 	var stats metrics.StatsSource
 	var routingTo string
 	if o.dsn != "" {
@@ -198,17 +224,47 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	mux := http.NewServeMux()
-	mux.Handle("/", gw)
-	gw.HandleStatus(mux)
-	mux.Handle("GET /_zk/metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /_zk/health", func(w http.ResponseWriter, r *http.Request) {
+	promReg.MustRegister(metrics.NewGatewayCollector(gw))
+	health := func(w http.ResponseWriter, r *http.Request) {
 		if err := gw.Open(r.Context()); err != nil {
 			http.Error(w, "no coordinators: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
-	})
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", gw)
+	mux.HandleFunc("GET /_zk/health", health) // for load balancers, always here
+	admin := mux
+	if o.adminListen != "" {
+		admin = http.NewServeMux()
+		admin.HandleFunc("GET /_zk/health", health)
+		// Not here: plainly, rather than as a routing token that fails.
+		for _, path := range []string{"/_zk/status", "/_zk/status.json", "/_zk/metrics"} {
+			mux.Handle(path, http.NotFoundHandler())
+		}
+	}
+	guard, err := adminGuard(o.adminPasswordFile)
+	if err != nil {
+		return err
+	}
+	pages := http.NewServeMux()
+	gw.HandleStatus(pages)
+	pages.Handle("GET /_zk/metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
+	for _, pattern := range []string{"GET /_zk/status", "GET /_zk/status.json", "GET /_zk/metrics"} {
+		admin.Handle(pattern, guard(pages))
+	}
+	// GET / leads an operator's browser to the status page.
+	admin.Handle("GET /{$}", http.RedirectHandler("/_zk/status", http.StatusFound))
+	var adminSrv *gateway.Server
+	var adminLn net.Listener
+	if o.adminListen != "" {
+		if adminLn, err = net.Listen("tcp", o.adminListen); err != nil {
+			return fmt.Errorf("--admin-listen: %w", err)
+		}
+		defer adminLn.Close()
+		adminSrv = gateway.NewServer(admin, logger, gateway.ServerLimits{})
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
@@ -227,7 +283,51 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 		scheme = "https"
 	}
 	fmt.Fprintf(out, "zkpresto gateway on %s://%s, routing to %s\n", scheme, ln.Addr(), routingTo)
+	if adminSrv != nil {
+		fmt.Fprintf(out, "operator pages at http://%s/_zk/status\n", adminLn.Addr())
+		adminServed := make(chan error, 1)
+		go func() { adminServed <- adminSrv.Serve(adminLn) }()
+		defer func() {
+			adminSrv.Close()
+			<-adminServed
+		}()
+	}
 	return serveGateway(ctx, ln, tlsConfig, mux, gw, logger, o.drainTimeout)
+}
+
+// adminGuard returns what wraps the operator pages: nothing without a
+// password file; with one, a check of the password (HTTP basic
+// authentication with any user, as a browser sends it, or a bearer token,
+// as Prometheus can), compared in constant time.
+func adminGuard(file string) (func(http.Handler) http.Handler, error) {
+	if file == "" {
+		return func(h http.Handler) http.Handler { return h }, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--admin-password-file: %w", err)
+	}
+	password := strings.TrimSpace(string(b))
+	if password == "" {
+		return nil, fmt.Errorf("--admin-password-file %s: empty", file)
+	}
+	want := sha256.Sum256([]byte(password))
+	matches := func(got string) bool {
+		sum := sha256.Sum256([]byte(got))
+		return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+	}
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, basic, hasBasic := r.BasicAuth()
+			bearer, hasBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if (hasBasic && matches(basic)) || (hasBearer && matches(bearer)) {
+				h.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Basic realm="zkpresto gateway", charset="UTF-8"`)
+			http.Error(w, "zkpresto gateway: the operator pages need the password (--admin-password-file)", http.StatusUnauthorized)
+		})
+	}, nil
 }
 
 // groupStats merges the groups' figures for the metrics: every coordinator

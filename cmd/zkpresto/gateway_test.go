@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -62,6 +64,35 @@ func TestGatewayCommandServesAndDrains(t *testing.T) {
 	}
 }
 
+// --no-coordinator-grace 0: a statement no coordinator takes fails at once
+// with a query failure the client shows, instead of 503s it retries.
+func TestGatewayCommandNoCoordinatorGrace(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // a coordinator that refuses every connection
+	secret := filepath.Join(t.TempDir(), "gateway.key")
+	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret,
+		"--dsn", "presto://"+dead+"/", "--no-coordinator-grace", "0")
+	addr := announcedAddr(t, gw, "http")
+	db, err := sql.Open("presto", "presto://alice@"+addr+"/hive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = db.ExecContext(ctx, "SELECT 1")
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "NO_NODES_AVAILABLE") || !strings.Contains(err.Error(), dead) {
+		t.Fatalf("got %v (context %v), want NO_NODES_AVAILABLE naming %s at once", err, ctx.Err(), dead)
+	}
+}
+
 func TestGatewayCommandRefusesBadSetups(t *testing.T) {
 	t.Setenv(secretEnv, "")
 	for _, tc := range []struct {
@@ -72,6 +103,7 @@ func TestGatewayCommandRefusesBadSetups(t *testing.T) {
 		{[]string{"gateway", "--dsn", "presto://c1:8080/"}, "--secret-file"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--tls-cert", "x.pem"}, "--tls-cert and --tls-key"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--config", "router-config.json"}, "give one of them"},
+		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--no-coordinator-grace", "-1s"}, "--no-coordinator-grace must not be negative"},
 	} {
 		if _, _, err := run(tc.args, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error naming %s", tc.args, err, tc.want)
@@ -231,4 +263,102 @@ func announcedAddr(t *testing.T, gw *running, scheme string) string {
 		return addr != ""
 	})
 	return addr
+}
+
+// The operator pages: by default on the clients' address, GET / leading to
+// them; with --admin-listen on that address only; with
+// --admin-password-file behind the password.
+func TestGatewayCommandOperatorPages(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "gateway.key")
+	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(url string, auth func(*http.Request)) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if auth != nil {
+			auth(req)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+
+	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", "presto://"+c.Addr()+"/")
+	addr := announcedAddr(t, gw, "http")
+	if resp, _ := get("http://"+addr+"/", nil); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/_zk/status" {
+		t.Errorf("GET / answered %d, Location %q; want a redirect to the status page", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, _ := get("http://"+addr+"/_zk/status", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("the status page on the clients' address answered %d", resp.StatusCode)
+	}
+	if err := gw.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	password := filepath.Join(dir, "admin.password")
+	if err := os.WriteFile(password, []byte("s3cret operator\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw = start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", "presto://"+c.Addr()+"/",
+		"--admin-listen", "127.0.0.1:0", "--admin-password-file", password)
+	addr = announcedAddr(t, gw, "http")
+	var adminAddr string
+	eventually(t, "the operator address", func() bool {
+		m := regexp.MustCompile(`operator pages at http://(127\.0\.0\.1:\d+)/_zk/status`).FindStringSubmatch(gw.out.String())
+		if m != nil {
+			adminAddr = m[1]
+		}
+		return adminAddr != ""
+	})
+	// A statement, for the metrics to count.
+	db, err := sql.Open("presto", "presto://alice@"+addr+"/hive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/_zk/status", "/_zk/status.json", "/_zk/metrics"} {
+		if resp, _ := get("http://"+addr+path, nil); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s on the clients' address answered %d with --admin-listen, want 404", path, resp.StatusCode)
+		}
+		resp, _ := get("http://"+adminAddr+path, nil)
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
+			t.Errorf("%s without the password answered %d (%q), want 401 asking for it", path, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+		}
+		if resp, _ := get("http://"+adminAddr+path, func(r *http.Request) { r.SetBasicAuth("ops", "wrong") }); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s with a wrong password answered %d", path, resp.StatusCode)
+		}
+		if resp, _ := get("http://"+adminAddr+path, func(r *http.Request) { r.SetBasicAuth("anyone", "s3cret operator") }); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s with the password answered %d", path, resp.StatusCode)
+		}
+	}
+	if resp, _ := get("http://"+addr+"/_zk/health", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("/_zk/health left the clients' address: %d", resp.StatusCode)
+	}
+	resp, body := get("http://"+adminAddr+"/_zk/metrics", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cret operator") })
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("metrics with the bearer token: %d", resp.StatusCode)
+	}
+	for _, want := range []string{
+		`zkpresto_gateway_requests_total{kind="submit",status="200"} 1`,
+		`zkpresto_gateway_request_duration_seconds_bucket{kind="submit",le="+Inf"} 1`,
+		`zkpresto_gateway_request_duration_seconds_count{kind="followup"}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the metrics lack %s:\n%s", want, body)
+		}
+	}
+	if resp, _ := get("http://"+adminAddr+"/", nil); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/_zk/status" {
+		t.Errorf("GET / on the operator address answered %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
 }

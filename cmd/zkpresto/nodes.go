@@ -65,6 +65,9 @@ INFLIGHT per coordinator, so you see what a running service is doing.
 
 --watch keeps the view live: it prints the list again whenever it changes,
 until interrupted. With --json each print is one JSON array on one line.
+Meanwhile stderr says what changed, once per change (--log-level info is
+its default): coordinators found, joining, leaving and ejected, an empty
+namespace, ZooKeeper unreachable, a session lost, expired or restored.
 
 --wait-for N waits until N usable coordinators are listed (with --probe,
 N that are up), at most --timeout, then prints the list once: what a
@@ -83,6 +86,11 @@ each registration that was skipped, with why it could not be read.`,
 		Args:    cobra.NoArgs,
 		PreRunE: applyEnvHook,
 		RunE: cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			if o.watch && !cmd.Flags().Changed("log-level") {
+				// A watch is also told, on stderr, what changed and why:
+				// coordinators joining, leaving, ejected, ZooKeeper lost.
+				o.logLevel = "info"
+			}
 			return runNodes(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		}),
 	}
@@ -94,7 +102,7 @@ each registration that was skipped, with why it could not be read.`,
 	f.BoolVar(&o.probe, "probe", false, "ask each coordinator's /v1/info for its health")
 	f.StringVar(&o.metricsURL, "metrics", "", "Prometheus endpoint of a process using the driver, for its per-node counts")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound for connecting to ZooKeeper, each probe and the metrics request")
-	f.StringVar(&o.logLevel, "log-level", "error", "driver and discovery logs on stderr: debug, info, warn or error")
+	f.StringVar(&o.logLevel, "log-level", "error", "driver and discovery logs on stderr: debug, info, warn or error (info with --watch)")
 	f.IntVar(&o.waitFor, "wait-for", 0, "wait (at most --timeout) until this many usable coordinators are listed (up, with --probe), then print")
 	bindEnv(f, "dsn")
 	return cmd

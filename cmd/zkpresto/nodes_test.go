@@ -131,6 +131,9 @@ func TestNodesWatchFollowsChanges(t *testing.T) {
 	if got := prints()[1][0].Address; got != cs[0].Addr() {
 		t.Errorf("after the second left, watch shows %s", got)
 	}
+	// stderr said so, once, in words, with where it looked.
+	left := []string{"level=INFO", `msg="coordinator left"`, "node=" + cs[1].Addr(), "ensemble=" + zks.Addr(), "path=/presto"}
+	eventually(t, "the line saying the second left", func() bool { return countLines(watch.errOut.String(), left...) == 1 })
 	if err := watch.stop(t); err != nil {
 		t.Fatalf("interrupted --watch returned %v", err)
 	}
@@ -318,4 +321,19 @@ func TestNodesWaitFor(t *testing.T) {
 	if _, _, err := run([]string{"nodes", "--dsn", dsn, "--wait-for", "1", "--watch"}, ""); err == nil || !strings.Contains(err.Error(), "do not go together") {
 		t.Errorf("--wait-for with --watch: %v", err)
 	}
+}
+
+// countLines counts the lines of s that hold every one of parts.
+func countLines(s string, parts ...string) int {
+	n := 0
+	for line := range strings.Lines(s) {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
 }

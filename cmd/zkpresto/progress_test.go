@@ -60,7 +60,8 @@ func TestProgressIsShownOnlyOnATerminal(t *testing.T) {
 	// redrawn in place, and erased before the results.
 	c := startCoordinators(t, 1)[0]
 	errOut := &testutil.Buffer{}
-	o := queryOptions{server: c.URL(), logLevel: "warn", execute: "SELECT * FROM rows(1) WHERE sleep(1200) IS NULL", isTerminal: yes}
+	// Batch mode shows it with --progress only, as presto-cli.
+	o := queryOptions{server: c.URL(), logLevel: "warn", execute: "SELECT * FROM rows(1) WHERE sleep(1200) IS NULL", isTerminal: yes, progress: true}
 	var out strings.Builder
 	if err := runQuery(t.Context(), strings.NewReader(""), &out, errOut, o, nil); err != nil {
 		t.Fatal(err)
@@ -71,8 +72,16 @@ func TestProgressIsShownOnlyOnATerminal(t *testing.T) {
 		t.Errorf("stdout %q; stderr %q", out.String(), drawn)
 	}
 
+	// Batch mode without --progress: nothing on stderr.
+	errOut = &testutil.Buffer{}
+	o.progress = false
+	if err := runQuery(t.Context(), strings.NewReader(""), io.Discard, errOut, o, nil); err != nil || errOut.String() != "" {
+		t.Errorf("without --progress, stderr %q (%v)", errOut.String(), err)
+	}
+
 	// Not a terminal: nothing on stderr.
 	errOut = &testutil.Buffer{}
+	o.progress = true
 	o.isTerminal = no
 	if err := runQuery(t.Context(), strings.NewReader(""), io.Discard, errOut, o, nil); err != nil || errOut.String() != "" {
 		t.Errorf("stderr %q (%v)", errOut.String(), err)

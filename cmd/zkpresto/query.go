@@ -12,16 +12,17 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"os/user"
 	"strings"
 	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/chzyer/readline"
 	"github.com/spf13/cobra"
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
-	"github.com/zkpresto/zkpresto/internal/cli"
 )
 
 func init() { subcommands = append(subcommands, newQueryCommand) }
@@ -35,11 +36,18 @@ type queryOptions struct {
 	namespace string
 	strategy  string
 	// The session, over the DSN's.
-	catalog  string
-	schema   string
-	user     string
-	source   string
-	sessions []string
+	catalog    string
+	schema     string
+	user       string
+	source     string
+	sessions   []string
+	clientTags string
+	clientInfo string
+	timeZone   string
+	// password asks for a password: $PRESTO_PASSWORD or $TRINO_PASSWORD,
+	// else a prompt on the terminal (readPassword, nil for the real one).
+	password     bool
+	readPassword func(prompt string) (string, error)
 	// What to run.
 	execute string
 	file    string
@@ -49,14 +57,26 @@ type queryOptions struct {
 	showCoordinator bool
 	timeout         time.Duration
 	logLevel        string
+	debug           bool
+	// ignoreErrors goes on after a failed statement in batch mode (the
+	// exit status still says one failed), as presto-cli's --ignore-errors.
+	ignoreErrors bool
+	// pager, in the shell, is the command results are piped through
+	// (--pager, else $PRESTO_PAGER or $TRINO_PAGER); "" for none.
+	pager string
+	// historyFile is the shell's history (--history-file); "" for the
+	// default, see historyFile.
+	historyFile string
 
 	// shell is set for the interactive shell, which gets Ctrl-C as
 	// interrupts.
 	shell      bool
 	interrupts <-chan os.Signal
-	// noProgress turns the progress display off; isTerminal (nil for the
-	// real check) tells whether stderr can show it.
+	// noProgress turns the progress display off; progress turns it on in
+	// batch mode, where presto-cli shows none by default; isTerminal (nil
+	// for the real check) tells whether stderr can show it.
 	noProgress bool
+	progress   bool
 	isTerminal func(io.Writer) bool
 }
 
@@ -72,8 +92,12 @@ Where: --server URL is one coordinator (or a gateway), http://host[:port]
 (port 80 by default, as in presto-cli), used as is, without discovery;
 --zookeeper HOSTS discovers the coordinators registered under --namespace
 and balances statements with --strategy; --dsn (or $ZKPRESTO_DSN) is a full
-zkpresto DSN. --catalog, --schema, --user, --source and --session name=value
-(repeatable) set the session, over what the DSN says.
+zkpresto DSN. --catalog, --schema, --user, --source, --client-tags,
+--client-info, --time-zone and --session name=value (repeatable) set the
+session, over what the DSN says; the user is by default the DSN's, else the
+operating system's. --password sends a password (over TLS only): from
+$PRESTO_PASSWORD or $TRINO_PASSWORD, else asked for. All statements run on
+one connection, so USE and SET SESSION apply to the ones after them.
 
 What: --execute (-e) SQL, or --file (-f) FILE, or the arguments joined by
 spaces, or standard input. A trailing semicolon is dropped.
@@ -87,13 +111,24 @@ command's original formats, and table is the default for SQL from the
 arguments or stdin. NULL shows as NULL in the text formats, as an empty
 field in CSV and TSV, as null in JSON.
 
-While a statement runs and stderr is a terminal, its progress is shown there
-and redrawn in place (state, elapsed time, rows and bytes read, splits, and
-the percentage when the coordinator reports one), until results appear;
---no-progress turns it off.
+While a statement of the shell runs and stderr is a terminal, its progress
+is shown there and redrawn in place (state, elapsed time, rows and bytes
+read, splits, and the percentage when the coordinator reports one), until
+results appear; --no-progress turns it off, --progress turns it on in batch
+mode.
 
 --show-coordinator prints which coordinator served the statement on stderr.
-A failed statement exits non-zero with Presto's message and the coordinator.`,
+A failed statement exits non-zero with Presto's message and the coordinator;
+with --ignore-errors batch mode goes on to the next statement (and still
+exits non-zero). Ctrl-C cancels the running statement: batch mode then ends
+with "Query <id> aborted by user"; the shell goes on. --debug shows the
+driver's debug logs and each failure's whole error.
+
+The shell (no SQL given, stdin a terminal) shows its progress on stderr
+(batch mode with --progress only), takes help, quit and exit, keeps its
+history in --history-file (default $ZKPRESTO_HISTORY, else
+~/.zkpresto_history), and pipes results through --pager (default
+$PRESTO_PAGER, else $TRINO_PAGER; none without).`,
 		Example: `  zkpresto query --server http://coordinator:8080 --catalog hive --schema web -e 'SELECT count(*) FROM page_views'
   zkpresto query --zookeeper zk1:2181,zk2:2181 --user alice --output-format ALIGNED -e 'SHOW CATALOGS'
   zkpresto query --dsn "$DSN" 'SELECT * FROM system.runtime.nodes'
@@ -120,9 +155,15 @@ A failed statement exits non-zero with Presto's message and the coordinator.`,
 				o.shell, o.interrupts = true, interrupts
 				return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
 			}
-			return cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-				return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
-			})(cmd, args)
+			// Batch mode: Ctrl-C aborts the running statement (on the
+			// coordinator too) and ends the run, saying which query.
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
+			defer stop()
+			interrupts := make(chan os.Signal, 1)
+			signal.Notify(interrupts, os.Interrupt)
+			defer signal.Stop(interrupts)
+			o.interrupts = interrupts
+			return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
 		},
 	}
 	f := cmd.Flags()
@@ -133,7 +174,11 @@ A failed statement exits non-zero with Presto's message and the coordinator.`,
 	f.StringVar(&o.dsn, "dsn", "", "a zkpresto DSN (instead of --server or --zookeeper)")
 	f.StringVar(&o.catalog, "catalog", "", "default catalog")
 	f.StringVar(&o.schema, "schema", "", "default schema")
-	f.StringVar(&o.user, "user", "", "user name (default: the DSN's, else $USER)")
+	f.StringVar(&o.user, "user", "", "user name (default: the DSN's, else the operating system's user)")
+	f.BoolVar(&o.password, "password", false, "send a password (HTTP basic authentication, over TLS only): $PRESTO_PASSWORD or $TRINO_PASSWORD, else asked for")
+	f.StringVar(&o.clientTags, "client-tags", "", "client tags, comma-separated (the gateway's selectors route on them)")
+	f.StringVar(&o.clientInfo, "client-info", "", "free-form client information the coordinator records")
+	f.StringVar(&o.timeZone, "time-zone", "", "the session time zone, e.g. UTC or Europe/Paris")
 	f.StringVar(&o.source, "source", "", "the client source the coordinator records (default zkpresto-cli)")
 	f.StringArrayVar(&o.sessions, "session", nil, "a session property, name=value (repeatable)")
 	f.StringVarP(&o.execute, "execute", "e", "", "execute these statements and exit")
@@ -143,6 +188,11 @@ A failed statement exits non-zero with Presto's message and the coordinator.`,
 	f.BoolVar(&o.showCoordinator, "show-coordinator", false, "print the coordinator that served the statement on stderr")
 	f.DurationVar(&o.timeout, "timeout", 0, "cancel the statement after this long (default: no limit)")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show a running statement's progress (shown on stderr when it is a terminal)")
+	f.BoolVar(&o.progress, "progress", false, "show the progress in batch mode too (--execute, --file), as the shell does")
+	f.BoolVar(&o.ignoreErrors, "ignore-errors", false, "batch mode: go on after a failed statement (the exit status is still non-zero)")
+	f.StringVar(&o.pager, "pager", "", "the shell's pager for results, a command run by sh (default $PRESTO_PAGER or $TRINO_PAGER; none without)")
+	f.StringVar(&o.historyFile, "history-file", "", "the shell's history file (default $ZKPRESTO_HISTORY, else ~/.zkpresto_history)")
+	f.BoolVar(&o.debug, "debug", false, "debug information: the driver's debug logs on stderr, and each failure's whole error")
 	f.StringVar(&o.logLevel, "log-level", "warn", "driver logs on stderr: debug, info, warn or error")
 	bindEnv(f, "dsn")
 	return cmd
@@ -179,6 +229,9 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 		return err
 	}
 	logOut := &detachableWriter{w: errOut}
+	if o.debug {
+		o.logLevel = "debug"
+	}
 	logger, err := newLogger(logOut, o.logLevel)
 	if err != nil {
 		return err
@@ -208,13 +261,91 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 	if o.shell {
 		return runShell(ctx, conn, cfg, write, in, out, errOut, o)
 	}
-	// One after another; the first failure ends the run, as in presto-cli.
+	// One after another; the first failure ends the run, as in presto-cli,
+	// unless --ignore-errors; Ctrl-C always does.
+	var failed error
 	for _, query := range statements {
-		if _, err := runStatement(ctx, conn, query, write, out, errOut, o); err != nil {
+		if len(o.interrupts) > 0 {
+			return abortedError{} // Ctrl-C between two statements
+		}
+		_, err, byUser := interruptible(ctx, o, false, func(ctx context.Context) (zkdriver.Progress, error) {
+			return runStatement(ctx, conn, query, write, out, errOut, o)
+		})
+		switch {
+		case err == nil:
+		case byUser:
+			return abortedByUser(err)
+		case !o.ignoreErrors:
 			return err
+		default:
+			fmt.Fprintln(errOut, describeFailure(err, o.debug))
+			failed = errIgnoredFailures
 		}
 	}
-	return nil
+	return failed
+}
+
+// errIgnoredFailures ends a batch run with --ignore-errors in which a
+// statement failed: each failure was printed already.
+var errIgnoredFailures = errors.New("a statement failed (--ignore-errors went on after it)")
+
+// interruptible runs one statement, which an interrupt (Ctrl-C) cancels,
+// and reports whether it did. fresh drops the interrupts from before it
+// (the shell's: one given at the prompt is not for the next statement).
+func interruptible(ctx context.Context, o queryOptions, fresh bool, run func(context.Context) (zkdriver.Progress, error)) (zkdriver.Progress, error, bool) {
+	for fresh && len(o.interrupts) > 0 {
+		<-o.interrupts
+	}
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	aborted := make(chan bool, 1)
+	go func() {
+		select {
+		case <-o.interrupts:
+			aborted <- true
+			cancel()
+		case <-done:
+			aborted <- false
+		}
+	}()
+	last, err := run(qctx)
+	close(done)
+	return last, err, <-aborted && err != nil
+}
+
+// abortedError is presto-cli's line for a statement Ctrl-C cancelled:
+// "Query <id> aborted by user", without the cancellation's error chain.
+type abortedError struct{ queryID string }
+
+func (e abortedError) Error() string {
+	if e.queryID == "" {
+		return "Query aborted by user"
+	}
+	return "Query " + e.queryID + " aborted by user"
+}
+
+// abortedByUser is the abortedError of a statement's error.
+func abortedByUser(err error) error {
+	var se *statementError
+	if errors.As(err, &se) {
+		return abortedError{queryID: se.queryID}
+	}
+	return abortedError{}
+}
+
+// describeFailure is a failure as printed: its message, and with --debug
+// the error's whole chain, one cause a line.
+func describeFailure(err error, debug bool) string {
+	if !debug {
+		return err.Error()
+	}
+	var b strings.Builder
+	b.WriteString(err.Error())
+	for e := errors.Unwrap(err); e != nil; e = errors.Unwrap(e) {
+		fmt.Fprintf(&b, "\n  caused by (%T): %v", e, e)
+	}
+	return b.String()
 }
 
 // runStatement runs one statement on conn and prints its result, with
@@ -231,7 +362,7 @@ func runStatement(ctx context.Context, conn *sql.Conn, query string, write resul
 		isTerminal = writerIsTerminal
 	}
 	var display *progressDisplay
-	if showProgress(!o.noProgress, errOut, isTerminal) {
+	if showProgress(!o.noProgress && (o.shell || o.progress), errOut, isTerminal) {
 		display = startProgress(errOut, terminalWidth(errOut))
 		defer display.stop()
 		out = stopOnWrite{Writer: out, stop: display.stop}
@@ -258,7 +389,17 @@ func runStatement(ctx context.Context, conn *sql.Conn, query string, write resul
 	if err != nil {
 		return progress(), queryError(err, progress().QueryID, servedBy(conn))
 	}
-	err = write(out, rows)
+	update := progress().UpdateType != ""
+	if update {
+		// A statement that is no query (SET SESSION, USE, INSERT...)
+		// prints what it did instead of its result, as presto-cli does;
+		// its result is read to the end, never cut short.
+		for rows.Next() {
+		}
+		err = rows.Err()
+	} else {
+		err = write(out, rows)
+	}
 	if cerr := rows.Close(); err == nil {
 		err = cerr
 	}
@@ -266,10 +407,42 @@ func runStatement(ctx context.Context, conn *sql.Conn, query string, write resul
 	if err != nil {
 		return progress(), queryError(err, progress().QueryID, coordinator)
 	}
+	if update {
+		if display != nil {
+			display.stop()
+		}
+		fmt.Fprintln(errOut, updateStatus(progress()))
+	}
 	if o.showCoordinator && coordinator != "" {
 		fmt.Fprintln(errOut, "coordinator:", coordinator)
 	}
 	return progress(), nil
+}
+
+// updateStatus is presto-cli's line for a statement that is no query:
+// "SET SESSION", or with a row count "INSERT: 5 rows" (presto-cli's and
+// trino-cli's Query.renderUpdate).
+func updateStatus(p zkdriver.Progress) string {
+	if !p.HasUpdateCount {
+		return p.UpdateType
+	}
+	if p.UpdateCount == 1 {
+		return p.UpdateType + ": 1 row"
+	}
+	return fmt.Sprintf("%s: %d rows", p.UpdateType, p.UpdateCount)
+}
+
+// sessionOf returns the session of conn's driver connection: the DSN's,
+// changed by the statements conn ran.
+func sessionOf(conn *sql.Conn) zkdriver.Session {
+	var s zkdriver.Session
+	_ = conn.Raw(func(dc any) error {
+		if c, ok := dc.(*zkdriver.Conn); ok {
+			s = c.Session()
+		}
+		return nil
+	})
+	return s
 }
 
 // newLogger returns the logger of --log-level: logfmt on w.
@@ -364,8 +537,23 @@ func (o queryOptions) config() (*zkdriver.Config, error) {
 	set(&cfg.Schema, o.schema)
 	set(&cfg.User, o.user)
 	set(&cfg.Source, o.source)
+	set(&cfg.ClientInfo, o.clientInfo)
+	set(&cfg.TimeZone, o.timeZone)
+	if o.clientTags != "" {
+		cfg.ClientTags = nil
+		for tag := range strings.SplitSeq(o.clientTags, ",") {
+			if tag = strings.TrimSpace(tag); tag != "" {
+				cfg.ClientTags = append(cfg.ClientTags, tag)
+			}
+		}
+	}
 	if cfg.User == "" {
-		cfg.User = os.Getenv("USER")
+		cfg.User = osUser()
+	}
+	if o.password {
+		if err := o.askPassword(cfg); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Source == "" {
 		cfg.Source = "zkpresto-cli"
@@ -384,6 +572,49 @@ func (o queryOptions) config() (*zkdriver.Config, error) {
 		cfg.SessionProperties[strings.TrimSpace(name)] = value
 	}
 	return cfg, nil
+}
+
+// osUser is the operating system's user name, as presto-cli's default
+// user (Java's user.name): os/user, else $USER, else "".
+func osUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+// askPassword sets cfg's password for --password: $PRESTO_PASSWORD, else
+// $TRINO_PASSWORD, else asked for on the terminal. As presto-cli, it
+// refuses to send one over plain http.
+func (o queryOptions) askPassword(cfg *zkdriver.Config) error {
+	if !cfg.SSL && cfg.SSLCA == "" && cfg.SSLCert == "" && cfg.SSLKey == "" && !cfg.SSLSkipVerify {
+		return errors.New("--password: a password is sent over TLS only: give --dsn with SSL=true or the ssl_* keys")
+	}
+	if cfg.User == "" {
+		return errors.New("--password: a password needs a user (--user)")
+	}
+	for _, name := range []string{"PRESTO_PASSWORD", "TRINO_PASSWORD"} {
+		if p := os.Getenv(name); p != "" {
+			cfg.Password = p
+			return nil
+		}
+	}
+	read := o.readPassword
+	if read == nil {
+		read = func(prompt string) (string, error) {
+			b, err := readline.Password(prompt)
+			return string(b), err
+		}
+	}
+	p, err := read("Password: ")
+	if err != nil {
+		return fmt.Errorf("--password: reading the password: %w", err)
+	}
+	if p == "" {
+		return errors.New("--password: no password given")
+	}
+	cfg.Password = p
+	return nil
 }
 
 // serverAddr reads presto-cli's --server: http://host[:port] or
@@ -473,8 +704,8 @@ func (e *statementError) Error() string {
 func (e *statementError) Unwrap() error { return e.err }
 
 // servedBy returns the URL of the coordinator conn's last statement went
-// to, or "" if the driver does not say. It is the one place that reaches
-// into the driver's connection.
+// to, or "" if the driver does not say. It and sessionOf are the places
+// that reach into the driver's connection.
 func servedBy(conn *sql.Conn) string {
 	var url string
 	conn.Raw(func(dc any) error {

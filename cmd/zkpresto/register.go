@@ -35,6 +35,7 @@ type registerOptions struct {
 	coordinator      string
 	weight           int
 	zone             string
+	webUI            string
 	version          string
 	interval         time.Duration
 	failureThreshold int
@@ -120,6 +121,7 @@ other users can see in the process list.`,
 	f.StringVar(&o.coordinator, "coordinator", "", "where to poll /v1/info, http(s)://host:port (default: --advertise)")
 	f.IntVar(&o.weight, "weight", 1, "weight for the weighted strategies, 1..1000000")
 	f.StringVar(&o.zone, "zone", "", "zone label clients may prefer")
+	f.StringVar(&o.webUI, "web-ui", "", "where users reach the coordinator's web UI, http[s]://host[:port][/prefix], when not at --advertise (the gateway sends infoUri there)")
 	f.StringVar(&o.version, "version", "", "registered Presto version (default: the coordinator's, from /v1/info)")
 	f.DurationVar(&o.interval, "interval", registrar.DefaultInterval, "time between health checks (also each check's timeout)")
 	f.IntVar(&o.failureThreshold, "failure-threshold", registrar.DefaultFailureThreshold, "consecutive failed checks that deregister the coordinator")
@@ -210,6 +212,7 @@ func (o registerOptions) registrarConfig(logger *slog.Logger) (registrar.Config,
 		CoordinatorURL:   o.coordinator,
 		Weight:           o.weight,
 		Zone:             o.zone,
+		WebUI:            o.webUI,
 		Version:          o.version,
 		Interval:         o.interval,
 		FailureThreshold: o.failureThreshold,

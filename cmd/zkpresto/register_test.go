@@ -252,6 +252,20 @@ func TestRegisterOverTLS(t *testing.T) {
 	}
 }
 
+// --web-ui is registered, and what discovery reads back says where the
+// coordinator's web UI is.
+func TestRegisterCarriesTheWebUIAddress(t *testing.T) {
+	zks := zkserver.StartT(t)
+	c := startCoordinators(t, 1)[0]
+	observer := fleet.DialT(t, zks.Addr())
+	start(t, "register", "--zookeeper", zks.Addr(), "--advertise", c.URL(), "--web-ui", "https://presto-ui.example.com/c1/", "--interval", "50ms")
+	eventually(t, "the registration", func() bool { return len(registrations(t, observer, "/presto")) == 1 })
+	n := registrations(t, observer, "/presto")[c.Addr()]
+	if got := n.WebUI(); got != "https://presto-ui.example.com/c1" {
+		t.Fatalf("registered %+v: web UI %q", n, got)
+	}
+}
+
 func TestRegisterRejectsBadSettings(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -274,6 +288,8 @@ func TestRegisterRejectsBadSettings(t *testing.T) {
 		{"load user without source", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--load-user", "u"}, nil, "need --load-source"},
 		{"load threshold", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--load-source", "trino", "--load-threshold", "0"}, nil, "--load-threshold 0"},
 		{"load min gap", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--load-source", "trino", "--load-min-gap", "0s"}, nil, "--load-min-gap 0s"},
+		{"web UI not a URL", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--web-ui", "ui.example.com"}, nil, `web UI "ui.example.com"`},
+		{"web UI with a query", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--web-ui", "https://ui/?x=1"}, nil, "web UI"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -35,15 +36,17 @@ func historyFile() string {
 	return filepath.Join(home, ".zkpresto_history")
 }
 
-// shellPrompts are presto-cli's prompts: "presto:schema> ", and for the
-// lines that continue a statement "-> " aligned under it.
-func shellPrompts(cfg *zkdriver.Config) (first, next string) {
+// shellPrompts are presto-cli's prompts: "presto:schema> " with the
+// session's current schema (USE changes it), and for the lines that
+// continue a statement "-> " aligned under it.
+func shellPrompts(trino bool, schema string) (first, next string) {
 	first = "presto"
-	if cfg.Trino {
+	if trino {
 		first = "trino"
 	}
-	if cfg.Schema != "" {
-		first += ":" + cfg.Schema
+	if schema != "" {
+		// As presto-cli's Console: a colon would read as the separator.
+		first += ":" + strings.ReplaceAll(schema, ":", "")
 	}
 	first += "> "
 	return first, strings.Repeat(" ", len(first)-3) + "-> "
@@ -54,10 +57,29 @@ func shellPrompts(cfg *zkdriver.Config) (first, next string) {
 // errors. quit or exit (or Ctrl-D) leaves; Ctrl-C at the prompt drops the
 // statement being typed, and while a statement runs it cancels it.
 func runShell(ctx context.Context, conn *sql.Conn, cfg *zkdriver.Config, write resultWriter, in io.Reader, out, errOut io.Writer, o queryOptions) error {
-	first, next := shellPrompts(cfg)
+	first, next := shellPrompts(cfg.Trino, cfg.Schema)
+	history := o.historyFile
+	if history == "" {
+		history = historyFile()
+	}
+	if pager := pagerCommand(o); pager != "" {
+		// Each statement's results go through the pager, as presto-cli's.
+		direct := write
+		write = func(w io.Writer, rows *sql.Rows) error {
+			pw, wait, err := paged(pager, w, errOut)
+			if err != nil {
+				return err
+			}
+			err = direct(pw, rows)
+			if werr := wait(); err == nil {
+				err = werr
+			}
+			return err
+		}
+	}
 	rlcfg := &readline.Config{
 		Prompt:                 first,
-		HistoryFile:            historyFile(),
+		HistoryFile:            history,
 		DisableAutoSaveHistory: true, // a statement is saved whole, once complete
 		HistorySearchFold:      true,
 		InterruptPrompt:        "^C",
@@ -101,6 +123,10 @@ func runShell(ctx context.Context, conn *sql.Conn, cfg *zkdriver.Config, write r
 			switch strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(line), ";"))) {
 			case "quit", "exit":
 				return nil
+			case "help":
+				fmt.Fprintln(out, shellHelp)
+				fmt.Fprintln(out)
+				continue
 			case "":
 				continue
 			}
@@ -127,44 +153,24 @@ func runShell(ctx context.Context, conn *sql.Conn, cfg *zkdriver.Config, write r
 			}
 			shellStatement(ctx, conn, s, write, out, errOut, o)
 		}
+		// The statements may have changed the session (USE).
+		first, next = shellPrompts(cfg.Trino, sessionOf(conn).Schema)
 	}
 }
 
 // shellStatement runs one statement of the shell, cancelled by an
 // interrupt, and reports its failure.
 func shellStatement(ctx context.Context, conn *sql.Conn, query string, write resultWriter, out, errOut io.Writer, o queryOptions) {
-	// An interrupt from before the statement is not for it.
-	for len(o.interrupts) > 0 {
-		<-o.interrupts
-	}
-	qctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan struct{})
-	aborted := make(chan bool, 1)
-	go func() {
-		select {
-		case <-o.interrupts:
-			aborted <- true
-			cancel()
-		case <-done:
-			aborted <- false
-		}
-	}()
 	started := time.Now()
-	last, err := runStatement(qctx, conn, query, write, out, errOut, o)
-	close(done)
-	byUser := <-aborted
+	last, err, byUser := interruptible(ctx, o, true, func(ctx context.Context) (zkdriver.Progress, error) {
+		return runStatement(ctx, conn, query, write, out, errOut, o)
+	})
 	switch {
 	case err == nil:
 	case byUser:
-		msg := "Query aborted by user"
-		var se *statementError
-		if errors.As(err, &se) && se.queryID != "" {
-			msg = "Query " + se.queryID + " aborted by user"
-		}
-		fmt.Fprintln(errOut, msg)
+		fmt.Fprintln(errOut, abortedByUser(err))
 	default:
-		fmt.Fprintln(errOut, err)
+		fmt.Fprintln(errOut, describeFailure(err, o.debug))
 	}
 	if err == nil && last.QueryID != "" {
 		// presto-cli's summary after each statement.
@@ -172,4 +178,54 @@ func shellStatement(ctx context.Context, conn *sql.Conn, query string, write res
 		fmt.Fprintln(errOut, strings.Join(renderProgress(last, time.Since(started), 0), "\n"))
 	}
 	fmt.Fprintln(out)
+}
+
+// shellHelp is what help prints, after presto-cli's Help.
+const shellHelp = `Supported commands:
+QUIT
+EXIT
+HELP
+USE [<catalog>.]<schema>
+SET SESSION <name> = <value>
+RESET SESSION <name>
+SHOW CATALOGS, SHOW SCHEMAS, SHOW TABLES, DESCRIBE <table>
+and any other SQL statement, ended by ";"
+
+Ctrl-C cancels the running statement (on the coordinator too) or drops the
+one being typed; Ctrl-D or quit leaves.`
+
+// pagerCommand is the shell's pager: --pager, else $PRESTO_PAGER, else
+// $TRINO_PAGER; "" for none.
+func pagerCommand(o queryOptions) string {
+	for _, p := range []string{o.pager, os.Getenv("PRESTO_PAGER"), os.Getenv("TRINO_PAGER")} {
+		if strings.TrimSpace(p) != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+// paged returns a writer that pipes one statement's results into the pager
+// (a command run by sh, as presto-cli runs its own), and a function that
+// waits for it. Without a pager it is out itself.
+func paged(pager string, out, errOut io.Writer) (io.Writer, func() error, error) {
+	if pager == "" {
+		return out, func() error { return nil }, nil
+	}
+	cmd := exec.Command("sh", "-c", pager)
+	cmd.Stdout, cmd.Stderr = out, errOut
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("starting the pager %q: %w", pager, err)
+	}
+	return in, func() error {
+		in.Close()
+		if err := cmd.Wait(); err != nil {
+			return fmt.Errorf("the pager %q: %w", pager, err)
+		}
+		return nil
+	}, nil
 }

@@ -13,6 +13,24 @@ import (
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
+// polled reports whether the client of c's latest statement has asked for
+// its next page: it then read the first answer, and knows the query's id.
+// A Ctrl-C sent before that cancels a statement whose id the client does
+// not know yet.
+func polled(c *coordinator.Coordinator) bool {
+	reqs := c.Requests()
+	if len(reqs) == 0 {
+		return false
+	}
+	id := reqs[len(reqs)-1].QueryID
+	for _, call := range c.Calls() {
+		if call.Method == http.MethodGet && call.QueryID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // cancelled reports whether the coordinator got a DELETE for query id.
 func cancelled(c *coordinator.Coordinator, id string) bool {
 	for _, call := range c.Calls() {
@@ -58,7 +76,7 @@ func TestShellRunsStatementsAsTheyEndAndSurvivesInterrupts(t *testing.T) {
 
 	// An interrupt cancels the running statement, on the coordinator too.
 	typeLine("SELECT * FROM sleep(5000);")
-	eventually(t, "the long statement", func() bool { return c.Running() == 1 })
+	eventually(t, "the long statement", func() bool { return c.Running() == 1 && polled(c) })
 	interrupts <- os.Interrupt
 	eventually(t, "the abort", func() bool { return strings.Contains(errOut.String(), "aborted by user") })
 	reqs := c.Requests()
@@ -107,7 +125,7 @@ func TestShellEndsAtEOFAndKnowsItsPrompts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first, next := shellPrompts(cfg); first != "presto:web> " || next != "         -> " {
+	if first, next := shellPrompts(cfg.Trino, cfg.Schema); first != "presto:web> " || next != "         -> " {
 		t.Errorf("prompts %q, %q", first, next)
 	}
 }

@@ -132,3 +132,25 @@ func TestShellInATerminal(t *testing.T) {
 		t.Errorf("history %q (%v)", b, err)
 	}
 }
+
+func TestShellPromptFollowsUse(t *testing.T) {
+	cs := startCoordinators(t, 2)
+	dsn := "presto://" + cs[0].Addr() + "," + cs[1].Addr() + "/hive/web;zooKeeperStrategy=ROUND_ROBIN?user=alice"
+	s := startInTmux(t, []string{"ZKPRESTO_HISTORY=" + filepath.Join(t.TempDir(), "history")}, "query", "--dsn", dsn)
+	s.waitScreen("the prompt", "presto:web>")
+	s.send("USE tpch.tiny;", "Enter")
+	s.waitScreen("the new schema in the prompt", "\npresto:tiny>")
+	if screen := s.screen(); !strings.Contains(screen, "\nUSE\n") {
+		t.Errorf("USE did not print USE:\n%s", screen)
+	}
+	s.send("SET SESSION query_max_run_time = '1h';", "Enter")
+	s.waitScreen("SET SESSION's status", "\nSET SESSION\n")
+	s.send("SELECT * FROM rows(2);", "Enter")
+	s.waitScreen("the result", "(2 rows)")
+	r := latest(cs)
+	if r.Catalog != "tpch" || r.Schema != "tiny" || r.SessionProperties["query_max_run_time"] != "1h" {
+		t.Errorf("the statement after USE reached the coordinator as %+v", r)
+	}
+	s.send("quit", "Enter")
+	eventually(t, "quit to end the shell", func() bool { return !s.alive() })
+}

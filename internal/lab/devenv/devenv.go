@@ -22,6 +22,10 @@ type Options struct {
 	// EnvFile, when set, also receives the export lines, to source from
 	// another shell.
 	EnvFile string
+	// Flavour is the server the simulators stand in for, "presto" (the
+	// default when empty) or "trino": Trino's X-Trino-* headers, and a
+	// trino:// DSN, to try the gateway with Trino clients.
+	Flavour string
 }
 
 // Run starts ZooKeeper and the coordinators, writes the export lines to w
@@ -30,13 +34,21 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	if o.Coordinators < 1 || o.Coordinators > 100 {
 		return fmt.Errorf("--coordinators %d: want 1..100", o.Coordinators)
 	}
+	flavour, scheme := coordinator.Presto, "presto"
+	switch strings.ToLower(o.Flavour) {
+	case "", "presto":
+	case "trino":
+		flavour, scheme = coordinator.Trino, "trino"
+	default:
+		return fmt.Errorf("--flavour %q: want presto or trino", o.Flavour)
+	}
 	started := time.Now()
 	zk, err := zkserver.Start(zkserver.Options{})
 	if err != nil {
 		return err
 	}
 	defer zk.Close()
-	coords, err := coordinator.StartFleet(o.Coordinators, coordinator.Options{})
+	coords, err := coordinator.StartFleet(o.Coordinators, coordinator.Options{Flavour: flavour})
 	if err != nil {
 		return err
 	}
@@ -48,7 +60,7 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 
 	var env strings.Builder
 	fmt.Fprintf(&env, "export ZKPRESTO_ZOOKEEPER=%s\n", zk.Addr())
-	fmt.Fprintf(&env, "export ZKPRESTO_DSN='presto://%s/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto?user=dev'\n", zk.Addr())
+	fmt.Fprintf(&env, "export ZKPRESTO_DSN='%s://%s/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto?user=dev'\n", scheme, zk.Addr())
 	for i, c := range coords {
 		fmt.Fprintf(&env, "export C%d=%s\n", i+1, c.URL())
 	}
@@ -57,8 +69,8 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 			return fmt.Errorf("--env-file: %w", err)
 		}
 	}
-	fmt.Fprintf(w, "ZooKeeper %s and %d coordinators ready in %s; Ctrl-C stops them.\n",
-		zk.Addr(), len(coords), time.Since(started).Round(time.Millisecond))
+	fmt.Fprintf(w, "ZooKeeper %s and %d %s coordinators ready in %s; Ctrl-C stops them.\n",
+		zk.Addr(), len(coords), flavour, time.Since(started).Round(time.Millisecond))
 	fmt.Fprint(w, env.String())
 	<-ctx.Done()
 	fmt.Fprintln(w, "stopping")

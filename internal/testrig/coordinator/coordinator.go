@@ -157,6 +157,12 @@ type Request struct {
 	SessionProperties map[string]string
 	// ClientTags holds the X-Presto-Client-Tags values.
 	ClientTags []string
+	// Path, Role and OriginalUser are the X-*-Path, X-*-Role and
+	// X-*-Original-User headers as sent: what SET PATH, SET ROLE and SET
+	// SESSION AUTHORIZATION made the client send ("" when absent).
+	Path, Role, OriginalUser string
+	// Password is the password of HTTP basic authentication ("" without).
+	Password string
 	// Trino reports that the session headers used the X-Trino- prefix.
 	Trino bool
 	// TransactionID is the transaction the statement ran in, from X-*-Transaction-Id

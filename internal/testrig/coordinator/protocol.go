@@ -214,6 +214,10 @@ func (c *Coordinator) parseRequest(r *http.Request, sql string, now time.Time) (
 		req.TransactionID = ""
 	}
 	req.QueryDataEncoding, _ = c.header(r, "Query-Data-Encoding")
+	req.Path, _ = c.header(r, "Path")
+	req.Role, _ = c.header(r, "Role")
+	req.OriginalUser, _ = c.header(r, "Original-User")
+	_, req.Password, _ = r.BasicAuth()
 	var sessions, tags, prepared []string
 	sessions, trino[7] = c.headerValues(r, "Session")
 	tags, trino[8] = c.headerValues(r, "Client-Tags")

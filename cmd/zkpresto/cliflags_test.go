@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+)
+
+// lastRequestOf is the latest statement c received.
+func lastRequestOf(t *testing.T, c *coordinator.Coordinator) coordinator.Request {
+	t.Helper()
+	reqs := c.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the coordinator received no statement")
+	}
+	return reqs[len(reqs)-1]
+}
+
+func TestQuerySessionFlagsReachTheCoordinator(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	_, stderr, err := run([]string{"query", "--server", c.URL(), "--client-tags", "etl, nightly", "--client-info", "report 7",
+		"--time-zone", "Europe/Paris", "-e", "SELECT 1"}, "")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	r := lastRequestOf(t, c)
+	if !slices.Equal(r.ClientTags, []string{"etl", "nightly"}) || r.ClientInfo != "report 7" || r.TimeZone != "Europe/Paris" {
+		t.Fatalf("the coordinator saw tags %q, client info %q, time zone %q", r.ClientTags, r.ClientInfo, r.TimeZone)
+	}
+}
+
+func TestQueryDefaultUserIsTheOperatingSystemUser(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	t.Setenv("USER", "") // as under cron or in a container
+	if _, stderr, err := run([]string{"query", "--server", c.URL(), "-e", "SELECT 1"}, ""); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lastRequestOf(t, c).User; got != u.Username {
+		t.Fatalf("the coordinator saw user %q, want the operating system's %q", got, u.Username)
+	}
+}
+
+func TestQueryPasswordFromTheEnvironmentOrThePrompt(t *testing.T) {
+	certs, err := testtls.Generate(t.TempDir(), "query")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverTLS, err := certs.ServerTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := coordinator.Start(coordinator.Options{TLS: serverTLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	dsn := "presto://" + c.Addr() + "/hive?ssl_ca=" + certs.CAFile
+	t.Setenv("PRESTO_PASSWORD", "")
+	t.Setenv("TRINO_PASSWORD", "")
+
+	// Over plain http a password is refused, as presto-cli refuses it.
+	plain := startCoordinators(t, 1)[0]
+	if _, _, err := run([]string{"query", "--server", plain.URL(), "--user", "alice", "--password", "-e", "SELECT 1"}, ""); err == nil ||
+		!strings.Contains(err.Error(), "over TLS only") || plain.Statements() != 0 {
+		t.Fatalf("a password over http: %v, %d statements", err, plain.Statements())
+	}
+
+	t.Setenv("TRINO_PASSWORD", "from-trino-env")
+	if _, stderr, err := run([]string{"query", "--dsn", dsn, "--user", "alice", "--password", "-e", "SELECT 1"}, ""); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if got := lastRequestOf(t, c).Password; got != "from-trino-env" {
+		t.Fatalf("the coordinator saw password %q, want $TRINO_PASSWORD's", got)
+	}
+	t.Setenv("PRESTO_PASSWORD", "from-presto-env") // first, as presto-cli's own
+	if _, stderr, err := run([]string{"query", "--dsn", dsn, "--user", "alice", "--password", "-e", "SELECT 1"}, ""); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if got := lastRequestOf(t, c).Password; got != "from-presto-env" {
+		t.Fatalf("the coordinator saw password %q, want $PRESTO_PASSWORD's", got)
+	}
+
+	// Neither set: asked for.
+	t.Setenv("PRESTO_PASSWORD", "")
+	t.Setenv("TRINO_PASSWORD", "")
+	var prompted string
+	o := queryOptions{dsn: dsn, user: "alice", password: true, logLevel: "warn", execute: "SELECT 1",
+		readPassword: func(prompt string) (string, error) { prompted = prompt; return "typed", nil }}
+	if err := runQuery(context.Background(), strings.NewReader(""), io.Discard, io.Discard, o, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastRequestOf(t, c).Password; got != "typed" || prompted != "Password: " {
+		t.Fatalf("the coordinator saw password %q after the prompt %q", got, prompted)
+	}
+}
+
+func TestQueryIgnoreErrorsGoesOnAndStillFails(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	script := "SELECT fail('first'); SELECT * FROM rows(1)"
+	stdout, _, err := run([]string{"query", "--server", c.URL(), "-e", script}, "")
+	if err == nil || !strings.Contains(err.Error(), "first") || stdout != "" || c.Statements() != 1 {
+		t.Fatalf("without --ignore-errors: %v, stdout %q, %d statements", err, stdout, c.Statements())
+	}
+	stdout, stderr, err := run([]string{"query", "--server", c.URL(), "--ignore-errors", "-e", script}, "")
+	if !errors.Is(err, errIgnoredFailures) || stdout != "\"1\"\n" || !strings.Contains(stderr, "first") {
+		t.Fatalf("with --ignore-errors: %v, stdout %q, stderr %q", err, stdout, stderr)
+	}
+}
+
+func TestQueryDebugShowsTheDriversDebugLogs(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	_, stderr, err := run([]string{"query", "--server", c.URL(), "--debug", "-e", "SELECT fail('boom')"}, "")
+	if err == nil || !strings.Contains(stderr, "level=DEBUG") {
+		t.Fatalf("--debug: %v, stderr %q", err, stderr)
+	}
+	if got := describeFailure(queryError(errors.New("outer"), "q1", ""), true); !strings.Contains(got, "caused by (*errors.errorString): outer") {
+		t.Errorf("--debug's failure %q does not show the chain", got)
+	}
+}
+
+// The shell's help, pager and history file, driven through a pipe.
+func TestShellHelpPagerAndHistoryFile(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	history := filepath.Join(t.TempDir(), "my history")
+	t.Setenv("ZKPRESTO_HISTORY", filepath.Join(t.TempDir(), "not this one"))
+	t.Setenv("PRESTO_PAGER", "")
+	t.Setenv("TRINO_PAGER", "sed 's/^/paged: /'")
+	o := queryOptions{server: c.URL(), logLevel: "warn", shell: true, interrupts: make(chan os.Signal, 1), historyFile: history}
+	out, errOut := &testutil.Buffer{}, &testutil.Buffer{}
+	if err := runQuery(context.Background(), strings.NewReader("help\nSELECT * FROM rows(2);\n"), out, errOut, o, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Supported commands:") || c.Statements() != 1 {
+		t.Errorf("help: stdout %q, %d statements (help is no SQL)", out.String(), c.Statements())
+	}
+	if !strings.Contains(out.String(), "paged:  n \npaged: ---\npaged:  1 \npaged:  2 \npaged: (2 rows)") {
+		t.Errorf("the results did not go through $TRINO_PAGER:\n%s", out.String())
+	}
+	b, err := os.ReadFile(history)
+	if err != nil || !strings.Contains(string(b), "SELECT * FROM rows(2);") {
+		t.Errorf("--history-file %q holds %q (%v)", history, b, err)
+	}
+	if _, err := os.Stat(os.Getenv("ZKPRESTO_HISTORY")); err == nil {
+		t.Error("the history went to $ZKPRESTO_HISTORY despite --history-file")
+	}
+
+	// --pager wins over the environment.
+	out = &testutil.Buffer{}
+	o.pager = "sed 's/^/flag: /'"
+	if err := runQuery(context.Background(), strings.NewReader("SELECT * FROM rows(1);\n"), out, errOut, o, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "flag: (1 row)") {
+		t.Errorf("--pager was not used:\n%s", out.String())
+	}
+}
+
+// Ctrl-C in batch mode cancels the statement on the coordinator and ends
+// the run with presto-cli's one line.
+func TestBatchInterruptAbortsTheQuery(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	interrupts := make(chan os.Signal, 1)
+	o := queryOptions{server: c.URL(), logLevel: "warn", execute: "SELECT * FROM sleep(5000); SELECT 2", interrupts: interrupts}
+	done := make(chan error, 1)
+	go func() { done <- runQuery(context.Background(), strings.NewReader(""), io.Discard, io.Discard, o, nil) }()
+	eventually(t, "the long statement", func() bool { return c.Running() == 1 && polled(c) })
+	interrupts <- os.Interrupt
+	err := <-done
+	id := lastRequestOf(t, c).QueryID
+	if err == nil || err.Error() != "Query "+id+" aborted by user" {
+		t.Fatalf("got %v, want exactly %q", err, "Query "+id+" aborted by user")
+	}
+	eventually(t, "the coordinator's DELETE", func() bool { return cancelled(c, id) })
+	if c.Statements() != 1 {
+		t.Errorf("%d statements ran: the run went on after Ctrl-C", c.Statements())
+	}
+}

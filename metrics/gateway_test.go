@@ -1,0 +1,53 @@
+package metrics_test
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zkpresto/zkpresto/gateway"
+	"github.com/zkpresto/zkpresto/metrics"
+)
+
+type gatewayFigures struct {
+	requests  []gateway.RequestCount
+	latencies []gateway.RequestLatency
+}
+
+func (g gatewayFigures) Requests() []gateway.RequestCount           { return g.requests }
+func (g gatewayFigures) RequestLatencies() []gateway.RequestLatency { return g.latencies }
+
+func TestGatewayCollectorFollowsPrometheusConventions(t *testing.T) {
+	buckets := make([]uint64, len(gateway.LatencyBounds))
+	for i := range buckets {
+		buckets[i] = 2 // both requests within the first bound
+	}
+	src := gatewayFigures{
+		requests:  []gateway.RequestCount{{Kind: "submit", Status: 200, Count: 7}, {Kind: "submit", Status: 503, Count: 2}},
+		latencies: []gateway.RequestLatency{{Kind: "submit", Count: 2, Sum: 0.004, Buckets: buckets}},
+	}
+	reg := prometheus.NewPedanticRegistry() // checks the descriptions and the metrics' consistency
+	reg.MustRegister(metrics.NewGatewayCollector(src))
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, f := range families {
+		got[f.GetName()+" "+f.GetType().String()] = len(f.GetMetric())
+		for _, m := range f.GetMetric() {
+			if h := m.GetHistogram(); h != nil && (h.GetSampleCount() != 2 || len(h.GetBucket()) != len(gateway.LatencyBounds)) {
+				t.Errorf("histogram %v", h)
+			}
+			if c := m.GetCounter(); c != nil && len(m.GetLabel()) != 2 {
+				t.Errorf("counter labels %v", m.GetLabel())
+			}
+		}
+	}
+	want := map[string]int{"zkpresto_gateway_requests_total COUNTER": 2, "zkpresto_gateway_request_duration_seconds HISTOGRAM": 1}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("%s: %d series, want %d (all: %v)", k, got[k], n, got)
+		}
+	}
+}

@@ -29,6 +29,9 @@ test-deps: demo-deps
 	bash scripts/install-nginx.sh
 	bash scripts/install-tmux.sh
 	bash scripts/install-chromium.sh
+	# The npm clients that interop/node runs (Node.js and npm from Debian
+	# when missing): presto-client and trino-client, as its lock file pins.
+	bash scripts/install-npmclients.sh
 
 # Everything either needs.
 deps: test-deps

@@ -104,6 +104,7 @@ func TestPrestotest(t *testing.T) {
 		{"PollAcrossServers", testPrestotestPollAcrossServers},
 		{"Paging", testPrestotestPaging},
 		{"Cancel", testPrestotestCancel},
+		{"PingNeedsInfo", testPrestotestPing},
 	} {
 		t.Run(part.name, func(t *testing.T) {
 			useNamespace(t, f, "prestotest-"+part.name)
@@ -385,4 +386,21 @@ func testPrestotestCancel(t *testing.T, f *fleet.Fleet) {
 		t.Fatalf("closing the rows: %v", err)
 	}
 	cancelled(c)
+}
+
+// Ping asks a coordinator's /v1/info whether it is ready; prestotest has
+// none (404), so Ping fails, naming the server, while statements run.
+func testPrestotestPing(t *testing.T, f *fleet.Fleet) {
+	servers := prestotestServers(t, f, 1, discovery.FormatZkpresto)
+	db := openPerStatement(t, f.DSN("?user=alice"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := db.PingContext(ctx)
+	if err == nil || !strings.Contains(err.Error(), hostOf(t, servers[0])) {
+		t.Fatalf("Ping: %v; want a failure naming %s", err, hostOf(t, servers[0]))
+	}
+	var name string
+	if err := db.QueryRowContext(ctx, "SELECT name").Scan(&name); err != nil || name != "p1" {
+		t.Fatalf("a statement after the failed Ping: %q, %v", name, err)
+	}
 }

@@ -513,3 +513,81 @@ func TestNoCoordinator(t *testing.T) {
 		t.Fatalf("the client sent %d requests, want 2", sent)
 	}
 }
+
+// trino-go-client v1.5.0 through a gateway in front of Presto
+// coordinators (Flavour Presto, which renames the client's X-Trino-*
+// headers on the way in and the coordinators' X-Presto-* answers on the
+// way out): many pages, a session property set and sent back, a query
+// error, and timestamp with time zone values (Presto's type, without a
+// precision).
+func TestPrestoCoordinatorsBehindTheGateway(t *testing.T) {
+	rig := gatewayrig.Start(t, gatewayrig.Options{Coordinator: coordinator.Options{BatchRows: 9}})
+	tg := target{name: "gateway", base: rig.Front, coords: rig.Coordinators, rig: rig}
+	db := tg.open(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, "SELECT * FROM rows(100)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRowsInOrder(t, rows, 100)
+	// The client resets a connection's session when it goes back to the
+	// pool (ResetSession): session state lives on a pinned *sql.Conn.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION query_max_run_time = '1h'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	var sent bool
+	for _, c := range rig.Coordinators {
+		for _, r := range c.Requests() {
+			if r.SQL == "SELECT 1" {
+				sent = r.SessionProperties["query_max_run_time"] == "1h" && r.PrestoHeaders > 0 && r.TrinoHeaders == 0
+				if !sent {
+					t.Fatalf("the coordinator got session %v, %d X-Presto-* and %d X-Trino-* headers", r.SessionProperties, r.PrestoHeaders, r.TrinoHeaders)
+				}
+			}
+		}
+	}
+	if !sent {
+		t.Fatal("the statement after SET SESSION did not reach a coordinator")
+	}
+	var n int64
+	err = db.QueryRowContext(ctx, "SELECT fail('boom')").Scan(&n)
+	var te *trino.ErrTrino
+	if !errors.As(err, &te) || te.Message != "boom" || te.ErrorName != "GENERIC_USER_ERROR" {
+		t.Fatalf("got %v, want the coordinator's error", err)
+	}
+	r, err := db.QueryContext(ctx, "SELECT * FROM tstz('Europe/Paris')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for r.Next() {
+		var ts sql.NullTime
+		if err := r.Scan(&n, &ts); err != nil {
+			t.Fatal(err)
+		}
+		if ts.Valid {
+			got = append(got, ts.Time.Format("2006-01-02 15:04:05.000 -07:00"))
+		} else {
+			got = append(got, "NULL")
+		}
+	}
+	r.Close()
+	want := coordinator.TstzValues("Europe/Paris")
+	if len(got) != len(want) {
+		t.Fatalf("%d rows, want %d", len(got), len(want))
+	}
+	for i, row := range want {
+		if w := wantTime(t, row[1]); got[i] != w {
+			t.Fatalf("row %d: %s, want %s", i, got[i], w)
+		}
+	}
+}

@@ -8,6 +8,10 @@ BENCHSTAT   ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4d
 
 FUZZTIME    ?= 15s
 
+# The Go of the interop/trino module (trino-go-client v1.5.0 needs 1.27);
+# the main module stays on the Go it names.
+INTEROP_TOOLCHAIN ?= go1.27.3
+
 .PHONY: all demo test deps demo-deps test-deps fmt-check vet staticcheck unit importer fuzz bench
 
 all: test
@@ -26,6 +30,9 @@ test-deps: demo-deps
 	bash scripts/install-tmux.sh
 	bash scripts/install-chromium.sh
 	cd interop/importer && $(GO) mod download
+	# The npm clients that interop/node runs (Node.js and npm from Debian
+	# when missing): presto-client and trino-client, as its lock file pins.
+	bash scripts/install-npmclients.sh
 
 # Everything either needs.
 deps: test-deps
@@ -41,14 +48,20 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	cd interop/trino && GOTOOLCHAIN=$(INTEROP_TOOLCHAIN) $(GO) vet ./...
 
 staticcheck:
 	$(GO) run $(STATICCHECK) ./...
+	cd interop/trino && GOTOOLCHAIN=$(INTEROP_TOOLCHAIN) $(GO) run $(STATICCHECK) ./...
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...
 	# Allocation counts, which the race detector's instrumentation changes.
 	$(GO) test -count=1 -run 'Allocs' ./internal/gateway/token/ ./internal/protocol/
+	# trino-go-client v1.5.0, which needs Go 1.27, against the gateway and
+	# the simulator: a module of its own (docs/interop.md), on the Go
+	# toolchain the go command fetches as a module, for this step only.
+	cd interop/trino && GOTOOLCHAIN=$(INTEROP_TOOLCHAIN) $(GO) test -race -count=1 -timeout 5m ./...
 
 # A program that imports the driver from a module of its own, with no
 # replace of presto-go-client: what the driver fixes reaches its users.

@@ -315,9 +315,21 @@ type (
 		Type          string        `json:"type"`
 		TypeSignature typeSignature `json:"typeSignature"`
 	}
+	// typeSignature is a column's ClientTypeSignature: the type's base
+	// name, its parameters as arguments (trino: client/trino-client
+	// io/trino/client/ClientTypeSignature.java and
+	// ClientTypeSignatureParameter.java), which clients that decode by
+	// type, as trino-go-client since v1.5.0 does, read instead of the
+	// type's name.
 	typeSignature struct {
-		RawType   string     `json:"rawType"`
-		Arguments []struct{} `json:"arguments"`
+		RawType   string         `json:"rawType"`
+		Arguments []typeArgument `json:"arguments"`
+	}
+	// typeArgument is a ClientTypeSignatureParameter: kind LONG for a
+	// number such as a precision.
+	typeArgument struct {
+		Kind  string `json:"kind"`
+		Value any    `json:"value"`
 	}
 	// stats is the protocol's, as clients read it.
 	stats = protocol.QueryStats
@@ -339,7 +351,7 @@ type (
 )
 
 func typed(name, typ string) column {
-	return column{Name: name, Type: typ, TypeSignature: typeSignature{RawType: typ, Arguments: []struct{}{}}}
+	return column{Name: name, Type: typ, TypeSignature: typeSignature{RawType: typ, Arguments: []typeArgument{}}}
 }
 
 func varchar(name string) column { return typed(name, "varchar") }
@@ -358,7 +370,12 @@ var (
 // timestamp with time zone of millisecond precision.
 func tstzColumns(f Flavour) []column {
 	if f == Trino {
-		return []column{typed("n", "bigint"), typed("ts", "timestamp(3) with time zone")}
+		// Trino's timestamp has a precision, a parameter of the type:
+		// rawType is the base name, the precision an argument.
+		ts := column{Name: "ts", Type: "timestamp(3) with time zone", TypeSignature: typeSignature{
+			RawType: "timestamp with time zone", Arguments: []typeArgument{{Kind: "LONG", Value: 3}},
+		}}
+		return []column{typed("n", "bigint"), ts}
 	}
 	return []column{typed("n", "bigint"), typed("ts", "timestamp with time zone")}
 }

@@ -1,0 +1,160 @@
+// Package gatewayrig starts simulated coordinators behind two gateway
+// replicas behind a round-robin front on loopback ports, so that a client
+// nobody here wrote (trino-go-client, the npm clients) can be pointed at a
+// gateway deployment as users run it: each request lands on the other
+// replica than the one before, so every follow-up crosses replicas. Only
+// tests import it.
+package gatewayrig
+
+import (
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+	"testing"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/gateway"
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/routing"
+)
+
+// Keys is the routing-token secret the replicas share: one key of 32
+// bytes, hex, in the format of docs/gateway.md.
+const Keys = "k1:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"
+
+// Options says what to start.
+type Options struct {
+	// Coordinators is how many simulated coordinators to start; zero
+	// means two.
+	Coordinators int
+	// Coordinator configures each of them.
+	Coordinator coordinator.Options
+	// Flavour is the gateway's (see gateway.Config); empty means the
+	// coordinators' flavour.
+	Flavour gateway.Flavour
+}
+
+// Rig is a running deployment. Everything in it stops when the test that
+// started it ends.
+type Rig struct {
+	// Coordinators are the simulated coordinators, in start order.
+	Coordinators []*coordinator.Coordinator
+	// Replicas are the two gateway replicas' base URLs, http://127.0.0.1:port.
+	Replicas [2]string
+	// Front is the round-robin front's base URL, where clients connect.
+	Front string
+
+	hits [2]atomic.Int64
+}
+
+// Start starts the deployment opts describes, and stops it when tb ends.
+func Start(tb testing.TB, opts Options) *Rig {
+	tb.Helper()
+	if opts.Coordinators == 0 {
+		opts.Coordinators = 2
+	}
+	if opts.Flavour == "" {
+		opts.Flavour = gateway.Presto
+		if opts.Coordinator.Flavour == coordinator.Trino {
+			opts.Flavour = gateway.Trino
+		}
+	}
+	rig := &Rig{}
+	nodes := make([]discovery.Node, 0, opts.Coordinators)
+	for range opts.Coordinators {
+		c, err := coordinator.Start(opts.Coordinator)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { c.Close() })
+		rig.Coordinators = append(rig.Coordinators, c)
+		nodes = append(nodes, discovery.Node{Addr: c.Addr()})
+	}
+	disc := discovery.NewStatic("gatewayrig", nodes)
+	var fronts [2]*url.URL
+	for i := range fronts {
+		// Each replica has its own Router over the same discovery, as two
+		// processes watching one ZooKeeper namespace would.
+		r, err := routing.New(routing.Config{Discoverer: disc, StrategyName: "poll"})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { r.Close() })
+		g, err := gateway.New(gateway.Config{Router: r, Keys: Keys, Flavour: opts.Flavour})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { g.Close() })
+		hits := &rig.hits[i]
+		rig.Replicas[i] = serve(tb, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			hits.Add(1)
+			g.ServeHTTP(w, req)
+		}))
+		fronts[i], _ = url.Parse(rig.Replicas[i])
+	}
+	var next atomic.Int64
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(fronts[next.Add(1)%2])
+			pr.Out.Host = pr.In.Host // the replicas hand out URIs on the front's host
+		},
+		ErrorLog: log.New(io.Discard, "", 0), // a client's cancel is no error here
+	}
+	front := httptest.NewServer(proxy)
+	tb.Cleanup(front.Close)
+	rig.Front = front.URL
+	return rig
+}
+
+// serve serves h with the HTTP server zkpresto gateway runs until tb ends,
+// and returns its base URL.
+func serve(tb testing.TB, h http.Handler) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := gateway.NewServer(h, slog.New(slog.NewTextHandler(io.Discard, nil)), gateway.ServerLimits{})
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	tb.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// Hits returns how many requests each replica has served.
+func (r *Rig) Hits() [2]int64 { return [2]int64{r.hits[0].Load(), r.hits[1].Load()} }
+
+// Running returns how many queries run on the coordinators together.
+func (r *Rig) Running() (n int64) {
+	for _, c := range r.Coordinators {
+		n += c.Running()
+	}
+	return n
+}
+
+// Statements returns how many statements the coordinators got together.
+func (r *Rig) Statements() (n int64) {
+	for _, c := range r.Coordinators {
+		n += c.Statements()
+	}
+	return n
+}
+
+// Calls returns every statement and query request the coordinators
+// recorded, in coordinator order.
+func (r *Rig) Calls() []coordinator.Call {
+	var calls []coordinator.Call
+	for _, c := range r.Coordinators {
+		calls = append(calls, c.Calls()...)
+	}
+	return calls
+}

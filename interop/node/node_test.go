@@ -1,0 +1,200 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/internal/testrig/gatewayrig"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// clients are the npm clients under test, each with the version
+// testdata/package-lock.json pins and the coordinators' flavour it speaks.
+var clients = []struct {
+	name, version string
+	flavour       coordinator.Flavour
+}{
+	{"presto-client", "1.2.0", coordinator.Presto},
+	{"trino-client", "0.2.9", coordinator.Trino},
+}
+
+// result is what testdata/clients.js prints: what the client handed back.
+type result struct {
+	QueryID   string         `json:"queryId"`
+	Columns   []string       `json:"columns"`
+	Rows      [][]any        `json:"rows"`
+	States    []string       `json:"states"`
+	Final     string         `json:"final"`
+	Error     map[string]any `json:"error"`
+	Thrown    map[string]any `json:"thrown"`
+	Cancelled bool           `json:"cancelled"`
+}
+
+// requireNode ends the test unless node and the client's module at its
+// pinned version are installed (scripts/install-npmclients.sh): a skip
+// outside CI, a failure under CI.
+func requireNode(t *testing.T, name, version string) {
+	t.Helper()
+	testutil.RequireTool(t, "node and the npm clients (scripts/install-npmclients.sh)", func() error {
+		if _, err := exec.LookPath("node"); err != nil {
+			return err
+		}
+		b, err := os.ReadFile(filepath.Join("testdata", "node_modules", name, "package.json"))
+		if err != nil {
+			return err
+		}
+		var pkg struct{ Version string }
+		if err := json.Unmarshal(b, &pkg); err != nil {
+			return fmt.Errorf("%s's package.json: %w", name, err)
+		}
+		if pkg.Version != version {
+			return fmt.Errorf("%s %s is installed, want %s", name, pkg.Version, version)
+		}
+		return nil
+	}())
+}
+
+// run runs scenario with client against server and returns what the
+// client handed back.
+func run(t *testing.T, client, server, scenario string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "clients.js"), client, server, scenario)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node clients.js %s %s: %v\n%s", client, scenario, err, stderr.String())
+	}
+	var r result
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("node clients.js %s %s printed %q: %v\n%s", client, scenario, stdout.String(), err, stderr.String())
+	}
+	return r
+}
+
+// each runs test for each client through two gateway replicas in front of
+// two coordinators of the client's flavour.
+func each(t *testing.T, opts coordinator.Options, test func(t *testing.T, client string, rig *gatewayrig.Rig)) {
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			requireNode(t, c.name, c.version)
+			o := opts
+			o.Flavour = c.flavour
+			test(t, c.name, gatewayrig.Start(t, gatewayrig.Options{Coordinator: o}))
+		})
+	}
+}
+
+// A statement's one row, with its columns, and the session the client
+// sent reached the coordinator.
+func TestQuery(t *testing.T) {
+	each(t, coordinator.Options{}, func(t *testing.T, client string, rig *gatewayrig.Rig) {
+		r := run(t, client, rig.Front, "query")
+		if r.Error != nil || r.Thrown != nil || len(r.Rows) != 1 {
+			t.Fatalf("got %+v, want one row", r)
+		}
+		want := []string{"coordinator", "user", "catalog", "schema", "source", "query"}
+		if strings.Join(r.Columns, ",") != strings.Join(want, ",") {
+			t.Fatalf("columns %v, want %v", r.Columns, want)
+		}
+		row := r.Rows[0]
+		if row[1] != "alice" || row[2] != "hive" || row[3] != "default" || row[5] != "SELECT 1" {
+			t.Fatalf("the coordinator saw %v", row)
+		}
+		if rig.Statements() != 1 || rig.Running() != 0 {
+			t.Fatalf("%d statements, %d running", rig.Statements(), rig.Running())
+		}
+	})
+}
+
+// 120 rows in pages of 7 arrive complete and in order, every follow-up
+// through the gateway on the other replica.
+func TestManyPages(t *testing.T) {
+	each(t, coordinator.Options{BatchRows: 7}, func(t *testing.T, client string, rig *gatewayrig.Rig) {
+		r := run(t, client, rig.Front, "pages")
+		if r.Error != nil || r.Thrown != nil || len(r.Rows) != 120 {
+			t.Fatalf("%d rows, error %v %v; want 120", len(r.Rows), r.Error, r.Thrown)
+		}
+		for i, row := range r.Rows {
+			if n, _ := row[0].(float64); int(n) != i+1 {
+				t.Fatalf("row %d is %v", i, row)
+			}
+		}
+		if h := rig.Hits(); h[0] < 8 || h[1] < 8 {
+			t.Fatalf("requests per replica %v: both should have served follow-ups", h)
+		}
+		if rig.Statements() != 1 || rig.Running() != 0 {
+			t.Fatalf("%d statements, %d running", rig.Statements(), rig.Running())
+		}
+	})
+}
+
+// A failed query reaches the client with the coordinator's error: its
+// message, name and type, where the client shows an error.
+func TestFailure(t *testing.T) {
+	each(t, coordinator.Options{}, func(t *testing.T, client string, rig *gatewayrig.Rig) {
+		r := run(t, client, rig.Front, "fail")
+		if r.Thrown != nil || r.Error == nil {
+			t.Fatalf("got %+v, want the query's error", r)
+		}
+		if r.Error["message"] != "boom" || r.Error["errorName"] != "GENERIC_USER_ERROR" || r.Error["errorType"] != "USER_ERROR" {
+			t.Fatalf("the client shows the error %v", r.Error)
+		}
+	})
+}
+
+// A cancel while the statement runs stops it on its coordinator, and the
+// client reports it as it does. presto-client asks its cancel callback
+// before each poll and then sends DELETE on the query's nextUri (a URI the
+// gateway handed out, sent in absolute form as the request target) and
+// reports "query fetch canceled by operation"; trino-client's cancel sends
+// DELETE /v1/query/{id}, which the gateway passes to the query's
+// coordinator, and its next poll shows USER_CANCELED.
+func TestCancel(t *testing.T) {
+	each(t, coordinator.Options{BatchRows: 10}, func(t *testing.T, client string, rig *gatewayrig.Rig) {
+		r := run(t, client, rig.Front, "cancel")
+		testutil.Eventually(t, 3*time.Second, 5*time.Millisecond, "the query to stop", func() bool { return rig.Running() == 0 })
+		var deletes []coordinator.Call
+		for _, call := range rig.Calls() {
+			if call.Method == http.MethodDelete {
+				deletes = append(deletes, call)
+			}
+		}
+		if r.Thrown != nil || r.Error == nil || len(deletes) != 1 || deletes[0].QueryID != r.QueryID {
+			t.Fatalf("got %+v and DELETEs %+v; want the client to report the cancel, and one DELETE of its query", r, deletes)
+		}
+		switch client {
+		case "presto-client":
+			if r.Error["message"] != "query fetch canceled by operation" || len(r.Rows) != 0 {
+				t.Fatalf("presto-client reported %v after %d rows", r.Error, len(r.Rows))
+			}
+			if d := deletes[0]; !strings.HasPrefix(d.Path, "/v1/statement/") || (d.Status != http.StatusOK && d.Status != http.StatusNoContent) {
+				t.Fatalf("presto-client's DELETE reached the coordinator as %s, answered %d", d.Path, d.Status)
+			}
+		case "trino-client":
+			if r.Error["errorName"] != "USER_CANCELED" || len(r.Rows) == 0 || len(r.Rows) >= 1000 {
+				t.Fatalf("trino-client reported %v after %d rows", r.Error, len(r.Rows))
+			}
+			if d := deletes[0]; d.Path != "/v1/query/"+r.QueryID || d.Status != http.StatusNoContent {
+				t.Fatalf("trino-client's DELETE reached the coordinator as %s, answered %d", d.Path, d.Status)
+			}
+		}
+	})
+}

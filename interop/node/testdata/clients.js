@@ -1,0 +1,88 @@
+// Runs one scenario with one of the npm clients and prints what the client
+// gave back as one line of JSON on stdout, for the Go test beside it
+// (interop/node) to check: node clients.js CLIENT SERVER SCENARIO, where
+// CLIENT is presto-client or trino-client, SERVER the base URL and
+// SCENARIO one of query, pages, fail, cancel.
+'use strict';
+
+const [client, server, scenario] = process.argv.slice(2);
+
+const statements = {
+  query: 'SELECT 1',
+  pages: 'SELECT * FROM rows(120)',
+  fail: "SELECT fail('boom')",
+  cancel: 'SELECT * FROM rows(3) WHERE sleep(10000)',
+  // trino-client's iterator hands out only pages with rows (it polls
+  // through the others itself), so its cancel comes after a first page.
+  cancelAfterRows: 'SELECT * FROM rows(1000) WHERE slow(20)',
+};
+
+function report(result) {
+  process.stdout.write(JSON.stringify(result) + '\n');
+}
+
+function runPresto() {
+  const presto = require('presto-client');
+  const url = new URL(server);
+  const c = new presto.Client({
+    host: url.hostname,
+    port: Number(url.port),
+    user: 'alice',
+    catalog: 'hive',
+    schema: 'default',
+    // The default waits 800 ms between polls; the simulator answers at once.
+    checkInterval: 1,
+    timeout: 20,
+  });
+  const result = { rows: [], states: [] };
+  let running = false;
+  c.execute({
+    query: statements[scenario],
+    state: (error, queryId, stats) => {
+      result.queryId = queryId;
+      result.states.push(stats.state);
+      if (stats.state === 'RUNNING') running = true;
+    },
+    columns: (error, columns) => { result.columns = columns.map((col) => col.name); },
+    data: (error, data) => { result.rows.push(...data); },
+    // presto-client asks before each poll; once the query runs, the
+    // cancel scenario stops it (presto-client sends DELETE on nextUri).
+    cancel: () => scenario === 'cancel' && running,
+    success: (error, stats) => { result.final = stats.state; report(result); },
+    error: (error) => { result.error = error; report(result); },
+  });
+}
+
+async function runTrino() {
+  const { Trino } = require('trino-client');
+  const trino = Trino.create({ server, catalog: 'hive', schema: 'default', auth: { type: 'basic', username: 'alice' } });
+  const result = { rows: [], states: [] };
+  try {
+    const iter = await trino.query(statements[scenario === 'cancel' ? 'cancelAfterRows' : scenario]);
+    for await (const page of iter) {
+      result.queryId = page.id;
+      result.states.push(page.stats && page.stats.state);
+      if (page.columns && !result.columns) result.columns = page.columns.map((col) => col.name);
+      if (page.data) result.rows.push(...page.data);
+      if (page.error) result.error = page.error;
+      if (scenario === 'cancel' && !result.cancelled) {
+        // trino-client cancels with DELETE /v1/query/{id}, then goes on
+        // polling until the coordinator says the query ended.
+        await trino.cancel(page.id);
+        result.cancelled = true;
+      }
+    }
+  } catch (e) {
+    result.thrown = { message: e.message, status: e.response && e.response.status, data: e.response && e.response.data };
+  }
+  report(result);
+}
+
+if (client === 'presto-client') {
+  runPresto();
+} else if (client === 'trino-client') {
+  runTrino();
+} else {
+  process.stderr.write('unknown client ' + client + '\n');
+  process.exit(2);
+}

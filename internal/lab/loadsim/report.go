@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -120,37 +118,15 @@ func RunAll(ctx context.Context, scenarios []Scenario, strategies []string, prog
 		}
 	}
 	r := &Report{Scenarios: scenarios, Strategies: names, Results: make([][]Result, len(scenarios))}
-	workers := min(runtime.GOMAXPROCS(0), len(names))
 	for i, s := range scenarios {
 		began := time.Now()
 		r.Results[i] = make([]Result, len(names))
-		errs := make([]error, len(names))
-		jobs := make(chan int)
-		var wg sync.WaitGroup
-		for range workers {
-			wg.Go(func() {
-				for j := range jobs {
-					r.Results[i][j], errs[j] = Run(s, names[j])
-				}
-			})
-		}
-	feed:
-		for j := range names {
-			select {
-			case jobs <- j:
-			case <-ctx.Done():
-				break feed
-			}
-		}
-		close(jobs)
-		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("loadsim: %w", err)
-		}
-		for _, err := range errs {
-			if err != nil {
-				return nil, err
-			}
+		err := parallel(ctx, len(names), func(j int) (err error) {
+			r.Results[i][j], err = Run(s, names[j])
+			return err
+		}, nil)
+		if err != nil {
+			return nil, err
 		}
 		if progress != nil {
 			progress(i, time.Since(began))

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -201,30 +199,6 @@ func RunSuite(ctx context.Context, cases []Case, progress func(done, total int))
 	}
 	results := make([]Result, len(cases))
 	idealResults := make([]Result, len(idealOrder))
-	errs := make([]error, len(cases)+len(idealOrder))
-	jobs := make(chan job)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		done int
-	)
-	for range min(runtime.GOMAXPROCS(0), len(cases)+len(idealOrder)) {
-		wg.Go(func() {
-			for j := range jobs {
-				if j.ideal {
-					idealResults[j.i], errs[len(cases)+j.i] = RunIdeal(idealOrder[j.i])
-				} else {
-					results[j.i], errs[j.i] = Run(cases[j.i].Scenario, cases[j.i].Strategy)
-				}
-				if progress != nil {
-					mu.Lock()
-					done++
-					progress(done, len(cases)+len(idealOrder))
-					mu.Unlock()
-				}
-			}
-		})
-	}
 	var all []job
 	for i := range idealOrder {
 		all = append(all, job{ideal: true, i: i})
@@ -240,23 +214,22 @@ func RunSuite(ctx context.Context, cases []Case, progress func(done, total int))
 	for _, i := range order {
 		all = append(all, job{i: i})
 	}
-feed:
-	for _, j := range all {
-		select {
-		case jobs <- j:
-		case <-ctx.Done():
-			break feed
-		}
+	done := 0
+	var progressed func()
+	if progress != nil {
+		progressed = func() { done++; progress(done, len(all)) }
 	}
-	close(jobs)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("loadsim: %w", err)
-	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	err := parallel(ctx, len(all), func(k int) (err error) {
+		j := all[k]
+		if j.ideal {
+			idealResults[j.i], err = RunIdeal(idealOrder[j.i])
+		} else {
+			results[j.i], err = Run(cases[j.i].Scenario, cases[j.i].Strategy)
 		}
+		return err
+	}, progressed)
+	if err != nil {
+		return nil, err
 	}
 	for i, s := range idealOrder {
 		ideals[idealKey(s)] = idealResults[i].P99

@@ -205,6 +205,13 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 		return err
 	}
 	defer gw.Close()
+	// Discovery opens now, not at the first statement, so that an
+	// unreachable ZooKeeper or an empty namespace is in the log (discovery
+	// writes it, once per outage) before any client comes.
+	openCtx, stopOpening := context.WithCancel(ctx)
+	opening := make(chan struct{})
+	go func() { defer close(opening); openUntilReady(openCtx, gw, gatewayOpenRetry) }()
+	defer func() { stopOpening(); <-opening }()
 	if o.config != "" {
 		stats = metrics.StatsFunc(func() routing.Stats { return groupStats(gw.Groups()) })
 		hup := make(chan os.Signal, 1)
@@ -293,6 +300,32 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 		}()
 	}
 	return serveGateway(ctx, ln, tlsConfig, mux, gw, logger, o.drainTimeout)
+}
+
+// gatewayOpenRetry is how often the gateway tries again to open discovery
+// that failed to open at start.
+const gatewayOpenRetry = 5 * time.Second
+
+// openUntilReady opens gw's discovery, and again every retry while that
+// fails (ZooKeeper unreachable, or no coordinator listed yet), until it
+// succeeds or ctx ends. Statements open it too; this only makes it happen
+// before the first of them.
+func openUntilReady(ctx context.Context, gw *gateway.Gateway, retry time.Duration) {
+	t := time.NewTicker(retry)
+	defer t.Stop()
+	for {
+		attempt, cancel := context.WithTimeout(ctx, retry)
+		err := gw.Open(attempt)
+		cancel()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // adminGuard returns what wraps the operator pages: nothing without a

@@ -362,3 +362,28 @@ func TestGatewayCommandOperatorPages(t *testing.T) {
 		t.Errorf("GET / on the operator address answered %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
+
+// A gateway whose ZooKeeper does not answer says so in its log at start,
+// before any client sends a statement: it used to open discovery only at
+// the first statement, and stayed silent until then.
+func TestGatewayCommandLogsAnUnreachableZooKeeperAtStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // a ZooKeeper that refuses every connection
+	secret := filepath.Join(t.TempDir(), "gateway.key")
+	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret,
+		"--dsn", "presto://"+dead+"/;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto;zooKeeperConnectTimeout=1s")
+	announcedAddr(t, gw, "http")
+	eventually(t, "the gateway logs the unreachable ensemble", func() bool {
+		return strings.Contains(gw.errOut.String(), "ZooKeeper unreachable") && strings.Contains(gw.errOut.String(), dead)
+	})
+	if err := gw.stop(t); err != nil {
+		t.Fatalf("gateway exited with %v", err)
+	}
+}

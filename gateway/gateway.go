@@ -156,6 +156,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasPrefix(path, token.PathPrefix):
 		g.serveToken(w, r)
+	case strings.HasPrefix(path, failedQueryPrefix):
+		g.serveFailedQuery(w, r)
 	case path == "/v1/statement" && r.Method == http.MethodPost:
 		g.serveSubmit(w, r)
 	case path == "/v1/statement" && r.Method == http.MethodHead:

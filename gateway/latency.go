@@ -61,7 +61,7 @@ func (l *latencies) observe(kind string, d time.Duration) {
 func requestKind(r *http.Request) string {
 	path := r.URL.Path
 	switch {
-	case strings.HasPrefix(path, token.PathPrefix):
+	case strings.HasPrefix(path, token.PathPrefix), strings.HasPrefix(path, failedQueryPrefix):
 		return "followup"
 	case path == "/v1/statement" && r.Method == http.MethodPost:
 		return "submit"

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,7 +73,7 @@ func (o *outages) ended(group string) {
 // whether it did: within the grace it leaves the answer to submitFailed's
 // 503; after, it answers a query that failed with NO_NODES_AVAILABLE,
 // naming the group and where it looked.
-func (g *Gateway) noCoordinator(w http.ResponseWriter, group *Group, err error) bool {
+func (g *Gateway) noCoordinator(w http.ResponseWriter, r *http.Request, group *Group, err error) bool {
 	var se *routing.StatementError
 	var re *protocol.RequestError
 	if errors.As(err, &se) || errors.As(err, &re) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -91,9 +92,89 @@ func (g *Gateway) noCoordinator(w http.ResponseWriter, group *Group, err error) 
 	msg := fmt.Sprintf("zkpresto gateway: no coordinator of group %q takes statements%s (looking in %s): %s",
 		group.Name, lasting, where, strings.TrimPrefix(err.Error(), "zkpresto: "))
 	id := fmt.Sprintf("%s_%05d_zkgw0", now.UTC().Format("20060102_150405"), g.outages.seq.Add(1)%100000)
-	body := prestoError{
-		ID:    id,
-		Stats: errorStats{State: "FAILED"},
+	next, err := g.failedQueryURI(r, id, msg)
+	if err != nil {
+		return false // cannot sign it: the 503 explains as much
+	}
+	// As a real coordinator answers a submission: queued, with the
+	// failure one GET later (QueuedStatementResource.java). trino-client
+	// (npm) shows only the pages after the POST's, and would show a
+	// failure in the POST's answer to no one.
+	g.stats.add("submit", http.StatusOK)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	// The infoUri, which clients require of a submission's answer
+	// (presto-client fails without one), is the failure itself: there is
+	// no coordinator's web UI to send anyone to.
+	_ = json.NewEncoder(w).Encode(queuedQuery{ID: id, InfoURI: next, NextURI: next, Stats: errorStats{State: "QUEUED"}})
+	return true
+}
+
+// queuedQuery is a submission's answer before its query has run.
+type queuedQuery struct {
+	ID      string     `json:"id"`
+	InfoURI string     `json:"infoUri"`
+	NextURI string     `json:"nextUri"`
+	Stats   errorStats `json:"stats"`
+}
+
+// failedQueryPrefix is where the gateway's own failed queries are read.
+// The URI carries the failure, signed with the routing keys, so that any
+// replica answers it, as for every other URI the gateway hands out.
+const failedQueryPrefix = "/v1/statement/zkgw/failed/"
+
+// failedQuerySigner is the "coordinator" a failed query's token names: no
+// coordinator's base URL can be spelt so.
+const failedQuerySigner = "zkpresto-gateway:failed-query"
+
+// failedQueryURI is the URI at which the failed query id, with msg, is read.
+func (g *Gateway) failedQueryURI(r *http.Request, id, msg string) (string, error) {
+	encoded := base64.RawURLEncoding.EncodeToString([]byte(msg))
+	tok, err := g.keys.Sign(failedQuerySigner, id+"\n"+encoded)
+	if err != nil {
+		return "", err
+	}
+	return g.publicBase(r) + failedQueryPrefix + id + "/" + tok + "?m=" + encoded, nil
+}
+
+// serveFailedQuery answers a failed query's URI: GET (or HEAD) gives the
+// final page with the failure, DELETE has nothing left to cancel (204, as
+// a coordinator answers a DELETE). A URI whose token does not verify is
+// 404: the gateway answers only what it signed.
+func (g *Gateway) serveFailedQuery(w http.ResponseWriter, r *http.Request) {
+	id, tok, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, failedQueryPrefix), "/")
+	encoded := r.URL.Query().Get("m")
+	signer, err := g.keys.Verify(tok, id+"\n"+encoded)
+	raw, decodeErr := base64.RawURLEncoding.DecodeString(encoded)
+	if err != nil || signer != failedQuerySigner || decodeErr != nil {
+		g.stats.add("followup", http.StatusNotFound)
+		writeError(w, http.StatusNotFound, errGatewayName, "", "zkpresto gateway: no such query: "+id)
+		return
+	}
+	switch r.Method {
+	case http.MethodDelete:
+		g.stats.add("followup", http.StatusNoContent)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case http.MethodGet, http.MethodHead:
+	default:
+		g.stats.add("followup", http.StatusMethodNotAllowed)
+		writeError(w, http.StatusMethodNotAllowed, errGatewayName, id, "zkpresto gateway: "+r.Method+" on a query's URI")
+		return
+	}
+	msg := string(raw)
+	g.stats.add("followup", http.StatusOK)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	_ = json.NewEncoder(w).Encode(prestoError{
+		ID:      id,
+		InfoURI: g.publicBase(r) + r.URL.RequestURI(),
+		Stats:   errorStats{State: "FAILED"},
 		Error: errorDetail{
 			Message:     msg,
 			ErrorCode:   noNodesErrorCode,
@@ -101,11 +182,5 @@ func (g *Gateway) noCoordinator(w http.ResponseWriter, group *Group, err error) 
 			ErrorType:   noNodesErrorType,
 			FailureInfo: failureInfo{Type: "com.zkpresto.gateway." + errNoCoordinator, Message: msg},
 		},
-	}
-	g.stats.add("submit", http.StatusOK)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(body)
-	return true
+	})
 }

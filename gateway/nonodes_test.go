@@ -96,8 +96,41 @@ func TestNoCoordinatorFailsTheQueryForTrinoGoClientAfterTheGrace(t *testing.T) {
 	wantNoNodes(t, f, te.ErrorName+": "+te.Message)
 }
 
+// rawPage is what submitRaw reads of an answer.
+type rawPage struct {
+	ID      string `json:"id"`
+	NextURI string `json:"nextUri"`
+	Stats   struct {
+		State string `json:"state"`
+	} `json:"stats"`
+	Error *struct {
+		ErrorName string `json:"errorName"`
+		Message   string `json:"message"`
+	} `json:"error"`
+}
+
+// getRaw sends method to url and returns the status and the decoded page.
+func getRaw(t *testing.T, method, url string) (int, rawPage) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var page rawPage
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &page); err != nil {
+			t.Fatalf("answer %d %q: %v", resp.StatusCode, b, err)
+		}
+	}
+	return resp.StatusCode, page
+}
+
 // submitRaw posts a statement and returns the status and the decoded
-// answer's state and error name.
+// answer's state and error name; a queued answer is followed, as clients
+// do, to its next page.
 func submitRaw(t *testing.T, url string) (status int, state, errorName, message string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url+"/v1/statement", strings.NewReader("SELECT 1"))
@@ -108,18 +141,18 @@ func submitRaw(t *testing.T, url string) (status int, state, errorName, message 
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var page struct {
-		ID    string `json:"id"`
-		Stats struct {
-			State string `json:"state"`
-		} `json:"stats"`
-		Error *struct {
-			ErrorName string `json:"errorName"`
-			Message   string `json:"message"`
-		} `json:"error"`
-	}
+	var page rawPage
 	if err := json.Unmarshal(b, &page); err != nil {
 		t.Fatalf("answer %d %q: %v", resp.StatusCode, b, err)
+	}
+	if resp.StatusCode == http.StatusOK && page.Error != nil {
+		t.Errorf("a failure in the submission's own answer, which trino-client (npm) shows no one: %s", b)
+	}
+	if resp.StatusCode == http.StatusOK && page.Stats.State == "QUEUED" && strings.Contains(page.NextURI, "/zkgw/failed/") {
+		id := page.ID
+		if status, page = getRaw(t, http.MethodGet, page.NextURI); status != http.StatusOK || page.ID != id {
+			t.Fatalf("the failed query's page: %d, id %q, want 200 for %q", status, page.ID, id)
+		}
 	}
 	if page.Error != nil {
 		errorName, message = page.Error.ErrorName, page.Error.Message
@@ -172,4 +205,36 @@ func TestNoCoordinatorGraceEndsAndStartsAgain(t *testing.T) {
 		status, _, _, _ := submitRaw(t, srv.URL)
 		return status == http.StatusServiceUnavailable
 	})
+}
+
+// The failed query's URI is signed like every URI the gateway hands out:
+// another replica with the same keys answers it, a DELETE of it is a
+// coordinator's 204, and a URI whose failure was altered is 404.
+func TestNoCoordinatorFailedQueryIsReadAnywhere(t *testing.T) {
+	_, srv := emptyGroupGateway(t, -1)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/statement", strings.NewReader("SELECT 1"))
+	req.Header.Set("X-Presto-User", "alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queued rawPage
+	err = json.NewDecoder(resp.Body).Decode(&queued)
+	resp.Body.Close()
+	if err != nil || queued.Stats.State != "QUEUED" || queued.NextURI == "" {
+		t.Fatalf("the submission's answer: %+v, %v; want QUEUED with a nextUri", queued, err)
+	}
+	g, _ := staticGateway(t, gateway.Config{}, "127.0.0.1:1")
+	other := serveGateway(t, g)
+	uri := other.URL + strings.TrimPrefix(queued.NextURI, srv.URL)
+	if status, page := getRaw(t, http.MethodGet, uri); status != http.StatusOK || page.Stats.State != "FAILED" || page.Error == nil || page.Error.ErrorName != "NO_NODES_AVAILABLE" {
+		t.Fatalf("another replica's answer: %d %+v", status, page)
+	}
+	if status, _ := getRaw(t, http.MethodDelete, uri); status != http.StatusNoContent {
+		t.Fatalf("DELETE of the failed query: %d, want 204", status)
+	}
+	forged := uri[:strings.Index(uri, "?m=")+3] + "c29tZXRoaW5nIGVsc2U" // "something else"
+	if status, _ := getRaw(t, http.MethodGet, forged); status != http.StatusNotFound {
+		t.Fatalf("a failure the gateway did not sign: %d, want 404", status)
+	}
 }

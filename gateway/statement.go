@@ -129,7 +129,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	})
 	g.noteStatement(r, group.Name, base, resp, err)
 	if err != nil {
-		if !g.noCoordinator(w, group, err) {
+		if !g.noCoordinator(w, r, group, err) {
 			g.submitFailed(w, err)
 		}
 		return

@@ -198,3 +198,32 @@ func TestCancel(t *testing.T) {
 		}
 	})
 }
+
+// With no coordinator to take a statement, past the gateway's grace, each
+// client shows why: a NO_NODES_AVAILABLE query failure that names the
+// group and where it looked, where a 503 had presto-client retry for a
+// minute and tell its user nothing.
+func TestNoCoordinator(t *testing.T) {
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			requireNode(t, c.name, c.version)
+			rig := gatewayrig.Start(t, gatewayrig.Options{
+				Coordinator:        coordinator.Options{Flavour: c.flavour},
+				Unreachable:        true,
+				NoCoordinatorGrace: -1, // at once: the grace itself is the gateway's tests'
+			})
+			r := run(t, c.name, rig.Front, "nonodes")
+			if r.Thrown != nil || r.Error == nil {
+				t.Fatalf("got %+v, want the query's error", r)
+			}
+			failure := r.Error
+			if nested, ok := r.Error["error"].(map[string]any); ok {
+				failure = nested // presto-client wraps the query's error with its status code
+			}
+			msg, _ := failure["message"].(string)
+			if failure["errorName"] != "NO_NODES_AVAILABLE" || !strings.Contains(msg, "gatewayrig") {
+				t.Fatalf("the client shows the error %v; want NO_NODES_AVAILABLE naming where the gateway looked", r.Error)
+			}
+		})
+	}
+}

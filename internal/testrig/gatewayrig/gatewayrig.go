@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
@@ -38,6 +39,11 @@ type Options struct {
 	// Flavour is the gateway's (see gateway.Config); empty means the
 	// coordinators' flavour.
 	Flavour gateway.Flavour
+	// Unreachable lists, instead of coordinators, one address that
+	// refuses every connection: a group whose coordinators are all gone.
+	Unreachable bool
+	// NoCoordinatorGrace is the replicas' (see gateway.Config).
+	NoCoordinatorGrace time.Duration
 }
 
 // Rig is a running deployment. Everything in it stops when the test that
@@ -67,6 +73,9 @@ func Start(tb testing.TB, opts Options) *Rig {
 	}
 	rig := &Rig{}
 	nodes := make([]discovery.Node, 0, opts.Coordinators)
+	if opts.Unreachable {
+		opts.Coordinators = 0
+	}
 	for range opts.Coordinators {
 		c, err := coordinator.Start(opts.Coordinator)
 		if err != nil {
@@ -75,6 +84,14 @@ func Start(tb testing.TB, opts Options) *Rig {
 		tb.Cleanup(func() { c.Close() })
 		rig.Coordinators = append(rig.Coordinators, c)
 		nodes = append(nodes, discovery.Node{Addr: c.Addr()})
+	}
+	if opts.Unreachable {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		nodes = []discovery.Node{{Addr: ln.Addr().String()}}
+		ln.Close() // nothing listens there any more: every dial is refused
 	}
 	disc := discovery.NewStatic("gatewayrig", nodes)
 	var fronts [2]*url.URL
@@ -86,7 +103,7 @@ func Start(tb testing.TB, opts Options) *Rig {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { r.Close() })
-		g, err := gateway.New(gateway.Config{Router: r, Keys: Keys, Flavour: opts.Flavour})
+		g, err := gateway.New(gateway.Config{Router: r, Keys: Keys, Flavour: opts.Flavour, NoCoordinatorGrace: opts.NoCoordinatorGrace})
 		if err != nil {
 			tb.Fatal(err)
 		}

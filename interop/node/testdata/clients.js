@@ -2,13 +2,14 @@
 // gave back as one line of JSON on stdout, for the Go test beside it
 // (interop/node) to check: node clients.js CLIENT SERVER SCENARIO, where
 // CLIENT is presto-client or trino-client, SERVER the base URL and
-// SCENARIO one of query, pages, fail, cancel.
+// SCENARIO one of query, pages, fail, cancel, nonodes.
 'use strict';
 
 const [client, server, scenario] = process.argv.slice(2);
 
 const statements = {
   query: 'SELECT 1',
+  nonodes: 'SELECT 1',
   pages: 'SELECT * FROM rows(120)',
   fail: "SELECT fail('boom')",
   cancel: 'SELECT * FROM rows(3) WHERE sleep(10000)',

@@ -84,8 +84,9 @@ address with --admin-listen, or behind a password with
 --admin-password-file, or both. /_zk/health stays on --listen for load
 balancers. A group with no coordinator answers 503 for
 --no-coordinator-grace, then a NO_NODES_AVAILABLE query failure every client
-shows. On SIGTERM the gateway drains: new statements get 503 with
-Connection: close (retried elsewhere), while the gateway keeps listening and
+shows. On SIGTERM the gateway drains: /_zk/health answers 503 and new
+statements get 503 with Connection: close (retried elsewhere), while the
+gateway keeps listening and
 serves the follow-ups of the queries in flight until they finish, for up to
 --drain-timeout; then it exits.`,
 		Example: `  zkpresto gateway --listen 0.0.0.0:8080 \
@@ -226,6 +227,11 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	)
 	promReg.MustRegister(metrics.NewGatewayCollector(gw))
 	health := func(w http.ResponseWriter, r *http.Request) {
+		if gw.Draining() {
+			// Load balancers take the replica out; its queries go on.
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
 		if err := gw.Open(r.Context()); err != nil {
 			http.Error(w, "no coordinators: "+err.Error(), http.StatusServiceUnavailable)
 			return

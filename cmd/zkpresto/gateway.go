@@ -302,7 +302,7 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 }
 
 // adminGuard returns what wraps the operator pages: nothing without a
-// password file; with one, a check of the password (HTTP basic
+// password file; with one, a check of the password, the file's first line (HTTP basic
 // authentication with any user, as a browser sends it, or a bearer token,
 // as Prometheus can), compared in constant time.
 func adminGuard(file string) (func(http.Handler) http.Handler, error) {
@@ -313,9 +313,11 @@ func adminGuard(file string) (func(http.Handler) http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--admin-password-file: %w", err)
 	}
-	password := strings.TrimSpace(string(b))
+	// The first line: what follows may note when and by whom it was set.
+	first, _, _ := strings.Cut(string(b), "\n")
+	password := strings.TrimSpace(first)
 	if password == "" {
-		return nil, fmt.Errorf("--admin-password-file %s: empty", file)
+		return nil, fmt.Errorf("--admin-password-file %s: the first line, the password, is empty", file)
 	}
 	want := sha256.Sum256([]byte(password))
 	matches := func(got string) bool {

@@ -118,7 +118,7 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
-	return newRows(res, a, c.connector), nil
+	return newRows(res, a, c), nil
 }
 
 // ExecContext runs a statement on a coordinator the strategy picks, with
@@ -398,11 +398,20 @@ type rows struct {
 	*resultRows
 	a    *attempt
 	c    *Connector
+	conn *Conn
 	done bool // io.EOF or an error was returned
 }
 
-func newRows(r *resultRows, a *attempt, c *Connector) *rows {
-	return &rows{resultRows: r, a: a, c: c}
+func newRows(r *resultRows, a *attempt, conn *Conn) *rows {
+	return &rows{resultRows: r, a: a, c: conn.connector, conn: conn}
+}
+
+// end ends the statement's load record, and retires the connection when a
+// page read after Query returned started a transaction (see
+// retireUnpinnedTransaction).
+func (r *rows) end(err error) {
+	r.conn.retireUnpinnedTransaction(r.a)
+	r.a.End(err)
 }
 
 func (r *rows) Next(dest []driver.Value) error {
@@ -411,7 +420,7 @@ func (r *rows) Next(dest []driver.Value) error {
 	case err == nil:
 	case err == io.EOF:
 		r.done = true
-		r.a.End(nil)
+		r.end(nil)
 	default:
 		r.done = true
 		failure, _ := r.a.Failure()
@@ -425,7 +434,7 @@ func (r *rows) Next(dest []driver.Value) error {
 			// would run on unread otherwise.
 			r.c.cancelQuery(r.a)
 		}
-		r.a.End(err)
+		r.end(err)
 	}
 	return err
 }
@@ -441,6 +450,6 @@ func (r *rows) Close() error {
 		r.c.cancelQuery(r.a)
 	}
 	r.done = true
-	r.a.End(nil)
+	r.end(nil)
 	return r.resultRows.Close()
 }

@@ -147,6 +147,10 @@ func New(cfg Config) (*Gateway, error) {
 // sent) while the queries it routes go on (see WaitQueries).
 func (g *Gateway) Drain() { g.draining.Store(true) }
 
+// Draining reports whether Drain was called: a health check then fails,
+// so that a load balancer sends new statements to another replica.
+func (g *Gateway) Draining() bool { return g.draining.Load() }
+
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()

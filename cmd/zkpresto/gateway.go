@@ -84,8 +84,9 @@ address with --admin-listen, or behind a password with
 --admin-password-file, or both. /_zk/health stays on --listen for load
 balancers. A group with no coordinator answers 503 for
 --no-coordinator-grace, then a NO_NODES_AVAILABLE query failure every client
-shows. On SIGTERM the gateway drains: new statements get 503 with
-Connection: close (retried elsewhere), while the gateway keeps listening and
+shows. On SIGTERM the gateway drains: /_zk/health answers 503 and new
+statements get 503 with Connection: close (retried elsewhere), while the
+gateway keeps listening and
 serves the follow-ups of the queries in flight until they finish, for up to
 --drain-timeout; then it exits.`,
 		Example: `  zkpresto gateway --listen 0.0.0.0:8080 \
@@ -233,6 +234,11 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	)
 	promReg.MustRegister(metrics.NewGatewayCollector(gw))
 	health := func(w http.ResponseWriter, r *http.Request) {
+		if gw.Draining() {
+			// Load balancers take the replica out; its queries go on.
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
 		if err := gw.Open(r.Context()); err != nil {
 			http.Error(w, "no coordinators: "+err.Error(), http.StatusServiceUnavailable)
 			return
@@ -329,7 +335,7 @@ func openUntilReady(ctx context.Context, gw *gateway.Gateway, retry time.Duratio
 }
 
 // adminGuard returns what wraps the operator pages: nothing without a
-// password file; with one, a check of the password (HTTP basic
+// password file; with one, a check of the password, the file's first line (HTTP basic
 // authentication with any user, as a browser sends it, or a bearer token,
 // as Prometheus can), compared in constant time.
 func adminGuard(file string) (func(http.Handler) http.Handler, error) {
@@ -340,9 +346,11 @@ func adminGuard(file string) (func(http.Handler) http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--admin-password-file: %w", err)
 	}
-	password := strings.TrimSpace(string(b))
+	// The first line: what follows may note when and by whom it was set.
+	first, _, _ := strings.Cut(string(b), "\n")
+	password := strings.TrimSpace(first)
 	if password == "" {
-		return nil, fmt.Errorf("--admin-password-file %s: empty", file)
+		return nil, fmt.Errorf("--admin-password-file %s: the first line, the password, is empty", file)
 	}
 	want := sha256.Sum256([]byte(password))
 	matches := func(got string) bool {

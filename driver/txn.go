@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -38,8 +39,14 @@ func refuseTransactionControl(query string) error {
 // leadingWords returns up to n upper-cased words at the start of query,
 // after white space and comments; a word ends at anything but a letter.
 func leadingWords(query string, n int) []string {
+	words, _ := leadingWordsEnd(query, n)
+	return words
+}
+
+// leadingWordsEnd is leadingWords, and where in query the last word ends.
+func leadingWordsEnd(query string, n int) ([]string, int) {
 	var words []string
-	i := 0
+	i, end := 0, 0
 	for i < len(query) && len(words) < n {
 		switch c := query[i]; {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
@@ -47,13 +54,13 @@ func leadingWords(query string, n int) []string {
 		case strings.HasPrefix(query[i:], "--"):
 			j := strings.IndexByte(query[i:], '\n')
 			if j < 0 {
-				return words
+				return words, end
 			}
 			i += j + 1
 		case strings.HasPrefix(query[i:], "/*"):
 			j := strings.Index(query[i+2:], "*/")
 			if j < 0 {
-				return words
+				return words, end
 			}
 			i += j + 4
 		case isLetter(c):
@@ -62,12 +69,12 @@ func leadingWords(query string, n int) []string {
 				j++
 			}
 			words = append(words, strings.ToUpper(query[i:j]))
-			i = j
+			i, end = j, j
 		default:
-			return words
+			return words, end
 		}
 	}
-	return words
+	return words, end
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
@@ -105,4 +112,73 @@ func (c *Conn) retireUnpinnedTransaction(a *attempt) {
 	if a != nil && a.startedTransaction.Load() && !c.beginning {
 		c.broken.Store(true)
 	}
+}
+
+// TxControl says what a transaction-control statement asks for (see
+// ParseTransactionControl).
+type TxControl int
+
+// The transaction-control statements.
+const (
+	// NoTxControl is any other statement.
+	NoTxControl TxControl = iota
+	// StartTransaction is START TRANSACTION [mode [, mode]...].
+	StartTransaction
+	// Commit is COMMIT [WORK].
+	Commit
+	// Rollback is ROLLBACK [WORK].
+	Rollback
+)
+
+// isolationLevels are Presto's isolation levels by their words.
+var isolationLevels = map[string]sql.IsolationLevel{
+	"READ UNCOMMITTED": sql.LevelReadUncommitted,
+	"READ COMMITTED":   sql.LevelReadCommitted,
+	"REPEATABLE READ":  sql.LevelRepeatableRead,
+	"SERIALIZABLE":     sql.LevelSerializable,
+}
+
+// ParseTransactionControl reports whether query starts or ends a
+// transaction, which the driver runs only through BeginTx, Commit and
+// Rollback, and for START TRANSACTION the options its modes name
+// (ISOLATION LEVEL ..., READ ONLY, READ WRITE), the reverse of what
+// BeginTx sends. A program that takes SQL from its users, such as a shell,
+// runs them that way. A START TRANSACTION with a mode Presto does not
+// know is an error naming it.
+func ParseTransactionControl(query string) (TxControl, *sql.TxOptions, error) {
+	words, end := leadingWordsEnd(query, 2)
+	switch {
+	case len(words) == 0:
+		return NoTxControl, nil, nil
+	case words[0] == "COMMIT":
+		return Commit, nil, nil
+	case words[0] == "ROLLBACK":
+		return Rollback, nil, nil
+	case words[0] != "START" || len(words) < 2 || words[1] != "TRANSACTION":
+		return NoTxControl, nil, nil
+	}
+	// What follows the two words: the modes, separated by commas.
+	rest := strings.TrimRight(strings.TrimSpace(query[end:]), ";")
+	opts := &sql.TxOptions{}
+	if strings.TrimSpace(rest) == "" {
+		return StartTransaction, opts, nil
+	}
+	for _, mode := range strings.Split(rest, ",") {
+		m := strings.ToUpper(strings.Join(strings.Fields(mode), " "))
+		switch {
+		case m == "READ ONLY":
+			opts.ReadOnly = true
+		case m == "READ WRITE":
+			opts.ReadOnly = false
+		case strings.HasPrefix(m, "ISOLATION LEVEL "):
+			level, ok := isolationLevels[strings.TrimPrefix(m, "ISOLATION LEVEL ")]
+			if !ok {
+				return StartTransaction, nil, fmt.Errorf("zkpresto: START TRANSACTION: unknown isolation level %q", strings.TrimSpace(strings.TrimPrefix(m, "ISOLATION LEVEL ")))
+			}
+			opts.Isolation = level
+		default:
+			return StartTransaction, nil, fmt.Errorf("zkpresto: START TRANSACTION: unknown mode %q", strings.TrimSpace(mode))
+		}
+	}
+	return StartTransaction, opts, nil
 }

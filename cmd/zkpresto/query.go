@@ -253,11 +253,13 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 
 	// One connection, so that the coordinator asked afterwards is the one
 	// that ran the statement.
-	conn, err := db.Conn(ctx)
+	sc, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer sc.Close()
+	conn := &heldConn{conn: sc, ctx: ctx}
+	defer conn.end(errOut)
 	if o.shell {
 		return runShell(ctx, conn, cfg, write, in, out, errOut, o)
 	}
@@ -351,7 +353,10 @@ func describeFailure(err error, debug bool) string {
 // runStatement runs one statement on conn and prints its result, with
 // its progress on a terminal meanwhile. Its error names the query and the
 // coordinator. It returns the statement's last progress report.
-func runStatement(ctx context.Context, conn *sql.Conn, query string, write resultWriter, out, errOut io.Writer, o queryOptions) (zkdriver.Progress, error) {
+func runStatement(ctx context.Context, conn *heldConn, query string, write resultWriter, out, errOut io.Writer, o queryOptions) (zkdriver.Progress, error) {
+	if handled, err := conn.control(query, errOut); handled {
+		return zkdriver.Progress{}, err
+	}
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
@@ -385,9 +390,9 @@ func runStatement(ctx context.Context, conn *sql.Conn, query string, write resul
 		defer mu.Unlock()
 		return last
 	}
-	rows, err := conn.QueryContext(ctx, query)
+	rows, err := conn.query(ctx, query)
 	if err != nil {
-		return progress(), queryError(err, progress().QueryID, servedBy(conn))
+		return progress(), queryError(err, progress().QueryID, servedBy(conn.conn))
 	}
 	update := progress().UpdateType != ""
 	if update {
@@ -403,7 +408,7 @@ func runStatement(ctx context.Context, conn *sql.Conn, query string, write resul
 	if cerr := rows.Close(); err == nil {
 		err = cerr
 	}
-	coordinator := servedBy(conn)
+	coordinator := servedBy(conn.conn)
 	if err != nil {
 		return progress(), queryError(err, progress().QueryID, coordinator)
 	}

@@ -56,7 +56,7 @@ func shellPrompts(trino bool, schema string) (first, next string) {
 // and history, runs each one as soon as its ";" is typed, and goes on after
 // errors. quit or exit (or Ctrl-D) leaves; Ctrl-C at the prompt drops the
 // statement being typed, and while a statement runs it cancels it.
-func runShell(ctx context.Context, conn *sql.Conn, cfg *zkdriver.Config, write resultWriter, in io.Reader, out, errOut io.Writer, o queryOptions) error {
+func runShell(ctx context.Context, conn *heldConn, cfg *zkdriver.Config, write resultWriter, in io.Reader, out, errOut io.Writer, o queryOptions) error {
 	first, next := shellPrompts(cfg.Trino, cfg.Schema)
 	history := o.historyFile
 	if history == "" {
@@ -154,13 +154,13 @@ func runShell(ctx context.Context, conn *sql.Conn, cfg *zkdriver.Config, write r
 			shellStatement(ctx, conn, s, write, out, errOut, o)
 		}
 		// The statements may have changed the session (USE).
-		first, next = shellPrompts(cfg.Trino, sessionOf(conn).Schema)
+		first, next = shellPrompts(cfg.Trino, sessionOf(conn.conn).Schema)
 	}
 }
 
 // shellStatement runs one statement of the shell, cancelled by an
 // interrupt, and reports its failure.
-func shellStatement(ctx context.Context, conn *sql.Conn, query string, write resultWriter, out, errOut io.Writer, o queryOptions) {
+func shellStatement(ctx context.Context, conn *heldConn, query string, write resultWriter, out, errOut io.Writer, o queryOptions) {
 	started := time.Now()
 	last, err, byUser := interruptible(ctx, o, true, func(ctx context.Context) (zkdriver.Progress, error) {
 		return runStatement(ctx, conn, query, write, out, errOut, o)

@@ -254,33 +254,58 @@ func TestTamperedTokenIsRefused(t *testing.T) {
 }
 
 // A DELETE on the nextUri, or on /v1/query/{id} through a replica that
-// never saw the query, cancels it on its coordinator.
+// never saw the query, cancels it on its coordinator. Before the query's
+// first GET no coordinator knows it (it is dispatched then, as Trino and
+// PrestoDB do): a DELETE of /v1/query/{id} is the coordinators' no-op 204
+// and its GET their 410, never a failure, and the queued nextUri's DELETE
+// still cancels it.
 func TestCancelReachesTheCoordinator(t *testing.T) {
 	s := newSetup(t, 2, coordinator.Options{Latency: time.Hour})
-	for _, via := range []string{"nextUri", "query id"} {
-		answer := post(t, s.replicas[0].URL, "SELECT 1")
-		running := func() (n int64) {
-			for _, c := range s.coords {
-				n += c.Running()
-			}
-			return n
+	running := func() (n int64) {
+		for _, c := range s.coords {
+			r, _ := c.Load()
+			n += r
 		}
-		if running() != 1 {
-			t.Fatalf("%d running queries, want 1", running())
+		return n
+	}
+	for _, via := range []string{"nextUri", "query id", "queued nextUri"} {
+		answer := post(t, s.replicas[0].URL, "SELECT 1")
+		id := answer["id"].(string)
+		if via == "query id" {
+			if code, body := do(t, http.MethodGet, s.replicas[1].URL+"/v1/query/"+id); code != http.StatusGone {
+				t.Fatalf("GET /v1/query before dispatch: %d %v, want 410", code, body)
+			}
+			if code, body := do(t, http.MethodDelete, s.replicas[1].URL+"/v1/query/"+id); code != http.StatusNoContent {
+				t.Fatalf("DELETE /v1/query before dispatch: %d %v, want 204", code, body)
+			}
 		}
 		target := answer["nextUri"].(string)
+		if via != "queued nextUri" {
+			// The first GET dispatches the query.
+			code, queued := do(t, http.MethodGet, target)
+			if code != http.StatusOK {
+				t.Fatalf("first GET: %d %v", code, queued)
+			}
+			target = queued["nextUri"].(string)
+			if running() != 1 {
+				t.Fatalf("%d running queries, want 1", running())
+			}
+		}
 		if via == "query id" {
-			target = s.replicas[1].URL + "/v1/query/" + answer["id"].(string)
+			target = s.replicas[1].URL + "/v1/query/" + id
 		}
-		if code, body := do(t, http.MethodDelete, target); code >= 300 {
-			t.Fatalf("DELETE via %s: %d %v", via, code, body)
+		if code, body := do(t, http.MethodDelete, target); code != http.StatusNoContent {
+			t.Fatalf("DELETE via %s: %d %v, want 204", via, code, body)
 		}
-		if running() != 0 {
-			t.Fatalf("after DELETE via %s: %d running", via, running())
+		if n := s.coords[0].Running() + s.coords[1].Running(); n != 0 {
+			t.Fatalf("after DELETE via %s: %d queries left, dispatched or not", via, n)
 		}
 	}
-	if code, _ := do(t, http.MethodDelete, s.replicas[1].URL+"/v1/query/20260101_000000_00000_nosuch"); code != http.StatusNotFound {
-		t.Fatalf("unknown query id: %d, want 404", code)
+	if code, _ := do(t, http.MethodDelete, s.replicas[1].URL+"/v1/query/20260101_000000_00000_nosuch"); code != http.StatusNoContent {
+		t.Fatalf("DELETE of an unknown query id: %d, want the servers' 204", code)
+	}
+	if code, _ := do(t, http.MethodGet, s.replicas[1].URL+"/v1/query/20260101_000000_00000_nosuch"); code != http.StatusGone {
+		t.Fatalf("GET of an unknown query id: %d, want the servers' 410", code)
 	}
 }
 

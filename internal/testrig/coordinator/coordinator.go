@@ -109,6 +109,11 @@ type Options struct {
 	// wait in order of submission (QUEUED, their latency not yet counting)
 	// until one finishes. 0 runs every statement at once.
 	MaxRunning int
+	// QueuedPolls is how many GETs of a query's queued nextUri answer QUEUED before its
+	// links move to /v1/statement/executing, as under a busy dispatcher (trino:
+	// dispatcher/QueuedStatementResource.java answers QUEUED until the query is
+	// dispatched). 0: the first GET dispatches the query and points to executing token 0.
+	QueuedPolls int
 }
 
 func (o Options) withDefaults() Options {
@@ -280,6 +285,9 @@ type Coordinator struct {
 	maxRunning int
 	slotsUsed  int
 	waiting    []*query
+	// undispatched counts the queries of active submitted and not yet fetched.
+	undispatched int
+	queuedPolls  int // Options.QueuedPolls
 }
 
 // serving is one listen generation: everything Stop must tear down.
@@ -313,23 +321,24 @@ func Start(opts Options) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: unknown flavour %q (want %q or %q)", opts.Flavour, Presto, Trino)
 	}
 	c := &Coordinator{
-		name:       opts.Name,
-		version:    opts.Version,
-		batchRows:  opts.BatchRows,
-		abandon:    opts.AbandonAfter,
-		idSuffix:   strings.ToLower(rand.Text()[:5]),
-		addr:       opts.Addr,
-		active:     make(map[string]*query),
-		finished:   make(map[string]*finishedQuery),
-		recLimit:   opts.RecordLimit,
-		users:      make(map[string]int64),
-		txns:       make(map[string]time.Time),
-		flavour:    opts.Flavour,
-		strict:     opts.StrictPrefix,
-		forwarded:  opts.HonourForwarded,
-		gzip:       !opts.NoGzip,
-		tls:        opts.TLS,
-		maxRunning: max(opts.MaxRunning, 0),
+		name:        opts.Name,
+		version:     opts.Version,
+		batchRows:   opts.BatchRows,
+		abandon:     opts.AbandonAfter,
+		idSuffix:    strings.ToLower(rand.Text()[:5]),
+		addr:        opts.Addr,
+		active:      make(map[string]*query),
+		finished:    make(map[string]*finishedQuery),
+		recLimit:    opts.RecordLimit,
+		users:       make(map[string]int64),
+		txns:        make(map[string]time.Time),
+		flavour:     opts.Flavour,
+		strict:      opts.StrictPrefix,
+		forwarded:   opts.HonourForwarded,
+		gzip:        !opts.NoGzip,
+		tls:         opts.TLS,
+		maxRunning:  max(opts.MaxRunning, 0),
+		queuedPolls: max(opts.QueuedPolls, 0),
 	}
 	if opts.Spooling != SpoolingOff {
 		c.spool = newSpooler(opts.Spooling)
@@ -486,13 +495,14 @@ func (c *Coordinator) Users() map[string]int64 {
 func (c *Coordinator) Load() (running, queued int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	dispatched := len(c.active) - c.undispatched
 	if c.maxRunning == 0 {
-		return int64(len(c.active)), 0
+		return int64(dispatched), 0
 	}
-	return int64(c.slotsUsed), int64(len(c.active) - c.slotsUsed)
+	return int64(c.slotsUsed), int64(dispatched - c.slotsUsed)
 }
 
-// Running returns how many accepted statements have not finished yet.
+// Running returns how many accepted statements have not finished yet, dispatched or not.
 func (c *Coordinator) Running() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -623,10 +633,12 @@ func (c *Coordinator) transactionOpen(id string) bool {
 	return ok
 }
 
-// admit registers a new query, dropping abandoned ones first. It reports false when the id
-// is already taken (possible with pre-minted ids). It opens or closes the transaction the
-// statement starts or ends, so the next statement of the client sees the change.
-func (c *Coordinator) admit(q *query, now time.Time) bool {
+// register records a new query at its submission, dropping abandoned ones first. It reports
+// false when the id is already taken (possible with pre-minted ids). The query is not
+// dispatched yet: it takes no slot and starts no transaction until its queued nextUri is
+// fetched (trino: dispatcher/QueuedStatementResource.java, Query.submitIfNeeded; prestodb:
+// server/protocol/QueuedStatementResource.java, Query.waitForDispatched).
+func (c *Coordinator) register(q *query, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, taken := c.active[q.id]; taken {
@@ -635,7 +647,9 @@ func (c *Coordinator) admit(q *query, now time.Time) bool {
 	if _, taken := c.finished[q.id]; taken {
 		return false
 	}
-	// Sweeping at most once a second keeps submission cheap with many queries open.
+	// Sweeping at most once a second keeps submission cheap with many queries open. A
+	// query submitted and never fetched is dropped as well, as Trino's QueryManager purges
+	// a submission older than the client timeout.
 	if now.Sub(c.lastSweep) >= min(time.Second, c.abandon) {
 		c.lastSweep = now
 		limit := now.Add(-c.abandon).UnixNano()
@@ -646,6 +660,26 @@ func (c *Coordinator) admit(q *query, now time.Time) bool {
 		}
 	}
 	c.active[q.id] = q
+	c.undispatched++
+	return true
+}
+
+// dispatch creates the query registered by register, at the first GET of its queued nextUri:
+// it takes a slot (or waits for one, Options.MaxRunning) and opens or closes the transaction
+// the statement starts or ends, so the next statement of the client sees the change. It
+// reports false when the query ended before (canceled or abandoned).
+func (c *Coordinator) dispatch(q *query, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.active[q.id] != q {
+		return false
+	}
+	if q.dispatched.Swap(true) {
+		return true
+	}
+	c.undispatched--
+	// Its latency counts from dispatch, as a real query's does.
+	q.ready.Store(now.Add(q.runFor).UnixNano())
 	if c.maxRunning > 0 {
 		if c.slotsUsed < c.maxRunning {
 			c.slotsUsed++
@@ -688,6 +722,9 @@ func (c *Coordinator) endLocked(q *query, final *answer, token int64, anyToken b
 		return false
 	}
 	delete(c.active, q.id)
+	if !q.dispatched.Load() {
+		c.undispatched--
+	}
 	if anyToken {
 		q.cancel()
 	}
@@ -696,8 +733,12 @@ func (c *Coordinator) endLocked(q *query, final *answer, token int64, anyToken b
 		c.slotsUsed--
 		c.startWaitingLocked(time.Now())
 	}
+	phase := phaseQueued
+	if q.executing.Load() {
+		phase = phaseExecuting
+	}
 	f := &finishedQuery{
-		slug: q.slug, final: final, token: token, anyToken: anyToken,
+		slug: q.slug, flavour: q.flavour, phase: phase, final: final, token: token, anyToken: anyToken,
 		req: q.req, created: q.created, ended: time.Now(), rows: q.sent.Load(),
 	}
 	if len(c.finOrder) < finishedLimit {

@@ -596,3 +596,44 @@ func TestFailedCommitRetiresTheConnection(t *testing.T) {
 		t.Fatalf("the statement after a failed commit still ran in transaction %q", got)
 	}
 }
+
+// A statement whose context ends between the POST's answer and the first
+// GET of its queued nextUri was never dispatched (the coordinators create
+// a query at that GET): the driver still DELETEs the queued nextUri, so
+// nothing stays queued there, and never dispatches it. The 204 the DELETE
+// gets is no error (presto-go-client v2.1.1's CancelQuery would take it
+// for one; the driver sends its own).
+func TestCancelledBeforeFirstGetIsCancelledQueued(t *testing.T) {
+	quietPrestoClient(t)
+	f := fleet.StartT(t, fleet.Options{Coordinators: 1})
+	registerAll(t, f)
+	c := f.Coordinators[0]
+	db, _ := openConnector(t, f.DSN("?user=alice"))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The first report is the POST's answer: cancel before anything else is sent.
+	ctx = zkdriver.WithProgress(ctx, func(zkdriver.Progress) { cancel() })
+	if _, err := db.ExecContext(ctx, "SELECT 1"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	waitFor(t, "the queued query to be cancelled", func() bool { return c.Running() == 0 })
+	var deletes, gets int
+	for _, call := range c.Calls() {
+		switch {
+		case call.Method == http.MethodDelete && strings.HasPrefix(call.Path, "/v1/statement/queued/"):
+			deletes++
+			if call.Status != http.StatusNoContent {
+				t.Errorf("the DELETE of the queued nextUri was answered %d, want 204", call.Status)
+			}
+		case call.Method == http.MethodGet:
+			gets++
+		}
+	}
+	if deletes != 1 {
+		t.Fatalf("%d DELETEs of the queued nextUri, want 1: %+v", deletes, c.Calls())
+	}
+	if r, q := c.Load(); r != 0 || q != 0 || gets > 1 {
+		t.Fatalf("load %d running %d queued after %d GETs: the cancelled statement was dispatched and kept", r, q, gets)
+	}
+}

@@ -536,6 +536,20 @@ func TestClientLeavingDuringThePOSTCancelsTheQuery(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
+			// Never dispatched (no GET of its nextUri): the gateway DELETEs the
+			// queued nextUri, which the coordinator answers 204.
+			var deletes int
+			for _, call := range c.Calls() {
+				switch {
+				case call.Method == http.MethodGet:
+					t.Errorf("the gateway fetched %s of the client that left", call.Path)
+				case call.Method == http.MethodDelete && strings.HasPrefix(call.Path, "/v1/statement/queued/") && call.Status == http.StatusNoContent:
+					deletes++
+				}
+			}
+			if deletes != 1 {
+				t.Fatalf("%d DELETEs of the queued nextUri answered 204, want 1: %+v", deletes, c.Calls())
+			}
 		})
 	}
 }

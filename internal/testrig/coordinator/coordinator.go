@@ -181,8 +181,9 @@ type Request struct {
 	QueryDataEncoding string
 	// Wire tells how the HTTP request arrived.
 	Wire
-	// Rejected reports that the statement was refused: 503 while starting, empty SQL, or a
-	// bad or duplicate pre-minted query id.
+	// Rejected reports that the statement was refused or never ran: empty SQL, a bad or
+	// duplicate pre-minted query id, or a submission to a starting coordinator or one
+	// without workers (answered 200, failed at dispatch; see SetStarting).
 	Rejected bool
 	// Reset reports that the statement was read whole and its connection then reset,
 	// unanswered (see SetResetting): it reached the coordinator, and may have run.
@@ -255,6 +256,7 @@ type Coordinator struct {
 	pageDelay   atomic.Int64 // nanoseconds a poll waits once the statement is ready
 	openConns   atomic.Int64 // HTTP connections open now
 	starting    atomic.Bool
+	noWorkers   atomic.Bool // see SetNoWorkers
 	resetting   atomic.Bool // see SetResetting
 	statements  atomic.Int64
 	querySeq    atomic.Int64
@@ -531,8 +533,15 @@ func (c *Coordinator) SetResetting(on bool) { c.resetting.Store(on) }
 // coordinator now.
 func (c *Coordinator) OpenConns() int64 { return c.openConns.Load() }
 
-// SetStarting switches the starting state: while starting, /v1/info says so and statement
-// submissions are answered 503.
+// SetNoWorkers switches the state of a coordinator whose workers are all gone: statements
+// submitted meanwhile fail at dispatch with NO_NODES_AVAILABLE, as SetStarting's do with
+// SERVER_STARTING_UP; /v1/info does not say so, as on the servers.
+func (c *Coordinator) SetNoWorkers(on bool) { c.noWorkers.Store(on) }
+
+// SetStarting switches the starting state: while starting, /v1/info says "starting": true,
+// /v1/info/state INACTIVE, and a statement submitted is answered 200 and QUEUED like any
+// other, then fails at the first GET of its nextUri (its dispatch) with SERVER_STARTING_UP,
+// never having run, as on Trino and PrestoDB; nothing answers 503.
 func (c *Coordinator) SetStarting(starting bool) { c.starting.Store(starting) }
 
 // Stop closes the listener and every connection and forgets all queries, as if the node

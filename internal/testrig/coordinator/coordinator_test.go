@@ -397,7 +397,7 @@ func getInfo(t *testing.T, c *Coordinator) nodeInfo {
 	return info
 }
 
-func TestStartingAnswers503(t *testing.T) {
+func TestStartingFailsAtDispatch(t *testing.T) {
 	c := start(t, Options{Starting: true, Version: "9.9"})
 	info := getInfo(t, c)
 	if !info.Starting || !info.Coordinator || info.NodeVersion.Version != "9.9" || info.Environment != "sim" || info.Uptime == "" {
@@ -408,8 +408,18 @@ func TestStartingAnswers503(t *testing.T) {
 	if state != "INACTIVE" {
 		t.Fatalf("/v1/info/state = %q while starting", state)
 	}
-	// A plain request: the client would keep retrying a 503.
-	submit(t, c, "SELECT 1", http.StatusServiceUnavailable)
+	// Accepted like any statement, failed at dispatch, never run: no 503.
+	first := submit(t, c, "SELECT 1", http.StatusOK)
+	if first.Stats.State != "QUEUED" || first.NextURI == "" {
+		t.Fatalf("POST while starting answered %+v, want QUEUED with a nextUri", first)
+	}
+	var failed wireResults
+	getJSON(t, first.NextURI, http.StatusOK, &failed)
+	if failed.Stats.State != "FAILED" || failed.NextURI != "" || len(failed.Columns) != 0 || failed.Error == nil ||
+		failed.Error.ErrorName != "SERVER_STARTING_UP" || failed.Error.ErrorCode != 65548 || failed.Error.ErrorType != "INTERNAL_ERROR" ||
+		failed.Error.Message != "Presto server is still initializing" {
+		t.Fatalf("first GET while starting = %+v, want FAILED with SERVER_STARTING_UP", failed)
+	}
 	if n := c.Statements(); n != 1 {
 		t.Fatalf("Statements() = %d, want 1", n)
 	}
@@ -419,6 +429,17 @@ func TestStartingAnswers503(t *testing.T) {
 	if r := c.Running(); r != 0 {
 		t.Fatalf("Running() = %d, want 0", r)
 	}
+	// Without workers: NO_NODES_AVAILABLE at dispatch, and /v1/info says nothing.
+	c.SetStarting(false)
+	c.SetNoWorkers(true)
+	if info := getInfo(t, c); info.Starting {
+		t.Fatalf("/v1/info without workers = %+v", info)
+	}
+	getJSON(t, submit(t, c, "SELECT 1", http.StatusOK).NextURI, http.StatusOK, &failed)
+	if failed.Stats.State != "FAILED" || failed.Error == nil || failed.Error.ErrorName != "NO_NODES_AVAILABLE" || failed.Error.ErrorCode != 65541 {
+		t.Fatalf("first GET without workers = %+v, want FAILED with NO_NODES_AVAILABLE", failed)
+	}
+	c.SetNoWorkers(false)
 
 	c.SetStarting(false)
 	if info := getInfo(t, c); info.Starting || info.NodeVersion.Version != "9.9" {

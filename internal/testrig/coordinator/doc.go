@@ -128,8 +128,10 @@
 //
 // # Failure simulation
 //
-// SetStarting(true) makes /v1/info report "starting": true and POST /v1/statement answer 503
-// (which presto-go-client retries with back-off). Stop closes the listener and every
+// SetStarting(true) makes /v1/info report "starting": true, and a statement submitted
+// meanwhile is accepted (200, QUEUED) and fails at its dispatch, the first GET of its
+// nextUri, with SERVER_STARTING_UP ("... server is still initializing"), as on the servers;
+// SetNoWorkers(true) fails it there with NO_NODES_AVAILABLE. Neither answers 503. Stop closes the listener and every
 // connection and forgets all queries, like a node that died; Restart listens again on the
 // same port. /v1/info answers like Presto's NodeInfo resource and /v1/info/state with
 // "ACTIVE" (or "INACTIVE" while starting).

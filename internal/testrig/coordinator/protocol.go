@@ -354,15 +354,6 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 		return
 	}
 	switch {
-	case c.starting.Load():
-		req.Rejected = true
-		c.record(req)
-		server := "Presto"
-		if c.flavour == Trino {
-			server = "Trino"
-		}
-		writeError(w, http.StatusServiceUnavailable, server+" server is still initializing")
-		return
 	case strings.TrimSpace(req.SQL) == "":
 		req.Rejected = true
 		c.record(req)
@@ -412,6 +403,26 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 		q.columns = resultColumns
 	case p.kind == tstzValues:
 		q.columns = tstzColumns(c.flavour)
+	}
+	// A starting coordinator, or one without workers, accepts the POST like any other
+	// and fails the query when it dispatches it: no 503 (trino:
+	// dispatcher/DispatchManager.createQueryInternal fails it with SERVER_STARTING_UP
+	// "Trino server is still initializing" until ServerConfig's startup finishes;
+	// NodeScheduler's NO_NODES_AVAILABLE without workers; prestodb: the same codes). It
+	// is decided at the POST, when the statement arrived.
+	server := "Presto"
+	if c.flavour == Trino {
+		server = "Trino"
+	}
+	switch {
+	case c.starting.Load():
+		q.dispatchFailure = q.newError(errServerStartingUp, "SERVER_STARTING_UP", server+" server is still initializing")
+	case c.noWorkers.Load():
+		q.dispatchFailure = q.newError(errNoNodesAvailable, "NO_NODES_AVAILABLE", "No nodes available to run query")
+	}
+	if q.dispatchFailure != nil {
+		q.dispatchFailure.ErrorType = "INTERNAL_ERROR"
+		req.Rejected = true // it never runs
 	}
 	req.Gzipped = c.gzipFor(r)
 	q.req = req
@@ -617,6 +628,16 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 	}
 	if token == q.token-1 && q.last != nil {
 		c.writeAnswer(w, r, q.last)
+		return
+	}
+	if qe := q.dispatchFailure; qe != nil {
+		// The queued resource answers the failure: FAILED, no nextUri (trino:
+		// QueuedStatementResource.Query.createQueryResults with the dispatch's failure).
+		res := q.results(c.links(r), "FAILED", now)
+		res.Columns, res.Error = nil, qe
+		ans := encode(res)
+		c.end(q, ans, token, false)
+		c.writeAnswer(w, r, ans)
 		return
 	}
 	if !c.dispatch(q, now) {

@@ -30,8 +30,12 @@ var (
 	tstzMarker    = regexp.MustCompile(`(?i)\btstz\s*\(\s*'([A-Za-z0-9_/+:-]+)'\s*\)`)
 )
 
-// Presto's standard error codes for the failures the simulator produces.
+// Presto's standard error codes for the failures the simulator produces; the internal
+// ones as trino: spi/StandardErrorCode.java numbers them (prestodb's agree).
 const (
+	errNoNodesAvailable   = 65541
+	errServerStartingUp   = 65548
+
 	errGenericUser        = 0
 	errAbandoned          = 2
 	errUserCanceled       = 3
@@ -176,6 +180,9 @@ type query struct {
 	tokenNow    atomic.Int64 // token of the current phase, readable by HEAD without a poll's lock
 	partial     atomic.Bool  // partialCancelUri was deleted: no more rows are produced
 	spool       *spooler     // set when the rows go out as spooled segments
+	// dispatchFailure, when set, is how the first GET of the queued nextUri fails: the
+	// coordinator was starting, or had no workers, when the statement arrived.
+	dispatchFailure *queryError
 
 	canceled   chan struct{}
 	cancelOnce sync.Once

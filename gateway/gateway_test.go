@@ -254,11 +254,11 @@ func TestTamperedTokenIsRefused(t *testing.T) {
 }
 
 // A DELETE on the nextUri, or on /v1/query/{id} through a replica that
-// never saw the query, cancels it on its coordinator. Before the query's
-// first GET no coordinator knows it (it is dispatched then, as Trino and
-// PrestoDB do): a DELETE of /v1/query/{id} is the coordinators' no-op 204
-// and its GET their 410, never a failure, and the queued nextUri's DELETE
-// still cancels it.
+// never saw the query, cancels it on its coordinator. A statement through
+// the gateway is dispatched before its POST is answered (dispatchFirst).
+// One submitted to a coordinator directly is unknown to it until its first
+// GET: a DELETE of /v1/query/{id} through the gateway then is the servers'
+// no-op 204 and its GET their 410, never a failure.
 func TestCancelReachesTheCoordinator(t *testing.T) {
 	s := newSetup(t, 2, coordinator.Options{Latency: time.Hour})
 	running := func() (n int64) {
@@ -268,37 +268,33 @@ func TestCancelReachesTheCoordinator(t *testing.T) {
 		}
 		return n
 	}
-	for _, via := range []string{"nextUri", "query id", "queued nextUri"} {
-		answer := post(t, s.replicas[0].URL, "SELECT 1")
-		id := answer["id"].(string)
-		if via == "query id" {
+	for _, via := range []string{"nextUri", "query id"} {
+		var target string
+		if via == "nextUri" {
+			answer := post(t, s.replicas[0].URL, "SELECT 1")
+			if running() != 1 {
+				t.Fatalf("%d queries dispatched after the gateway's POST, want 1", running())
+			}
+			target = answer["nextUri"].(string)
+		} else {
+			answer := post(t, s.coords[0].URL(), "SELECT 1")
+			id := answer["id"].(string)
 			if code, body := do(t, http.MethodGet, s.replicas[1].URL+"/v1/query/"+id); code != http.StatusGone {
 				t.Fatalf("GET /v1/query before dispatch: %d %v, want 410", code, body)
 			}
 			if code, body := do(t, http.MethodDelete, s.replicas[1].URL+"/v1/query/"+id); code != http.StatusNoContent {
 				t.Fatalf("DELETE /v1/query before dispatch: %d %v, want 204", code, body)
 			}
-		}
-		target := answer["nextUri"].(string)
-		if via != "queued nextUri" {
-			// The first GET dispatches the query.
-			code, queued := do(t, http.MethodGet, target)
-			if code != http.StatusOK {
-				t.Fatalf("first GET: %d %v", code, queued)
+			if code, queued := do(t, http.MethodGet, answer["nextUri"].(string)); code != http.StatusOK || running() != 1 {
+				t.Fatalf("first GET: %d %v; %d dispatched", code, queued, running())
 			}
-			target = queued["nextUri"].(string)
-			if running() != 1 {
-				t.Fatalf("%d running queries, want 1", running())
-			}
-		}
-		if via == "query id" {
 			target = s.replicas[1].URL + "/v1/query/" + id
 		}
 		if code, body := do(t, http.MethodDelete, target); code != http.StatusNoContent {
 			t.Fatalf("DELETE via %s: %d %v, want 204", via, code, body)
 		}
 		if n := s.coords[0].Running() + s.coords[1].Running(); n != 0 {
-			t.Fatalf("after DELETE via %s: %d queries left, dispatched or not", via, n)
+			t.Fatalf("after DELETE via %s: %d queries left", via, n)
 		}
 	}
 	if code, _ := do(t, http.MethodDelete, s.replicas[1].URL+"/v1/query/20260101_000000_00000_nosuch"); code != http.StatusNoContent {
@@ -652,5 +648,36 @@ func TestTokenOpensOnlyItsQuery(t *testing.T) {
 	}
 	if code, _ := do(t, http.MethodGet, next); code != http.StatusOK {
 		t.Fatalf("the query's own nextUri: %d", code)
+	}
+}
+
+// A starting coordinator, and one without workers, accept every POST and
+// fail the query at its dispatch; the gateway makes that first GET itself
+// (dispatchFirst), so no statement fails for it while another coordinator
+// is ready, and none runs twice: the one that never ran goes elsewhere.
+func TestNotReadyCoordinatorsFailNoStatement(t *testing.T) {
+	s := newSetup(t, 3, coordinator.Options{})
+	s.coords[0].SetStarting(true)
+	s.coords[1].SetNoWorkers(true)
+	for i := range 20 {
+		if n, err := statementRows(s.replicas[i%2].URL, fmt.Sprintf("SELECT * FROM rows(%d)", i+1), nil, nil); err != nil || n != i+1 {
+			t.Fatalf("statement %d: %d rows, %v", i, n, err)
+		}
+	}
+	ran := map[string]int{}
+	for i, c := range s.coords {
+		for _, r := range c.Requests() {
+			if !r.Rejected {
+				ran[r.SQL]++
+				if i != 2 {
+					t.Errorf("%q ran on coordinator %d, which is not ready", r.SQL, i)
+				}
+			}
+		}
+	}
+	for i := range 20 {
+		if q := fmt.Sprintf("SELECT * FROM rows(%d)", i+1); ran[q] != 1 {
+			t.Errorf("%q ran %d times, want once", q, ran[q])
+		}
 	}
 }

@@ -33,8 +33,8 @@ var (
 // Presto's standard error codes for the failures the simulator produces; the internal
 // ones as trino: spi/StandardErrorCode.java numbers them (prestodb's agree).
 const (
-	errNoNodesAvailable   = 65541
-	errServerStartingUp   = 65548
+	errNoNodesAvailable = 65541
+	errServerStartingUp = 65548
 
 	errGenericUser        = 0
 	errAbandoned          = 2

@@ -681,3 +681,35 @@ func TestNotReadyCoordinatorsFailNoStatement(t *testing.T) {
 		}
 	}
 }
+
+// The servers' text/plain answer to a stale link (410 for an older token)
+// reaches the client as it is, readable, and the coordinator serves the
+// next statements.
+func TestPlainTextErrorsPassThrough(t *testing.T) {
+	s := newSetup(t, 1, coordinator.Options{BatchRows: 100})
+	answer := post(t, s.replicas[0].URL, "SELECT * FROM rows(250)")
+	p0 := answer["nextUri"].(string)
+	code, page := do(t, http.MethodGet, p0)
+	if code != http.StatusOK {
+		t.Fatalf("first page: %d", code)
+	}
+	if code, _ := do(t, http.MethodGet, page["nextUri"].(string)); code != http.StatusOK {
+		t.Fatalf("second page: %d", code)
+	}
+	req, _ := http.NewRequest(http.MethodGet, p0, nil)
+	req.Header.Set("X-Presto-User", "alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGone || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") || !strings.Contains(string(body), "older") {
+		t.Fatalf("an older token through the gateway: %d %q %q, want the coordinator's 410 text", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	for i := range 3 {
+		if n, err := statementRows(s.replicas[0].URL, "SELECT 1", nil, nil); err != nil || n != 1 {
+			t.Fatalf("statement %d after a 410: %d rows, %v", i, n, err)
+		}
+	}
+}

@@ -645,3 +645,41 @@ func TestCancelledBeforeFirstGetIsCancelledQueued(t *testing.T) {
 		t.Fatalf("load %d running %d queued after %d GETs: the cancelled statement was dispatched and kept", r, q, gets)
 	}
 }
+
+// Field order is not a promise: a page whose nextUri comes after its data
+// (any JSON writer may order fields so) still tells the driver that the
+// query runs on, so rows closed early cancel it, every time.
+func TestNextURIAfterDataStillCancels(t *testing.T) {
+	quietPrestoClient(t)
+	var deletes atomic.Int32
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodDelete:
+			deletes.Add(1)
+			w.WriteHeader(http.StatusNoContent)
+		case http.MethodPost:
+			fmt.Fprintf(w, `{"id":"q1","stats":{"state":"QUEUED"},"nextUri":%q}`, srv.URL+"/v1/statement/queued/q1/x/1")
+		default:
+			fmt.Fprintf(w, `{"id":"q1","columns":[{"name":"x","type":"bigint"}],"data":[[1],[2]],"stats":{"state":"RUNNING"},"nextUri":%q}`,
+				srv.URL+"/v1/statement/executing/q1/x/1")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	db, _ := openConnector(t, "presto://"+strings.TrimPrefix(srv.URL, "http://")+"/hive?user=alice")
+	for i := range 20 {
+		rows, err := db.Query("SELECT x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rows.Next() {
+			t.Fatal(rows.Err())
+		}
+		rows.Close()
+		want := int32(i + 1)
+		waitFor(t, "the DELETE of the query closed early", func() bool { return deletes.Load() >= want })
+	}
+	if n := deletes.Load(); n != 20 {
+		t.Fatalf("%d DELETEs for 20 queries closed early", n)
+	}
+}

@@ -210,6 +210,10 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 			return routing.Abandoned, callerError(a, err, ctx)
 		case a.Invalid() != nil:
 			return routing.Invalid, a.Invalid()
+		case failure == nil && neverDispatched(err):
+			// Provably never ran: the statement goes to another coordinator,
+			// and this one is ejected as for a 503.
+			return routing.NotSent, err
 		case failure == nil:
 			return routing.Answered, err // the coordinator answered: a query error
 		case sent:
@@ -224,6 +228,17 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		return nil, err
 	}
 	return last, nil
+}
+
+// neverDispatched reports whether err is the failure of a query that its
+// coordinator never dispatched and so never ran: a starting coordinator
+// (SERVER_STARTING_UP) or one without workers (NO_NODES_AVAILABLE) accepts
+// the POST and fails the query at dispatch, at the first GET of its
+// nextUri, before anything runs (trino: dispatcher/DispatchManager.java;
+// prestodb: the same).
+func neverDispatched(err error) bool {
+	var qe *presto.QueryError
+	return errors.As(err, &qe) && (qe.ErrorName == "SERVER_STARTING_UP" || qe.ErrorName == "NO_NODES_AVAILABLE")
 }
 
 // callerError is the error of a statement whose caller gave up: err when

@@ -129,16 +129,24 @@ func TestDeadCoordinatorIsEjectedAndStatementsFailOver(t *testing.T) {
 	}
 }
 
+// A starting coordinator, and one without workers, accept the POST and
+// fail the query at its dispatch (SERVER_STARTING_UP, NO_NODES_AVAILABLE):
+// it never ran, so the statement goes to a ready coordinator, once, and
+// none fails while one is ready.
 func TestStartingCoordinatorGetsNoStatements(t *testing.T) {
 	quietPrestoClient(t)
 	f := fleet.StartT(t, fleet.Options{Coordinators: 3})
 	registerAll(t, f)
 	db, _ := openConnector(t, f.DSN(";zooKeeperStrategy=random?user=alice"))
-	starting := f.Coordinators[0]
+	starting, noWorkers := f.Coordinators[0], f.Coordinators[1]
 	starting.SetStarting(true)
+	noWorkers.SetNoWorkers(true)
 	for i := range 30 {
-		if got := queryServed(t, db, fmt.Sprintf("SELECT %d", i)).Coordinator; got == starting.Name() {
-			t.Fatalf("a starting coordinator served statement %d", i)
+		if got := queryServed(t, db, fmt.Sprintf("SELECT %d", i)).Coordinator; got != f.Coordinators[2].Name() {
+			t.Fatalf("statement %d was served by %s, which is not ready", i, got)
+		}
+		if _, err := db.Exec(fmt.Sprintf("SELECT %d AS exec", i)); err != nil {
+			t.Fatalf("Exec %d: %v", i, err)
 		}
 	}
 	checkAcceptedOnce(t, f.Coordinators...)
@@ -594,5 +602,84 @@ func TestFailedCommitRetiresTheConnection(t *testing.T) {
 	}
 	if got := lastTx.Load(); got != "" {
 		t.Fatalf("the statement after a failed commit still ran in transaction %q", got)
+	}
+}
+
+// A statement whose context ends between the POST's answer and the first
+// GET of its queued nextUri was never dispatched (the coordinators create
+// a query at that GET): the driver still DELETEs the queued nextUri, so
+// nothing stays queued there, and never dispatches it. The 204 the DELETE
+// gets is no error (presto-go-client v2.1.1's CancelQuery would take it
+// for one; the driver sends its own).
+func TestCancelledBeforeFirstGetIsCancelledQueued(t *testing.T) {
+	quietPrestoClient(t)
+	f := fleet.StartT(t, fleet.Options{Coordinators: 1})
+	registerAll(t, f)
+	c := f.Coordinators[0]
+	db, _ := openConnector(t, f.DSN("?user=alice"))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The first report is the POST's answer: cancel before anything else is sent.
+	ctx = zkdriver.WithProgress(ctx, func(zkdriver.Progress) { cancel() })
+	if _, err := db.ExecContext(ctx, "SELECT 1"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	waitFor(t, "the queued query to be cancelled", func() bool { return c.Running() == 0 })
+	var deletes, gets int
+	for _, call := range c.Calls() {
+		switch {
+		case call.Method == http.MethodDelete && strings.HasPrefix(call.Path, "/v1/statement/queued/"):
+			deletes++
+			if call.Status != http.StatusNoContent {
+				t.Errorf("the DELETE of the queued nextUri was answered %d, want 204", call.Status)
+			}
+		case call.Method == http.MethodGet:
+			gets++
+		}
+	}
+	if deletes != 1 {
+		t.Fatalf("%d DELETEs of the queued nextUri, want 1: %+v", deletes, c.Calls())
+	}
+	if r, q := c.Load(); r != 0 || q != 0 || gets > 1 {
+		t.Fatalf("load %d running %d queued after %d GETs: the cancelled statement was dispatched and kept", r, q, gets)
+	}
+}
+
+// Field order is not a promise: a page whose nextUri comes after its data
+// (any JSON writer may order fields so) still tells the driver that the
+// query runs on, so rows closed early cancel it, every time.
+func TestNextURIAfterDataStillCancels(t *testing.T) {
+	quietPrestoClient(t)
+	var deletes atomic.Int32
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodDelete:
+			deletes.Add(1)
+			w.WriteHeader(http.StatusNoContent)
+		case http.MethodPost:
+			fmt.Fprintf(w, `{"id":"q1","stats":{"state":"QUEUED"},"nextUri":%q}`, srv.URL+"/v1/statement/queued/q1/x/1")
+		default:
+			fmt.Fprintf(w, `{"id":"q1","columns":[{"name":"x","type":"bigint"}],"data":[[1],[2]],"stats":{"state":"RUNNING"},"nextUri":%q}`,
+				srv.URL+"/v1/statement/executing/q1/x/1")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	db, _ := openConnector(t, "presto://"+strings.TrimPrefix(srv.URL, "http://")+"/hive?user=alice")
+	for i := range 20 {
+		rows, err := db.Query("SELECT x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rows.Next() {
+			t.Fatal(rows.Err())
+		}
+		rows.Close()
+		want := int32(i + 1)
+		waitFor(t, "the DELETE of the query closed early", func() bool { return deletes.Load() >= want })
+	}
+	if n := deletes.Load(); n != 20 {
+		t.Fatalf("%d DELETEs for 20 queries closed early", n)
 	}
 }

@@ -525,7 +525,8 @@ func (c *benchClient) do(req *http.Request) (next string, n int64, err error) {
 
 // smallStatement is the statement of the round-trip and throughput
 // benchmarks: 10 rows of one bigint, answered in one page after the queued
-// answer to the POST.
+// answers to the POST and to the first GET, which dispatches it (through
+// the gateway, one answer: the gateway makes that GET, see dispatchFirst).
 const smallStatement = "SELECT * FROM rows(10)"
 
 // BenchmarkGatewayRoundTrip is the latency a proxy adds: one statement

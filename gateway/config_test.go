@@ -597,6 +597,14 @@ func TestRouterConfigDSNMember(t *testing.T) {
 	if status != http.StatusOK || id == "" {
 		t.Fatalf("submitting as alice: status %d, answer %v", status, answer)
 	}
+	// Its first GET dispatches it; until then no coordinator knows it.
+	first, _ := http.NewRequest(http.MethodGet, answer["nextUri"].(string), nil)
+	first.Header.Set("X-Presto-User", "alice")
+	if resp, err := http.DefaultClient.Do(first); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("first GET of query %s: %v %v", id, resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	req, _ := http.NewRequest(http.MethodDelete, other.URL+"/v1/query/"+id, nil)
 	req.Header.Set("X-Presto-User", "alice")
 	resp, err := http.DefaultClient.Do(req)

@@ -209,8 +209,18 @@ func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request) {
 		base, ok = g.findQuery(r, id)
 	}
 	if !ok {
-		g.stats.add("query", http.StatusNotFound)
-		writeError(w, http.StatusNotFound, errQueryNotFound, id, "zkpresto gateway: no coordinator knows query "+id)
+		// Answered as the servers answer a query they do not know, which
+		// includes one submitted and not yet fetched (they dispatch it at the
+		// first GET of its nextUri): DELETE is a no-op 204, GET 410 (trino:
+		// server/QueryResource.java; prestodb: the same). Neither is a failure
+		// of any coordinator.
+		if r.Method == http.MethodDelete {
+			g.stats.add("query", http.StatusNoContent)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		g.stats.add("query", http.StatusGone)
+		writeError(w, http.StatusGone, errQueryNotFound, id, "zkpresto gateway: no coordinator knows query "+id+" (a query is known once its first nextUri was fetched)")
 		return
 	}
 	state, rc := g.stateOf(r.Context(), base)

@@ -254,33 +254,54 @@ func TestTamperedTokenIsRefused(t *testing.T) {
 }
 
 // A DELETE on the nextUri, or on /v1/query/{id} through a replica that
-// never saw the query, cancels it on its coordinator.
+// never saw the query, cancels it on its coordinator. A statement through
+// the gateway is dispatched before its POST is answered (dispatchFirst).
+// One submitted to a coordinator directly is unknown to it until its first
+// GET: a DELETE of /v1/query/{id} through the gateway then is the servers'
+// no-op 204 and its GET their 410, never a failure.
 func TestCancelReachesTheCoordinator(t *testing.T) {
 	s := newSetup(t, 2, coordinator.Options{Latency: time.Hour})
+	running := func() (n int64) {
+		for _, c := range s.coords {
+			r, _ := c.Load()
+			n += r
+		}
+		return n
+	}
 	for _, via := range []string{"nextUri", "query id"} {
-		answer := post(t, s.replicas[0].URL, "SELECT 1")
-		running := func() (n int64) {
-			for _, c := range s.coords {
-				n += c.Running()
+		var target string
+		if via == "nextUri" {
+			answer := post(t, s.replicas[0].URL, "SELECT 1")
+			if running() != 1 {
+				t.Fatalf("%d queries dispatched after the gateway's POST, want 1", running())
 			}
-			return n
+			target = answer["nextUri"].(string)
+		} else {
+			answer := post(t, s.coords[0].URL(), "SELECT 1")
+			id := answer["id"].(string)
+			if code, body := do(t, http.MethodGet, s.replicas[1].URL+"/v1/query/"+id); code != http.StatusGone {
+				t.Fatalf("GET /v1/query before dispatch: %d %v, want 410", code, body)
+			}
+			if code, body := do(t, http.MethodDelete, s.replicas[1].URL+"/v1/query/"+id); code != http.StatusNoContent {
+				t.Fatalf("DELETE /v1/query before dispatch: %d %v, want 204", code, body)
+			}
+			if code, queued := do(t, http.MethodGet, answer["nextUri"].(string)); code != http.StatusOK || running() != 1 {
+				t.Fatalf("first GET: %d %v; %d dispatched", code, queued, running())
+			}
+			target = s.replicas[1].URL + "/v1/query/" + id
 		}
-		if running() != 1 {
-			t.Fatalf("%d running queries, want 1", running())
+		if code, body := do(t, http.MethodDelete, target); code != http.StatusNoContent {
+			t.Fatalf("DELETE via %s: %d %v, want 204", via, code, body)
 		}
-		target := answer["nextUri"].(string)
-		if via == "query id" {
-			target = s.replicas[1].URL + "/v1/query/" + answer["id"].(string)
-		}
-		if code, body := do(t, http.MethodDelete, target); code >= 300 {
-			t.Fatalf("DELETE via %s: %d %v", via, code, body)
-		}
-		if running() != 0 {
-			t.Fatalf("after DELETE via %s: %d running", via, running())
+		if n := s.coords[0].Running() + s.coords[1].Running(); n != 0 {
+			t.Fatalf("after DELETE via %s: %d queries left", via, n)
 		}
 	}
-	if code, _ := do(t, http.MethodDelete, s.replicas[1].URL+"/v1/query/20260101_000000_00000_nosuch"); code != http.StatusNotFound {
-		t.Fatalf("unknown query id: %d, want 404", code)
+	if code, _ := do(t, http.MethodDelete, s.replicas[1].URL+"/v1/query/20260101_000000_00000_nosuch"); code != http.StatusNoContent {
+		t.Fatalf("DELETE of an unknown query id: %d, want the servers' 204", code)
+	}
+	if code, _ := do(t, http.MethodGet, s.replicas[1].URL+"/v1/query/20260101_000000_00000_nosuch"); code != http.StatusGone {
+		t.Fatalf("GET of an unknown query id: %d, want the servers' 410", code)
 	}
 }
 
@@ -511,6 +532,20 @@ func TestClientLeavingDuringThePOSTCancelsTheQuery(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
+			// Never dispatched (no GET of its nextUri): the gateway DELETEs the
+			// queued nextUri, which the coordinator answers 204.
+			var deletes int
+			for _, call := range c.Calls() {
+				switch {
+				case call.Method == http.MethodGet:
+					t.Errorf("the gateway fetched %s of the client that left", call.Path)
+				case call.Method == http.MethodDelete && strings.HasPrefix(call.Path, "/v1/statement/queued/") && call.Status == http.StatusNoContent:
+					deletes++
+				}
+			}
+			if deletes != 1 {
+				t.Fatalf("%d DELETEs of the queued nextUri answered 204, want 1: %+v", deletes, c.Calls())
+			}
 		})
 	}
 }
@@ -613,5 +648,68 @@ func TestTokenOpensOnlyItsQuery(t *testing.T) {
 	}
 	if code, _ := do(t, http.MethodGet, next); code != http.StatusOK {
 		t.Fatalf("the query's own nextUri: %d", code)
+	}
+}
+
+// A starting coordinator, and one without workers, accept every POST and
+// fail the query at its dispatch; the gateway makes that first GET itself
+// (dispatchFirst), so no statement fails for it while another coordinator
+// is ready, and none runs twice: the one that never ran goes elsewhere.
+func TestNotReadyCoordinatorsFailNoStatement(t *testing.T) {
+	s := newSetup(t, 3, coordinator.Options{})
+	s.coords[0].SetStarting(true)
+	s.coords[1].SetNoWorkers(true)
+	for i := range 20 {
+		if n, err := statementRows(s.replicas[i%2].URL, fmt.Sprintf("SELECT * FROM rows(%d)", i+1), nil, nil); err != nil || n != i+1 {
+			t.Fatalf("statement %d: %d rows, %v", i, n, err)
+		}
+	}
+	ran := map[string]int{}
+	for i, c := range s.coords {
+		for _, r := range c.Requests() {
+			if !r.Rejected {
+				ran[r.SQL]++
+				if i != 2 {
+					t.Errorf("%q ran on coordinator %d, which is not ready", r.SQL, i)
+				}
+			}
+		}
+	}
+	for i := range 20 {
+		if q := fmt.Sprintf("SELECT * FROM rows(%d)", i+1); ran[q] != 1 {
+			t.Errorf("%q ran %d times, want once", q, ran[q])
+		}
+	}
+}
+
+// The servers' text/plain answer to a stale link (410 for an older token)
+// reaches the client as it is, readable, and the coordinator serves the
+// next statements.
+func TestPlainTextErrorsPassThrough(t *testing.T) {
+	s := newSetup(t, 1, coordinator.Options{BatchRows: 100})
+	answer := post(t, s.replicas[0].URL, "SELECT * FROM rows(250)")
+	p0 := answer["nextUri"].(string)
+	code, page := do(t, http.MethodGet, p0)
+	if code != http.StatusOK {
+		t.Fatalf("first page: %d", code)
+	}
+	if code, _ := do(t, http.MethodGet, page["nextUri"].(string)); code != http.StatusOK {
+		t.Fatalf("second page: %d", code)
+	}
+	req, _ := http.NewRequest(http.MethodGet, p0, nil)
+	req.Header.Set("X-Presto-User", "alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGone || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") || !strings.Contains(string(body), "older") {
+		t.Fatalf("an older token through the gateway: %d %q %q, want the coordinator's 410 text", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	for i := range 3 {
+		if n, err := statementRows(s.replicas[0].URL, "SELECT 1", nil, nil); err != nil || n != 1 {
+			t.Fatalf("statement %d after a 410: %d rows, %v", i, n, err)
+		}
 	}
 }

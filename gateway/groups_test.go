@@ -209,6 +209,8 @@ func TestDeadZooKeeperHoldsUpNoOtherGroup(t *testing.T) {
 	file := writeConfig(t, "", `{"groups": [{"name": "dead", "members": [`+strconv.Quote(member)+`], "weight": 0}, {"name": "plain", "members": ["`+plain[0].URL()+`"]}]}`)
 	_, srv := configGateway(t, file, nil)
 	pages := 0
+	// Pages with a nextUri: the POST's answer (the gateway made the first
+	// GET, see dispatchFirst), two of rows.
 	if n := runStatement(t, srv.URL, "SELECT * FROM rows(6)", nil, func() { pages++ }); n != 6 || pages != 3 {
 		t.Fatalf("%d rows in %d pages, want 6 in 3", n, pages)
 	}

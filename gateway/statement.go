@@ -109,6 +109,18 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		})
 		defer stop()
 		resp, err = protocol.Submit(rc.transport, out, &e, nil)
+		if err == nil {
+			// The first GET, where the coordinator dispatches the query,
+			// before the client is answered: see dispatchFirst.
+			resp, err = dispatchFirst(attemptCtx, r.Context(), rc.transport, header, base, resp)
+			var notReady *NotReadyError
+			switch {
+			case errors.As(err, &notReady):
+				return routing.NotSent, err // it never ran: another coordinator
+			case err != nil:
+				return routing.MaybeSent, err
+			}
+		}
 		switch {
 		case err == nil:
 			answered = true

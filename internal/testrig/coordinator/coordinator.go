@@ -109,6 +109,11 @@ type Options struct {
 	// wait in order of submission (QUEUED, their latency not yet counting)
 	// until one finishes. 0 runs every statement at once.
 	MaxRunning int
+	// QueuedPolls is how many GETs of a query's queued nextUri answer QUEUED before its
+	// links move to /v1/statement/executing, as under a busy dispatcher (trino:
+	// dispatcher/QueuedStatementResource.java answers QUEUED until the query is
+	// dispatched). 0: the first GET dispatches the query and points to executing token 0.
+	QueuedPolls int
 }
 
 func (o Options) withDefaults() Options {
@@ -176,8 +181,9 @@ type Request struct {
 	QueryDataEncoding string
 	// Wire tells how the HTTP request arrived.
 	Wire
-	// Rejected reports that the statement was refused: 503 while starting, empty SQL, or a
-	// bad or duplicate pre-minted query id.
+	// Rejected reports that the statement was refused or never ran: empty SQL, a bad or
+	// duplicate pre-minted query id, or a submission to a starting coordinator or one
+	// without workers (answered 200, failed at dispatch; see SetStarting).
 	Rejected bool
 	// Reset reports that the statement was read whole and its connection then reset,
 	// unanswered (see SetResetting): it reached the coordinator, and may have run.
@@ -250,6 +256,7 @@ type Coordinator struct {
 	pageDelay   atomic.Int64 // nanoseconds a poll waits once the statement is ready
 	openConns   atomic.Int64 // HTTP connections open now
 	starting    atomic.Bool
+	noWorkers   atomic.Bool // see SetNoWorkers
 	resetting   atomic.Bool // see SetResetting
 	statements  atomic.Int64
 	querySeq    atomic.Int64
@@ -280,6 +287,9 @@ type Coordinator struct {
 	maxRunning int
 	slotsUsed  int
 	waiting    []*query
+	// undispatched counts the queries of active submitted and not yet fetched.
+	undispatched int
+	queuedPolls  int // Options.QueuedPolls
 }
 
 // serving is one listen generation: everything Stop must tear down.
@@ -313,23 +323,24 @@ func Start(opts Options) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: unknown flavour %q (want %q or %q)", opts.Flavour, Presto, Trino)
 	}
 	c := &Coordinator{
-		name:       opts.Name,
-		version:    opts.Version,
-		batchRows:  opts.BatchRows,
-		abandon:    opts.AbandonAfter,
-		idSuffix:   strings.ToLower(rand.Text()[:5]),
-		addr:       opts.Addr,
-		active:     make(map[string]*query),
-		finished:   make(map[string]*finishedQuery),
-		recLimit:   opts.RecordLimit,
-		users:      make(map[string]int64),
-		txns:       make(map[string]time.Time),
-		flavour:    opts.Flavour,
-		strict:     opts.StrictPrefix,
-		forwarded:  opts.HonourForwarded,
-		gzip:       !opts.NoGzip,
-		tls:        opts.TLS,
-		maxRunning: max(opts.MaxRunning, 0),
+		name:        opts.Name,
+		version:     opts.Version,
+		batchRows:   opts.BatchRows,
+		abandon:     opts.AbandonAfter,
+		idSuffix:    strings.ToLower(rand.Text()[:5]),
+		addr:        opts.Addr,
+		active:      make(map[string]*query),
+		finished:    make(map[string]*finishedQuery),
+		recLimit:    opts.RecordLimit,
+		users:       make(map[string]int64),
+		txns:        make(map[string]time.Time),
+		flavour:     opts.Flavour,
+		strict:      opts.StrictPrefix,
+		forwarded:   opts.HonourForwarded,
+		gzip:        !opts.NoGzip,
+		tls:         opts.TLS,
+		maxRunning:  max(opts.MaxRunning, 0),
+		queuedPolls: max(opts.QueuedPolls, 0),
 	}
 	if opts.Spooling != SpoolingOff {
 		c.spool = newSpooler(opts.Spooling)
@@ -486,13 +497,14 @@ func (c *Coordinator) Users() map[string]int64 {
 func (c *Coordinator) Load() (running, queued int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	dispatched := len(c.active) - c.undispatched
 	if c.maxRunning == 0 {
-		return int64(len(c.active)), 0
+		return int64(dispatched), 0
 	}
-	return int64(c.slotsUsed), int64(len(c.active) - c.slotsUsed)
+	return int64(c.slotsUsed), int64(dispatched - c.slotsUsed)
 }
 
-// Running returns how many accepted statements have not finished yet.
+// Running returns how many accepted statements have not finished yet, dispatched or not.
 func (c *Coordinator) Running() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -521,8 +533,15 @@ func (c *Coordinator) SetResetting(on bool) { c.resetting.Store(on) }
 // coordinator now.
 func (c *Coordinator) OpenConns() int64 { return c.openConns.Load() }
 
-// SetStarting switches the starting state: while starting, /v1/info says so and statement
-// submissions are answered 503.
+// SetNoWorkers switches the state of a coordinator whose workers are all gone: statements
+// submitted meanwhile fail at dispatch with NO_NODES_AVAILABLE, as SetStarting's do with
+// SERVER_STARTING_UP; /v1/info does not say so, as on the servers.
+func (c *Coordinator) SetNoWorkers(on bool) { c.noWorkers.Store(on) }
+
+// SetStarting switches the starting state: while starting, /v1/info says "starting": true,
+// /v1/info/state INACTIVE, and a statement submitted is answered 200 and QUEUED like any
+// other, then fails at the first GET of its nextUri (its dispatch) with SERVER_STARTING_UP,
+// never having run, as on Trino and PrestoDB; nothing answers 503.
 func (c *Coordinator) SetStarting(starting bool) { c.starting.Store(starting) }
 
 // Stop closes the listener and every connection and forgets all queries, as if the node
@@ -623,10 +642,12 @@ func (c *Coordinator) transactionOpen(id string) bool {
 	return ok
 }
 
-// admit registers a new query, dropping abandoned ones first. It reports false when the id
-// is already taken (possible with pre-minted ids). It opens or closes the transaction the
-// statement starts or ends, so the next statement of the client sees the change.
-func (c *Coordinator) admit(q *query, now time.Time) bool {
+// register records a new query at its submission, dropping abandoned ones first. It reports
+// false when the id is already taken (possible with pre-minted ids). The query is not
+// dispatched yet: it takes no slot and starts no transaction until its queued nextUri is
+// fetched (trino: dispatcher/QueuedStatementResource.java, Query.submitIfNeeded; prestodb:
+// server/protocol/QueuedStatementResource.java, Query.waitForDispatched).
+func (c *Coordinator) register(q *query, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, taken := c.active[q.id]; taken {
@@ -635,7 +656,9 @@ func (c *Coordinator) admit(q *query, now time.Time) bool {
 	if _, taken := c.finished[q.id]; taken {
 		return false
 	}
-	// Sweeping at most once a second keeps submission cheap with many queries open.
+	// Sweeping at most once a second keeps submission cheap with many queries open. A
+	// query submitted and never fetched is dropped as well, as Trino's QueryManager purges
+	// a submission older than the client timeout.
 	if now.Sub(c.lastSweep) >= min(time.Second, c.abandon) {
 		c.lastSweep = now
 		limit := now.Add(-c.abandon).UnixNano()
@@ -646,6 +669,26 @@ func (c *Coordinator) admit(q *query, now time.Time) bool {
 		}
 	}
 	c.active[q.id] = q
+	c.undispatched++
+	return true
+}
+
+// dispatch creates the query registered by register, at the first GET of its queued nextUri:
+// it takes a slot (or waits for one, Options.MaxRunning) and opens or closes the transaction
+// the statement starts or ends, so the next statement of the client sees the change. It
+// reports false when the query ended before (canceled or abandoned).
+func (c *Coordinator) dispatch(q *query, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.active[q.id] != q {
+		return false
+	}
+	if q.dispatched.Swap(true) {
+		return true
+	}
+	c.undispatched--
+	// Its latency counts from dispatch, as a real query's does.
+	q.ready.Store(now.Add(q.runFor).UnixNano())
 	if c.maxRunning > 0 {
 		if c.slotsUsed < c.maxRunning {
 			c.slotsUsed++
@@ -688,6 +731,9 @@ func (c *Coordinator) endLocked(q *query, final *answer, token int64, anyToken b
 		return false
 	}
 	delete(c.active, q.id)
+	if !q.dispatched.Load() {
+		c.undispatched--
+	}
 	if anyToken {
 		q.cancel()
 	}
@@ -696,8 +742,12 @@ func (c *Coordinator) endLocked(q *query, final *answer, token int64, anyToken b
 		c.slotsUsed--
 		c.startWaitingLocked(time.Now())
 	}
+	phase := phaseQueued
+	if q.executing.Load() {
+		phase = phaseExecuting
+	}
 	f := &finishedQuery{
-		slug: q.slug, final: final, token: token, anyToken: anyToken,
+		slug: q.slug, flavour: q.flavour, phase: phase, final: final, token: token, anyToken: anyToken,
 		req: q.req, created: q.created, ended: time.Now(), rows: q.sent.Load(),
 	}
 	if len(c.finOrder) < finishedLimit {

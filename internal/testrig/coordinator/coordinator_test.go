@@ -342,8 +342,9 @@ func TestStopAbortsWaitingPoll(t *testing.T) {
 	c := start(t, Options{Latency: time.Hour})
 	first := submit(t, c, "SELECT 1", http.StatusOK)
 	done := make(chan error, 1)
+	exec := dispatch(t, first)
 	go func() {
-		resp, err := rawClient.Get(first.NextURI)
+		resp, err := rawClient.Get(exec)
 		if err == nil {
 			resp.Body.Close()
 			err = fmt.Errorf("poll answered %s after Stop", resp.Status)
@@ -396,7 +397,7 @@ func getInfo(t *testing.T, c *Coordinator) nodeInfo {
 	return info
 }
 
-func TestStartingAnswers503(t *testing.T) {
+func TestStartingFailsAtDispatch(t *testing.T) {
 	c := start(t, Options{Starting: true, Version: "9.9"})
 	info := getInfo(t, c)
 	if !info.Starting || !info.Coordinator || info.NodeVersion.Version != "9.9" || info.Environment != "sim" || info.Uptime == "" {
@@ -407,8 +408,18 @@ func TestStartingAnswers503(t *testing.T) {
 	if state != "INACTIVE" {
 		t.Fatalf("/v1/info/state = %q while starting", state)
 	}
-	// A plain request: the client would keep retrying a 503.
-	submit(t, c, "SELECT 1", http.StatusServiceUnavailable)
+	// Accepted like any statement, failed at dispatch, never run: no 503.
+	first := submit(t, c, "SELECT 1", http.StatusOK)
+	if first.Stats.State != "QUEUED" || first.NextURI == "" {
+		t.Fatalf("POST while starting answered %+v, want QUEUED with a nextUri", first)
+	}
+	var failed wireResults
+	getJSON(t, first.NextURI, http.StatusOK, &failed)
+	if failed.Stats.State != "FAILED" || failed.NextURI != "" || len(failed.Columns) != 0 || failed.Error == nil ||
+		failed.Error.ErrorName != "SERVER_STARTING_UP" || failed.Error.ErrorCode != 65548 || failed.Error.ErrorType != "INTERNAL_ERROR" ||
+		failed.Error.Message != "Presto server is still initializing" {
+		t.Fatalf("first GET while starting = %+v, want FAILED with SERVER_STARTING_UP", failed)
+	}
 	if n := c.Statements(); n != 1 {
 		t.Fatalf("Statements() = %d, want 1", n)
 	}
@@ -418,6 +429,17 @@ func TestStartingAnswers503(t *testing.T) {
 	if r := c.Running(); r != 0 {
 		t.Fatalf("Running() = %d, want 0", r)
 	}
+	// Without workers: NO_NODES_AVAILABLE at dispatch, and /v1/info says nothing.
+	c.SetStarting(false)
+	c.SetNoWorkers(true)
+	if info := getInfo(t, c); info.Starting {
+		t.Fatalf("/v1/info without workers = %+v", info)
+	}
+	getJSON(t, submit(t, c, "SELECT 1", http.StatusOK).NextURI, http.StatusOK, &failed)
+	if failed.Stats.State != "FAILED" || failed.Error == nil || failed.Error.ErrorName != "NO_NODES_AVAILABLE" || failed.Error.ErrorCode != 65541 {
+		t.Fatalf("first GET without workers = %+v, want FAILED with NO_NODES_AVAILABLE", failed)
+	}
+	c.SetNoWorkers(false)
 
 	c.SetStarting(false)
 	if info := getInfo(t, c); info.Starting || info.NodeVersion.Version != "9.9" {
@@ -474,7 +496,7 @@ func do(t *testing.T, req *http.Request, wantStatus int) wireResults {
 	if resp.StatusCode != wantStatus {
 		t.Fatalf("%s %s: status %d (%s), want %d", req.Method, req.URL, resp.StatusCode, body, wantStatus)
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" && resp.StatusCode == http.StatusOK {
 		t.Fatalf("%s %s: Content-Type %q", req.Method, req.URL, ct)
 	}
 	var r wireResults
@@ -484,6 +506,49 @@ func do(t *testing.T, req *http.Request, wantStatus int) wireResults {
 		}
 	}
 	return r
+}
+
+// rawStatus sends a bodiless request and returns the status and body of the answer.
+func rawStatus(t *testing.T, method, uri string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, uri, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rawClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, uri, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read %s %s: %v", method, uri, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// drain follows a submission's nextUris to the end and returns the last answer.
+func drain(t *testing.T, first wireResults) wireResults {
+	t.Helper()
+	page := first
+	for page.NextURI != "" {
+		uri := page.NextURI
+		page = wireResults{}
+		getJSON(t, uri, http.StatusOK, &page)
+	}
+	return page
+}
+
+// dispatch makes the first GET of a submission's queued nextUri, which creates the query,
+// and returns the executing nextUri its QUEUED answer points to.
+func dispatch(t *testing.T, first wireResults) string {
+	t.Helper()
+	var r wireResults
+	getJSON(t, first.NextURI, http.StatusOK, &r)
+	if r.Stats.State != "QUEUED" || len(r.Data) != 0 || !strings.Contains(r.NextURI, "/v1/statement/executing/") {
+		t.Fatalf("first GET of %s = %+v, want QUEUED pointing to an executing nextUri", first.NextURI, r)
+	}
+	return r.NextURI
 }
 
 func getJSON(t *testing.T, url string, wantStatus int, v any) []byte {
@@ -523,7 +588,7 @@ func TestProtocolPagingAndReplay(t *testing.T) {
 
 	var batches []int
 	var next int64 = 1
-	uri, prev := first.NextURI, ""
+	uri, prev := dispatch(t, first), ""
 	for uri != "" {
 		var page wireResults
 		body := getJSON(t, uri, http.StatusOK, &page)
@@ -557,7 +622,8 @@ func TestProtocolPagingAndReplay(t *testing.T) {
 	}
 	// The final answer stays available for a retry; older tokens are gone.
 	getJSON(t, prev, http.StatusOK, nil)
-	getJSON(t, first.NextURI, http.StatusGone, nil)
+	getJSON(t, strings.Replace(prev, "/3?", "/1?", 1), http.StatusGone, nil)
+	getJSON(t, strings.Replace(prev, "/3?", "/4?", 1), http.StatusNotFound, nil)
 }
 
 func TestLatencyAndCancel(t *testing.T) {
@@ -565,17 +631,14 @@ func TestLatencyAndCancel(t *testing.T) {
 	c.SetLatency(time.Hour)
 	first := submit(t, c, "SELECT 1", http.StatusOK)
 	var page wireResults
-	getJSON(t, first.NextURI, http.StatusOK, &page)
+	getJSON(t, dispatch(t, first), http.StatusOK, &page)
 	if page.Stats.State != "RUNNING" || len(page.Data) != 0 || page.NextURI == "" {
 		t.Fatalf("poll before the latency passed = %+v, want RUNNING without data", page)
 	}
 
-	req, err := http.NewRequest(http.MethodDelete, page.NextURI, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ack := do(t, req, http.StatusOK); ack.ID != first.ID || ack.Error != nil {
-		t.Fatalf("cancel answered %+v", ack)
+	// A cancel answers 204 without a body (trino: ExecutingStatementResource.cancelQuery).
+	if status, body := rawStatus(t, http.MethodDelete, page.NextURI); status != http.StatusNoContent || body != "" {
+		t.Fatalf("cancel answered %d %q, want 204 without a body", status, body)
 	}
 	if r := c.Running(); r != 0 {
 		t.Fatalf("Running() = %d after cancel, want 0", r)
@@ -620,8 +683,7 @@ func TestAbandonedQueriesAreDropped(t *testing.T) {
 	left := submit(t, c, "SELECT * FROM rows(10)", http.StatusOK)
 	waitFor(t, "the unpolled query to be dropped", func() bool {
 		// Each submission sweeps; finish the new query so only the abandoned one can remain.
-		probe := submit(t, c, "SELECT 1", http.StatusOK)
-		getJSON(t, probe.NextURI, http.StatusOK, nil)
+		drain(t, submit(t, c, "SELECT 1", http.StatusOK))
 		return c.Running() == 0
 	})
 	var page wireResults
@@ -635,8 +697,10 @@ func TestUnknownQueryIs404(t *testing.T) {
 	c := start(t, Options{})
 	first := submit(t, c, "SELECT 1", http.StatusOK)
 	for _, path := range []string{
-		"/v1/statement/executing/nope/x/1",
-		"/v1/statement/queued/" + first.ID + "/wrongslug/1",
+		"/v1/statement/executing/nope/1?slug=x",
+		"/v1/statement/queued/" + first.ID + "/1?slug=wrongslug",
+		"/v1/statement/queued/" + first.ID + "/1",
+		"/v1/statement/finished/" + first.ID + "/1?slug=x",
 		"/v1/unknown",
 	} {
 		getJSON(t, c.URL()+path, http.StatusNotFound, nil)
@@ -646,7 +710,7 @@ func TestUnknownQueryIs404(t *testing.T) {
 		}
 		do(t, req, http.StatusNotFound)
 	}
-	getJSON(t, c.URL()+"/v1/statement/executing/"+first.ID+"/x/notanumber", http.StatusBadRequest, nil)
+	getJSON(t, c.URL()+"/v1/statement/executing/"+first.ID+"/notanumber?slug=x", http.StatusBadRequest, nil)
 	submit(t, c, "   ", http.StatusBadRequest)
 	if r := c.Running(); r != 1 {
 		t.Fatalf("Running() = %d, want the one valid query", r)
@@ -735,6 +799,9 @@ func fetch(method, uri string) (wireResults, error) {
 		return r, err
 	}
 	defer resp.Body.Close()
+	if method == http.MethodDelete && resp.StatusCode == http.StatusNoContent {
+		return r, nil
+	}
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(resp.Body)
 		return r, fmt.Errorf("%s %s: status %d: %s", method, uri, resp.StatusCode, body)

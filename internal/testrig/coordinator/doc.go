@@ -67,17 +67,32 @@
 //
 // # Life of a query
 //
-// The answer to the submission is always QUEUED with a nextUri and no data, as on a busy
-// Presto. Each GET of a nextUri then waits until the statement's latency (Options.Latency,
-// measured from submission) has passed, but at most one second per poll, and answers RUNNING
-// without data while it has not; after that each poll returns the next batch, and the last
-// one is FINISHED (or FAILED) without a nextUri. Answers with a nextUri past the first carry
-// a partialCancelUri; DELETE on it ends the output, and the query finishes with the rows
-// sent. Re-sending the previous GET replays its answer, so an idempotent retry of a page is
-// safe; HEAD on a link answers the status a GET would get without consuming the page. A
-// finished query is forgotten, apart from a bounded record of recent final answers; a query
-// that nobody polls for Options.AbandonAfter is dropped, as Presto abandons queries whose
-// client went away.
+// Submission is lazy, as on Trino and PrestoDB (dispatcher/QueuedStatementResource.java,
+// server/protocol/QueuedStatementResource.java): the POST answers at once, QUEUED with a
+// nextUri under /v1/statement/queued/ and no data, and the query is created (it takes a
+// slot, opens or closes its transaction, its latency starts) only at the first GET of that
+// link. Until then GET /v1/query/{queryId} does not know it (410) and DELETE
+// /v1/query/{queryId} does nothing to it; a DELETE of the queued nextUri cancels it, and it
+// never runs. The queued resource answers QUEUED for Options.QueuedPolls GETs, then points to
+// /v1/statement/executing/ with tokens starting again at 0 (server/protocol/
+// ExecutingStatementResource.java). Trino's links are /v1/statement/{phase}/{id}/{slug}/{token}
+// with a slug per token and phase (server/protocol/Slug.java); PrestoDB's
+// /v1/statement/{phase}/{id}/{token}?slug=..., one slug per query. A wrong slug is 404, with a
+// text/plain body as the servers' "not found" answers have.
+//
+// Each GET of an executing nextUri then waits until the statement's latency
+// (Options.Latency, measured from dispatch) has passed, but at most one second per poll, and
+// answers RUNNING without data while it has not; after that each poll returns the next batch,
+// and the last one is FINISHED (or FAILED) without a nextUri. Executing answers carry a
+// partialCancelUri (/v1/statement/executing/partialCancel/...); DELETE on it ends the output,
+// and the query finishes with the rows sent. The token rules are the servers'
+// (server/protocol/Query.java, getNextResult): the last token again replays its answer, so an
+// idempotent retry of a page is safe; an older token is 410; one past the next, or past the
+// end, is 404. DELETE on a nextUri, queued or executing, cancels the query and answers 204
+// without a body. HEAD on a link answers the status a GET would get without consuming the
+// page. A finished query is forgotten, apart from a bounded record of recent final answers; a
+// query that nobody polls for Options.AbandonAfter is dropped, as Presto abandons queries
+// whose client went away, and so is a submission never fetched.
 //
 // GET /v1/query/{queryId} answers the query's state (QUEUED, RUNNING, FINISHED or FAILED)
 // while it runs and for a while after, 410 for an unknown one; DELETE /v1/query/{queryId}
@@ -113,8 +128,10 @@
 //
 // # Failure simulation
 //
-// SetStarting(true) makes /v1/info report "starting": true and POST /v1/statement answer 503
-// (which presto-go-client retries with back-off). Stop closes the listener and every
+// SetStarting(true) makes /v1/info report "starting": true, and a statement submitted
+// meanwhile is accepted (200, QUEUED) and fails at its dispatch, the first GET of its
+// nextUri, with SERVER_STARTING_UP ("... server is still initializing"), as on the servers;
+// SetNoWorkers(true) fails it there with NO_NODES_AVAILABLE. Neither answers 503. Stop closes the listener and every
 // connection and forgets all queries, like a node that died; Restart listens again on the
 // same port. /v1/info answers like Presto's NodeInfo resource and /v1/info/state with
 // "ACTIVE" (or "INACTIVE" while starting).

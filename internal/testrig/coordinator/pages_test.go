@@ -55,7 +55,7 @@ func TestLargePageIsStreamedWhole(t *testing.T) {
 	c := start(t, Options{BatchRows: 2})
 	const width = 16 << 20 // two rows make one 32 MB page
 	first := submit(t, c, fmt.Sprintf("SELECT * FROM bigrows(2, %d)", width), http.StatusOK)
-	resp, err := plainClient.Get(first.NextURI)
+	resp, err := plainClient.Get(dispatch(t, first))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func pollTimes(t *testing.T, c *Coordinator, stmt string) []time.Duration {
 	t.Helper()
 	first := submit(t, c, stmt, http.StatusOK)
 	var took []time.Duration
-	for uri := first.NextURI; uri != ""; {
+	for uri := dispatch(t, first); uri != ""; {
 		began := time.Now()
 		var page wireResults
 		getJSON(t, uri, http.StatusOK, &page)

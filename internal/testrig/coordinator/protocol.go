@@ -36,14 +36,19 @@ func (c *Coordinator) routes(s *serving) http.Handler {
 	mux.HandleFunc("PUT /v1/statement/{queryId}", c.recorded(func(w http.ResponseWriter, r *http.Request) {
 		c.handleSubmit(w, r, r.PathValue("queryId"), s)
 	}))
-	mux.HandleFunc("GET /v1/statement/{phase}/{queryId}/{slug}/{token}", c.recorded(func(w http.ResponseWriter, r *http.Request) {
+	// Trino carries the slug in the path, PrestoDB in the query string; see query.link.
+	statementPath, partialCancelPath := "/v1/statement/{phase}/{queryId}/{token}", "/v1/statement/executing/partialCancel/{queryId}/{stage}/{token}"
+	if c.flavour == Trino {
+		statementPath, partialCancelPath = "/v1/statement/{phase}/{queryId}/{slug}/{token}", "/v1/statement/executing/partialCancel/{queryId}/{stage}/{slug}/{token}"
+	}
+	mux.HandleFunc("GET "+statementPath, c.recorded(func(w http.ResponseWriter, r *http.Request) {
 		c.handlePoll(w, r, s)
 	}))
 	mux.HandleFunc("HEAD /v1/statement", c.recorded(c.handleStatementHead))
 	// Registered apart from GET, which would otherwise serve HEAD and consume the page.
-	mux.HandleFunc("HEAD /v1/statement/{phase}/{queryId}/{slug}/{token}", c.recorded(c.handleHead))
-	mux.HandleFunc("DELETE /v1/statement/{phase}/{queryId}/{slug}/{token}", c.recorded(c.handleCancel))
-	mux.HandleFunc("DELETE /v1/statement/partialCancel/{queryId}/{stage}/{slug}/{token}", c.recorded(c.handlePartialCancel))
+	mux.HandleFunc("HEAD "+statementPath, c.recorded(c.handleHead))
+	mux.HandleFunc("DELETE "+statementPath, c.recorded(c.handleCancel))
+	mux.HandleFunc("DELETE "+partialCancelPath, c.recorded(c.handlePartialCancel))
 	mux.HandleFunc("GET /v1/query/{queryId}", c.recorded(c.handleQueryInfo))
 	mux.HandleFunc("DELETE /v1/query/{queryId}", c.recorded(c.handleQueryCancel))
 	if c.spool != nil {
@@ -349,15 +354,6 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 		return
 	}
 	switch {
-	case c.starting.Load():
-		req.Rejected = true
-		c.record(req)
-		server := "Presto"
-		if c.flavour == Trino {
-			server = "Trino"
-		}
-		writeError(w, http.StatusServiceUnavailable, server+" server is still initializing")
-		return
 	case strings.TrimSpace(req.SQL) == "":
 		req.Rejected = true
 		c.record(req)
@@ -387,12 +383,13 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 		created:     now,
 		runFor:      time.Duration(c.latency.Load()) + p.sleep,
 		canceled:    make(chan struct{}),
-		token:       1,
+		token:       1, // the POST answers token 0 and hands out 1 (trino: QueuedStatementResource.java)
+		queuedLeft:  c.queuedPolls,
 	}
 	if c.flavour == Trino && c.spool.spools(req.QueryDataEncoding) {
 		q.spool = c.spool
 	}
-	q.ready.Store(now.Add(q.runFor).UnixNano()) // admit queues it when every slot is taken
+	q.ready.Store(now.Add(q.runFor).UnixNano()) // dispatch sets it again, or queues it when every slot is taken
 	q.tokenNow.Store(1)
 	q.touched.Store(now.UnixNano())
 	switch {
@@ -407,9 +404,29 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 	case p.kind == tstzValues:
 		q.columns = tstzColumns(c.flavour)
 	}
+	// A starting coordinator, or one without workers, accepts the POST like any other
+	// and fails the query when it dispatches it: no 503 (trino:
+	// dispatcher/DispatchManager.createQueryInternal fails it with SERVER_STARTING_UP
+	// "Trino server is still initializing" until ServerConfig's startup finishes;
+	// NodeScheduler's NO_NODES_AVAILABLE without workers; prestodb: the same codes). It
+	// is decided at the POST, when the statement arrived.
+	server := "Presto"
+	if c.flavour == Trino {
+		server = "Trino"
+	}
+	switch {
+	case c.starting.Load():
+		q.dispatchFailure = q.newError(errServerStartingUp, "SERVER_STARTING_UP", server+" server is still initializing")
+	case c.noWorkers.Load():
+		q.dispatchFailure = q.newError(errNoNodesAvailable, "NO_NODES_AVAILABLE", "No nodes available to run query")
+	}
+	if q.dispatchFailure != nil {
+		q.dispatchFailure.ErrorType = "INTERNAL_ERROR"
+		req.Rejected = true // it never runs
+	}
 	req.Gzipped = c.gzipFor(r)
 	q.req = req
-	if !c.admit(q, now) {
+	if !c.register(q, now) {
 		req.Rejected = true
 		req.QueryID = ""
 		req.Gzipped = false
@@ -427,7 +444,7 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 			t.Stop()
 		}
 	}
-	c.writeAnswer(w, r, q.queuedAnswer(c.links(r), now))
+	c.writeAnswer(w, r, q.queuedAnswer(c.links(r), now, phaseQueued, 1))
 }
 
 // resetConn resets the connection of w without answering: SO_LINGER 0, then close.
@@ -445,28 +462,76 @@ func resetConn(w http.ResponseWriter) {
 	_ = conn.Close()
 }
 
-// pollToken reads the path of a query link.
-func pollToken(w http.ResponseWriter, r *http.Request) (id, slug string, token int64, ok bool) {
+// pollToken reads a statement link: the phase, the query id, the slug (in the path on Trino,
+// in the query string on PrestoDB) and the token.
+func pollToken(w http.ResponseWriter, r *http.Request) (phase, id, slug string, token int64, ok bool) {
+	phase = r.PathValue("phase")
+	if phase == "" {
+		phase = phaseExecuting // partialCancel lives under executing
+	}
+	if phase != phaseQueued && phase != phaseExecuting {
+		writeNotFound(w, "no such resource: "+r.Method+" "+r.URL.Path)
+		return "", "", "", 0, false
+	}
 	token, err := strconv.ParseInt(r.PathValue("token"), 10, 64)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad token "+strconv.Quote(r.PathValue("token")))
-		return "", "", 0, false
+		return "", "", "", 0, false
 	}
-	return r.PathValue("queryId"), r.PathValue("slug"), token, true
+	slug = r.PathValue("slug")
+	if slug == "" {
+		slug = r.URL.Query().Get("slug")
+	}
+	return phase, r.PathValue("queryId"), slug, token, true
+}
+
+// validLink reports whether slug belongs to the link of phase and token of q: a wrong
+// slug is 404 (trino: Slug.isValid in QueuedStatementResource.getQuery and
+// ExecutingStatementResource.getQuery; prestodb: Query.isSlugValid).
+func (q *query) validLink(phase, slug string, token int64) bool {
+	return slug != "" && q.slugFor(phase, token) == slug
+}
+
+// validLink is query.validLink for a finished query.
+func (f *finishedQuery) validLink(phase, slug string, token int64) bool {
+	q := query{slug: f.slug, flavour: f.flavour}
+	return slug != "" && q.slugFor(phase, token) == slug
+}
+
+// tokenStatus is the status a poll of token gets when next is the token the current phase
+// expects and replay tells whether the previous answer can be sent again: 0 when the poll
+// may proceed. The rules are the executing resource's (trino: server/protocol/Query.java,
+// getNextResult; prestodb: server/protocol/Query.java): the last token again is the same
+// page, an older one is 410 Gone, one past the next is 404.
+func tokenStatus(token, next int64, replay bool) int {
+	switch {
+	case token == next:
+		return 0
+	case token == next-1 && replay:
+		return 0
+	case token < next:
+		return http.StatusGone
+	default:
+		return http.StatusNotFound
+	}
 }
 
 func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serving) {
-	id, slug, token, ok := pollToken(w, r)
+	phase, id, slug, token, ok := pollToken(w, r)
 	if !ok {
 		return
 	}
 	q, done := c.lookup(id)
 	if q == nil {
-		c.replayFinished(w, r, id, slug, token, done)
+		c.replayFinished(w, r, phase, id, slug, token, done)
 		return
 	}
-	if q.slug != slug {
-		writeError(w, http.StatusNotFound, "query "+id+" not found")
+	if !q.validLink(phase, slug, token) {
+		writeNotFound(w, "Query not found")
+		return
+	}
+	if phase == phaseQueued {
+		c.pollQueued(w, r, q, token)
 		return
 	}
 
@@ -474,12 +539,21 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 	defer q.mu.Unlock()
 	q.touched.Store(time.Now().UnixNano())
 	defer func() { q.touched.Store(time.Now().UnixNano()) }()
-	switch {
-	case token == q.token-1 && q.last != nil:
-		c.writeAnswer(w, r, q.last)
+	if !q.executing.Load() {
+		writeNotFound(w, "Query not found")
 		return
-	case token != q.token:
-		writeError(w, http.StatusGone, fmt.Sprintf("query %s: token %d is not current (expected %d)", id, token, q.token))
+	}
+	switch tokenStatus(token, q.token, q.last != nil) {
+	case 0:
+		if token != q.token {
+			c.writeAnswer(w, r, q.last)
+			return
+		}
+	case http.StatusGone:
+		writeGone(w, fmt.Sprintf("query %s: token %d is older than the last one", id, token))
+		return
+	default:
+		writeNotFound(w, fmt.Sprintf("query %s: token %d is past the next one", id, token))
 		return
 	}
 
@@ -530,7 +604,69 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 	c.writeAnswer(w, r, ans)
 }
 
-// pageDelay is how long a poll of q waits once q is ready: slow(ms), or the coordinator's.
+// pollQueued answers a GET of a queued nextUri. The first dispatches the query; the queued
+// resource then answers QUEUED, pointing to the next queued token while Options.QueuedPolls
+// lasts and then to executing token 0 (trino: QueuedStatementResource.java, getStatus and
+// Query.getQueryResults: the last token or the next one, anything else 410 "Invalid token";
+// the redirect to /v1/statement/executing/{id}/{slug}/0).
+func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *query, token int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	q.touched.Store(now.UnixNano())
+	if q.executing.Load() {
+		if token != q.queuedTok && token != q.queuedTok+1 {
+			writeGone(w, "Invalid token")
+			return
+		}
+		c.writeAnswer(w, r, q.queuedLast)
+		return
+	}
+	if token != q.token && token != q.token-1 {
+		writeGone(w, "Invalid token")
+		return
+	}
+	if token == q.token-1 && q.last != nil {
+		c.writeAnswer(w, r, q.last)
+		return
+	}
+	if qe := q.dispatchFailure; qe != nil {
+		// The queued resource answers the failure: FAILED, no nextUri (trino:
+		// QueuedStatementResource.Query.createQueryResults with the dispatch's failure).
+		res := q.results(c.links(r), "FAILED", now)
+		res.Columns, res.Error = nil, qe
+		ans := encode(res)
+		c.end(q, ans, token, false)
+		c.writeAnswer(w, r, ans)
+		return
+	}
+	if !c.dispatch(q, now) {
+		// Ended before it was dispatched: canceled or abandoned.
+		if _, done := c.lookup(q.id); done != nil {
+			c.writeAnswer(w, r, done.final)
+		} else {
+			c.writeAnswer(w, r, q.canceledAnswer())
+		}
+		return
+	}
+	l := c.links(r)
+	var ans *answer
+	if q.queuedLeft > 0 {
+		q.queuedLeft--
+		ans = q.queuedAnswer(l, now, phaseQueued, token+1)
+		q.last, q.token = ans, token+1
+		q.tokenNow.Store(q.token)
+	} else {
+		ans = q.queuedAnswer(l, now, phaseExecuting, 0)
+		q.queuedLast, q.queuedTok = ans, token
+		q.last, q.token = nil, 0
+		q.tokenNow.Store(0)
+		q.executing.Store(true)
+	}
+	c.writeAnswer(w, r, ans)
+}
+
+// pageDelay is how long// pageDelay is how long a poll of q waits once q is ready: slow(ms), or the coordinator's.
 func (q *query) pageDelay(c *Coordinator) time.Duration {
 	if q.plan.hasPageDelay {
 		return q.plan.pageDelay
@@ -539,14 +675,16 @@ func (q *query) pageDelay(c *Coordinator) time.Duration {
 }
 
 // replayFinished answers a poll for a query that is no longer active.
-func (c *Coordinator) replayFinished(w http.ResponseWriter, r *http.Request, id, slug string, token int64, done *finishedQuery) {
+func (c *Coordinator) replayFinished(w http.ResponseWriter, r *http.Request, phase, id, slug string, token int64, done *finishedQuery) {
 	switch {
-	case done == nil || done.slug != slug:
-		writeError(w, http.StatusNotFound, "query "+id+" not found")
-	case done.anyToken || done.token == token:
+	case done == nil || !done.validLink(phase, slug, token):
+		writeNotFound(w, "Query not found")
+	case done.anyToken || (done.phase == phase && done.token == token):
 		c.writeAnswer(w, r, done.final)
+	case done.phase == phase && token > done.token:
+		writeNotFound(w, fmt.Sprintf("query %s has finished; token %d is past its end", id, token))
 	default:
-		writeError(w, http.StatusGone, fmt.Sprintf("query %s has finished; token %d is not current", id, token))
+		writeGone(w, fmt.Sprintf("query %s has finished; token %d is not current", id, token))
 	}
 }
 
@@ -565,54 +703,69 @@ func (c *Coordinator) handleStatementHead(w http.ResponseWriter, _ *http.Request
 // handleHead answers HEAD on a nextUri with the status a GET would get, without waiting
 // and without consuming the page, so a proxy can probe a link safely.
 func (c *Coordinator) handleHead(w http.ResponseWriter, r *http.Request) {
-	id, slug, token, ok := pollToken(w, r)
+	phase, _, slug, token, ok := pollToken(w, r)
 	if !ok {
 		return
 	}
 	status := http.StatusOK
-	q, done := c.lookup(id)
+	q, done := c.lookup(r.PathValue("queryId"))
 	switch {
-	case q != nil && q.slug == slug:
-		if current := q.tokenNow.Load(); token != current && (token != current-1 || token < 1) {
-			status = http.StatusGone
+	case q != nil && q.validLink(phase, slug, token):
+		switch executing := q.executing.Load(); {
+		case phase == phaseExecuting && !executing:
+			status = http.StatusNotFound
+		case phase == phaseQueued && executing:
+			// The queued resource answers its last tokens with the redirect again.
+		default:
+			if st := tokenStatus(token, q.tokenNow.Load(), true); st != 0 {
+				status = st
+			}
 		}
-	case q != nil || done == nil || done.slug != slug:
+	case q != nil || done == nil || !done.validLink(phase, slug, token):
 		status = http.StatusNotFound
-	case !done.anyToken && done.token != token:
+	case !done.anyToken && (done.phase != phase || done.token != token):
 		status = http.StatusGone
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 }
 
+// handleCancel is DELETE on a nextUri, queued or executing: it cancels the query, also one
+// submitted and never fetched, which then never runs, and answers 204 No Content without a
+// body (trino: QueuedStatementResource.cancelQuery and ExecutingStatementResource.cancelQuery;
+// prestodb: the same methods). A link whose slug does not match is 404.
 func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
-	id, slug := r.PathValue("queryId"), r.PathValue("slug")
-	q, done := c.lookup(id)
-	switch {
-	case q != nil && q.slug == slug:
-		c.end(q, q.canceledAnswer(), 0, true)
-	case done != nil && done.slug == slug:
-		// Already over; cancelling is a no-op, as on Presto.
-	default:
-		writeError(w, http.StatusNotFound, "query "+id+" not found")
+	phase, id, slug, token, ok := pollToken(w, r)
+	if !ok {
 		return
 	}
-	// Presto answers 204; presto-go-client treats every status but 200 as a failed cancel,
-	// so answer 200 with the canceled state and no error.
-	writeJSON(w, http.StatusOK, queryResults{ID: id, Warnings: []struct{}{}, Stats: stats{State: "CANCELED"}})
+	q, done := c.lookup(id)
+	switch {
+	case q != nil && q.validLink(phase, slug, token):
+		c.end(q, q.canceledAnswer(), 0, true)
+	case done != nil && done.validLink(phase, slug, token):
+		// Already over; cancelling is a no-op.
+	default:
+		writeNotFound(w, "Query not found")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // handlePartialCancel stops a query's output, as Trino does when a client has read all the
 // rows it wants: the query finishes with the rows sent so far.
 func (c *Coordinator) handlePartialCancel(w http.ResponseWriter, r *http.Request) {
-	id, slug := r.PathValue("queryId"), r.PathValue("slug")
+	_, id, slug, token, ok := pollToken(w, r)
+	if !ok {
+		return
+	}
 	q, done := c.lookup(id)
 	switch {
-	case q != nil && q.slug == slug:
+	case q != nil && q.validLink(phaseExecuting, slug, token):
 		q.partial.Store(true)
-	case done != nil && done.slug == slug:
+	case done != nil && done.validLink(phaseExecuting, slug, token):
 	default:
-		writeError(w, http.StatusNotFound, "query "+id+" not found")
+		writeNotFound(w, "Query not found")
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -620,8 +773,10 @@ func (c *Coordinator) handlePartialCancel(w http.ResponseWriter, r *http.Request
 
 // handleQueryCancel is DELETE /v1/query/{queryId}, how trino-go-client, the Node clients and
 // kill_query cancel. Like Presto and Trino it answers 204 whether or not the query is known.
+// A query submitted and not yet dispatched is unknown to the query manager, so this does
+// nothing to it (trino: server/QueryResource.java cancelQuery through the DispatchManager).
 func (c *Coordinator) handleQueryCancel(w http.ResponseWriter, r *http.Request) {
-	if q, _ := c.lookup(r.PathValue("queryId")); q != nil {
+	if q, _ := c.lookup(r.PathValue("queryId")); q != nil && q.dispatched.Load() {
 		c.end(q, q.canceledAnswer(), 0, true)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -662,10 +817,20 @@ type (
 )
 
 // handleQueryInfo is GET /v1/query/{queryId}: the query's state while it runs and for a
-// while after it ended; 410 Gone, as Trino answers, for a query it does not know.
+// while after it ended; 410 Gone with an empty body, as Trino answers, for a query it does
+// not know, which includes one submitted and not yet dispatched (trino:
+// server/QueryResource.java getQueryInfo; the dispatcher creates the query at the first GET
+// of its queued nextUri).
 func (c *Coordinator) handleQueryInfo(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("queryId")
 	q, done := c.lookup(id)
+	if q != nil && !q.dispatched.Load() {
+		q, done = nil, nil
+	}
+	if q == nil && done == nil {
+		w.WriteHeader(http.StatusGone)
+		return
+	}
 	now := time.Now()
 	info := queryInfo{QueryID: id, Self: c.links(r).abs("/v1/query/" + id)}
 	var req Request
@@ -686,9 +851,6 @@ func (c *Coordinator) handleQueryInfo(w http.ResponseWriter, r *http.Request) {
 			info.ErrorType = e.ErrorType
 			info.ErrorCode = &errorCode{Code: e.ErrorCode, Name: e.ErrorName, Type: e.ErrorType}
 		}
-	default:
-		writeError(w, http.StatusGone, "query "+id+" not found")
-		return
 	}
 	info.Query = req.SQL
 	info.Session = sessionInfo{QueryID: id, TransactionID: req.TransactionID, User: req.User, Source: req.Source, Catalog: req.Catalog, Schema: req.Schema}
@@ -802,6 +964,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// writeNotFound answers 404 with a text/plain body, as the servers' JAX-RS NotFoundException
+// does (trino: ExecutingStatementResource.getQuery; prestodb: the same).
+func writeNotFound(w http.ResponseWriter, message string) { writeText(w, http.StatusNotFound, message) }
+
+// writeGone answers 410 with a text/plain body, as a GoneException does (trino:
+// server/protocol/Query.java and QueuedStatementResource.java).
+func writeGone(w http.ResponseWriter, message string) { writeText(w, http.StatusGone, message) }
+
+func writeText(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, message+"\n")
 }
 
 // writeError sends a JSON error document for requests that are not query answers.

@@ -36,10 +36,16 @@ func queryInfoOf(t *testing.T, c *Coordinator, id string) info {
 func TestQueryResource(t *testing.T) {
 	c := start(t, Options{})
 	first := submit(t, c, "SELECT 1", http.StatusOK)
+	// Not dispatched until its queued nextUri is fetched: unknown, 410 with an empty body
+	// (trino: QueryResource.getQueryInfo).
+	if status, body := rawStatus(t, http.MethodGet, c.URL()+"/v1/query/"+first.ID); status != http.StatusGone || body != "" {
+		t.Fatalf("info of a submitted query before its first GET: %d %q, want 410 without a body", status, body)
+	}
+	exec := dispatch(t, first)
 	if i := queryInfoOf(t, c, first.ID); i.State != "QUEUED" || i.Query != "SELECT 1" || i.Session.User != "raw" || i.Self != c.URL()+"/v1/query/"+first.ID {
 		t.Fatalf("info of a queued query = %+v", i)
 	}
-	getJSON(t, first.NextURI, http.StatusOK, nil)
+	getJSON(t, exec, http.StatusOK, nil)
 	if i := queryInfoOf(t, c, first.ID); i.State != "FINISHED" || i.QueryStats.EndTime == nil || i.ErrorCode != nil {
 		t.Fatalf("info of a finished query = %+v", i)
 	}
@@ -50,7 +56,7 @@ func TestCancelByQueryID(t *testing.T) {
 	c := start(t, Options{Latency: time.Hour})
 	first := submit(t, c, "SELECT 1", http.StatusOK)
 	var page wireResults
-	getJSON(t, first.NextURI, http.StatusOK, &page) // waits a second, answers RUNNING
+	getJSON(t, dispatch(t, first), http.StatusOK, &page) // waits a second, answers RUNNING
 	if i := queryInfoOf(t, c, first.ID); i.State != "RUNNING" {
 		t.Fatalf("info of a running query = %+v", i)
 	}
@@ -83,23 +89,23 @@ func TestHeadDoesNotConsumeThePage(t *testing.T) {
 		resp, _ := exchange(t, http.MethodHead, uri, nil, "")
 		return resp.StatusCode
 	}
-	first := submit(t, c, "SELECT * FROM rows(10)", http.StatusOK)
+	exec := dispatch(t, submit(t, c, "SELECT * FROM rows(10)", http.StatusOK))
 	for range 3 {
-		if s := head(first.NextURI); s != http.StatusOK {
+		if s := head(exec); s != http.StatusOK {
 			t.Fatalf("HEAD of the current link: %d", s)
 		}
 	}
 	var page wireResults
-	getJSON(t, first.NextURI, http.StatusOK, &page)
+	getJSON(t, exec, http.StatusOK, &page)
 	if len(page.Data) != 5 || page.Data[0][0] != float64(1) {
 		t.Fatalf("first page after HEADs = %v", page.Data)
 	}
-	if s := head(first.NextURI); s != http.StatusOK { // the previous link replays
+	if s := head(exec); s != http.StatusOK { // the previous link replays
 		t.Fatalf("HEAD of the previous link: %d", s)
 	}
 	var second wireResults
 	getJSON(t, page.NextURI, http.StatusOK, &second)
-	if s := head(first.NextURI); s != http.StatusGone {
+	if s := head(exec); s != http.StatusGone {
 		t.Fatalf("HEAD of a stale link: %d, want 410", s)
 	}
 	if s := head(c.URL() + "/v1/statement/executing/nope/x/1"); s != http.StatusNotFound {
@@ -117,8 +123,8 @@ func TestPartialCancelEndsOutput(t *testing.T) {
 		wireResults
 		PartialCancelURI string `json:"partialCancelUri"`
 	}
-	getJSON(t, first.NextURI, http.StatusOK, &page)
-	if len(page.Data) != 10 || page.PartialCancelURI == "" || !strings.HasPrefix(page.PartialCancelURI, c.URL()+"/v1/statement/partialCancel/"+first.ID+"/") {
+	getJSON(t, dispatch(t, first), http.StatusOK, &page)
+	if len(page.Data) != 10 || page.PartialCancelURI == "" || !strings.HasPrefix(page.PartialCancelURI, c.URL()+"/v1/statement/executing/partialCancel/"+first.ID+"/") {
 		t.Fatalf("first page: %d rows, partialCancelUri %q", len(page.Data), page.PartialCancelURI)
 	}
 	resp, _ := exchange(t, http.MethodDelete, page.PartialCancelURI, nil, "")
@@ -175,8 +181,17 @@ func TestForwardedURIs(t *testing.T) {
 			if want := tc.want(c, "/ui/query.html?"+first.ID); first.InfoURI != want {
 				t.Fatalf("infoUri = %q, want %q", first.InfoURI, want)
 			}
-			// The proxy strips its prefix and sends the poll on with the same headers.
+			// The proxy strips its prefix and sends the polls on with the same headers: the
+			// queued one, then the executing one.
+			var queued struct {
+				NextURI string `json:"nextUri"`
+			}
 			poll := pathOfLink(t, c, first.NextURI)
+			resp, body = exchange(t, http.MethodGet, c.URL()+poll, tc.header, "")
+			if err := json.Unmarshal(body, &queued); err != nil || resp.StatusCode != http.StatusOK || tc.want(c, pathOfLink(t, c, queued.NextURI)) != queued.NextURI {
+				t.Fatalf("poll %s: %d %s", poll, resp.StatusCode, body)
+			}
+			poll = pathOfLink(t, c, queued.NextURI)
 			resp, body = exchange(t, http.MethodGet, c.URL()+poll, tc.header, "")
 			var running struct {
 				NextURI          string `json:"nextUri"`
@@ -193,8 +208,8 @@ func TestForwardedURIs(t *testing.T) {
 				t.Fatalf("Forwarded = %v", r.Forwarded)
 			}
 			calls := c.Calls()
-			if len(calls) != 2 || calls[1].Method != http.MethodGet || calls[1].Path != poll || calls[1].QueryID != first.ID ||
-				calls[1].Status != http.StatusOK || calls[1].Forwarded.Get("X-Forwarded-Proto") != "https" {
+			if path, _, _ := strings.Cut(poll, "?"); len(calls) != 3 || calls[2].Method != http.MethodGet || calls[2].Path != path || calls[2].QueryID != first.ID ||
+				calls[2].Status != http.StatusOK || calls[2].Forwarded.Get("X-Forwarded-Proto") != "https" {
 				t.Fatalf("Calls() = %+v", calls)
 			}
 		})
@@ -212,7 +227,7 @@ func pathOfLink(t *testing.T, c *Coordinator, link string) string {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return u.Path
+			return u.RequestURI()
 		}
 		return rest
 	}
@@ -220,7 +235,7 @@ func pathOfLink(t *testing.T, c *Coordinator, link string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return u.Path
+	return u.RequestURI() // PrestoDB's links carry the slug in the query string
 }
 
 func TestCallsRecordEveryRequest(t *testing.T) {

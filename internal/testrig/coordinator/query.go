@@ -3,6 +3,9 @@ package coordinator
 import (
 	"bufio"
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,8 +30,12 @@ var (
 	tstzMarker    = regexp.MustCompile(`(?i)\btstz\s*\(\s*'([A-Za-z0-9_/+:-]+)'\s*\)`)
 )
 
-// Presto's standard error codes for the failures the simulator produces.
+// Presto's standard error codes for the failures the simulator produces; the internal
+// ones as trino: spi/StandardErrorCode.java numbers them (prestodb's agree).
 const (
+	errNoNodesAvailable = 65541
+	errServerStartingUp = 65548
+
 	errGenericUser        = 0
 	errAbandoned          = 2
 	errUserCanceled       = 3
@@ -154,7 +161,7 @@ func markerMillis(s string) (time.Duration, bool) {
 // query is a statement the coordinator accepted and has not finished.
 type query struct {
 	id          string
-	slug        string // guards the nextUri links against guessing and cross-talk
+	slug        string // guards the nextUri links against guessing and cross-talk; see slugFor
 	coordinator string // name reported in describe rows
 	flavour     Flavour
 	batchRows   int
@@ -167,18 +174,54 @@ type query struct {
 	columns     []column
 	touched     atomic.Int64 // unix nanos of the last submission or poll, for abandonment
 	sent        atomic.Int64 // rows sent so far; written by polls, read by cancel and sweep too
-	polled      atomic.Bool  // a poll was answered: the query is no longer QUEUED
-	tokenNow    atomic.Int64 // token, readable by HEAD without waiting for a poll's lock
+	polled      atomic.Bool  // an executing poll was answered: the query is no longer QUEUED
+	dispatched  atomic.Bool  // its queued nextUri was fetched once: the query exists for /v1/query
+	executing   atomic.Bool  // its links moved to /v1/statement/executing
+	tokenNow    atomic.Int64 // token of the current phase, readable by HEAD without a poll's lock
 	partial     atomic.Bool  // partialCancelUri was deleted: no more rows are produced
 	spool       *spooler     // set when the rows go out as spooled segments
+	// dispatchFailure, when set, is how the first GET of the queued nextUri fails: the
+	// coordinator was starting, or had no workers, when the statement arrived.
+	dispatchFailure *queryError
 
 	canceled   chan struct{}
 	cancelOnce sync.Once
 
 	// mu serialises polls; the fields below are guarded by it.
-	mu    sync.Mutex
-	token int64   // token the next poll must carry
-	last  *answer // answer to the previous token, replayed on a retried poll
+	mu         sync.Mutex
+	token      int64   // token the next poll of the current phase must carry
+	last       *answer // answer to the previous token, replayed on a retried poll
+	queuedLeft int     // QUEUED answers the queued phase still gives (Options.QueuedPolls)
+	queuedLast *answer // once executing: the last queued answer, for a retried queued poll
+	queuedTok  int64   // the token queuedLast answered
+}
+
+// Phases of a query's links (trino: dispatcher/QueuedStatementResource.java hands out
+// /v1/statement/queued/..., server/protocol/ExecutingStatementResource.java
+// /v1/statement/executing/...; prestodb: the classes of the same names in
+// presto-main/.../server/protocol/).
+const (
+	phaseQueued    = "queued"
+	phaseExecuting = "executing"
+)
+
+// slugFor is the slug of the link that carries token in phase. Trino makes a new one per
+// token and phase, an HMAC of both under the query's secret (trino:
+// server/protocol/Slug.java, makeSlug and isValid); PrestoDB keeps one random slug per query
+// and puts it in the query string (prestodb: QueuedStatementResource.java, Query.slug).
+func (q *query) slugFor(phase string, token int64) string {
+	if q.flavour != Trino {
+		return q.slug
+	}
+	return slugMAC(q.slug, phase, token)
+}
+
+func slugMAC(secret, phase string, token int64) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(phase))
+	m.Write([]byte{0})
+	m.Write(strconv.AppendInt(nil, token, 10))
+	return "y" + hex.EncodeToString(m.Sum(nil)[:16])
 }
 
 func (q *query) cancel() { q.cancelOnce.Do(func() { close(q.canceled) }) }
@@ -285,7 +328,9 @@ func fillFor(n int64) []byte {
 // finishedQuery is what remains of a query after it ended: its final answer for replay and
 // what GET /v1/query/{queryId} reports.
 type finishedQuery struct {
-	slug     string
+	slug     string // the query's slug secret; see query.slugFor
+	flavour  Flavour
+	phase    string // the phase whose token the final answer belongs to
 	final    *answer
 	token    int64
 	anyToken bool // canceled or abandoned: every poll gets the final answer
@@ -456,27 +501,43 @@ func (q *query) progress(s *stats, now time.Time) {
 	s.ProgressPercentage = &pct
 }
 
-// link returns the absolute URI of the poll that carries token.
+// link returns the absolute URI of the poll that carries token in phase: Trino's
+// /v1/statement/{phase}/{id}/{slug}/{token} (trino: QueuedStatementResource.getQueuedUri,
+// ExecutingStatementResource via Query.getNextUri), PrestoDB's
+// /v1/statement/{phase}/{id}/{token}?slug={slug} (prestodb:
+// QueryResourceUtil.getQueuedUri and getNextUri).
 func (q *query) link(l linker, phase string, token int64) string {
-	return l.abs("/v1/statement/" + phase + "/" + q.id + "/" + q.slug + "/" + strconv.FormatInt(token, 10))
+	t := strconv.FormatInt(token, 10)
+	if q.flavour != Trino {
+		return l.abs("/v1/statement/" + phase + "/" + q.id + "/" + t + "?slug=" + q.slug)
+	}
+	return l.abs("/v1/statement/" + phase + "/" + q.id + "/" + q.slugFor(phase, token) + "/" + t)
 }
 
-// partialCancelLink is the partialCancelUri of the answer whose nextUri carries token.
+// partialCancelLink is the partialCancelUri of the answer whose nextUri carries token:
+// /v1/statement/executing/partialCancel/{id}/{stage}/{slug}/{token} on Trino
+// (ExecutingStatementResource.cancelQuery's partialCancel), the slug in the query string on
+// PrestoDB (ExecutingStatementResource.partialCancel).
 func (q *query) partialCancelLink(l linker, token int64) string {
-	return l.abs("/v1/statement/partialCancel/" + q.id + "/0/" + q.slug + "/" + strconv.FormatInt(token, 10))
+	t := strconv.FormatInt(token, 10)
+	if q.flavour != Trino {
+		return l.abs("/v1/statement/executing/partialCancel/" + q.id + "/0/" + t + "?slug=" + q.slug)
+	}
+	return l.abs("/v1/statement/executing/partialCancel/" + q.id + "/0/" + q.slugFor(phaseExecuting, token) + "/" + t)
 }
 
-// queuedAnswer is the answer to the submission.
-func (q *query) queuedAnswer(l linker, now time.Time) *answer {
+// queuedAnswer is a QUEUED answer without data whose nextUri carries token in phase: the
+// answer to the submission, and the queued resource's answers to its GETs.
+func (q *query) queuedAnswer(l linker, now time.Time, phase string, token int64) *answer {
 	r := q.results(l, "QUEUED", now)
-	r.NextURI = q.link(l, "queued", q.token)
+	r.NextURI = q.link(l, phase, token)
 	return encode(r)
 }
 
-// nextAnswer builds the answer to the poll carrying q.token and reports whether it is final.
-// The caller holds q.mu.
+// nextAnswer builds the answer to the executing poll carrying q.token and reports whether it
+// is final. The caller holds q.mu.
 func (q *query) nextAnswer(l linker, now time.Time) (*answer, bool) {
-	next, partialCancel := q.link(l, "executing", q.token+1), q.partialCancelLink(l, q.token+1)
+	next, partialCancel := q.link(l, phaseExecuting, q.token+1), q.partialCancelLink(l, q.token+1)
 	if now.Before(q.readyAt()) {
 		r := q.results(l, "RUNNING", now)
 		r.NextURI, r.PartialCancelURI = next, partialCancel

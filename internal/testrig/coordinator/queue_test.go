@@ -21,7 +21,9 @@ func TestMaxRunningQueuesInOrder(t *testing.T) {
 			c := start(t, Options{Flavour: flavour, MaxRunning: 2, Latency: time.Hour})
 			var ids []string
 			for range 4 {
-				ids = append(ids, submit(t, c, "SELECT 1", http.StatusOK).ID)
+				first := submit(t, c, "SELECT 1", http.StatusOK)
+				dispatch(t, first) // a query takes a slot once dispatched
+				ids = append(ids, first.ID)
 			}
 			figures := func() (int64, int64) {
 				if flavour == Presto {
@@ -72,7 +74,11 @@ func TestMaxRunningQueuesInOrder(t *testing.T) {
 	}
 	// Without MaxRunning everything runs, and the counts say so.
 	c := start(t, Options{Latency: time.Hour})
-	submit(t, c, "SELECT 1", http.StatusOK)
+	first := submit(t, c, "SELECT 1", http.StatusOK)
+	if r, q := c.Load(); r != 0 || q != 0 {
+		t.Errorf("submitted, not dispatched: %d running, %d queued", r, q)
+	}
+	dispatch(t, first)
 	if r, q := c.Load(); r != 1 || q != 0 {
 		t.Errorf("no limit: %d running, %d queued", r, q)
 	}

@@ -330,23 +330,13 @@ func (r *runner) apply(e Event) {
 	case Recover:
 		err = r.recover(e.Coordinator)
 	case StartingOn:
-		r.avail.begin(e.Coordinator)
-		r.layout.coords[e.Coordinator].SetStarting(true)
-		r.mu.Lock()
-		r.faults.StartingPhases++
-		r.startingNow[e.Coordinator] = true
-		r.mu.Unlock()
+		r.beginPhase(e.Coordinator, r.layout.coords[e.Coordinator].SetStarting, r.startingNow, &r.faults.StartingPhases)
 	case StartingOff:
-		r.endStarting(e.Coordinator)
+		r.endPhase(e.Coordinator, r.layout.coords[e.Coordinator].SetStarting, r.startingNow)
 	case ResetOn:
-		r.avail.begin(e.Coordinator)
-		r.layout.coords[e.Coordinator].SetResetting(true)
-		r.mu.Lock()
-		r.faults.ResetPhases++
-		r.resetNow[e.Coordinator] = true
-		r.mu.Unlock()
+		r.beginPhase(e.Coordinator, r.layout.coords[e.Coordinator].SetResetting, r.resetNow, &r.faults.ResetPhases)
 	case ResetOff:
-		r.endResetting(e.Coordinator)
+		r.endPhase(e.Coordinator, r.layout.coords[e.Coordinator].SetResetting, r.resetNow)
 	case KillLeader:
 		note, err = r.killLeader()
 	case RestartZooKeeper:
@@ -388,27 +378,29 @@ func (r *runner) recover(i int) error {
 	return err
 }
 
-func (r *runner) endStarting(i int) {
+// beginPhase puts coordinator i into a phase (starting, resetting): set
+// switches it on the coordinator, now holds the coordinators in it, and
+// count counts the phases begun.
+func (r *runner) beginPhase(i int, set func(bool), now map[int]bool, count *int) {
+	r.avail.begin(i)
+	set(true)
 	r.mu.Lock()
-	was := r.startingNow[i]
-	delete(r.startingNow, i)
+	*count++
+	now[i] = true
 	r.mu.Unlock()
-	if !was {
-		return
-	}
-	r.layout.coords[i].SetStarting(false)
-	r.avail.end(i)
 }
 
-func (r *runner) endResetting(i int) {
+// endPhase takes coordinator i out of the phase beginPhase put it in, if
+// it is in it.
+func (r *runner) endPhase(i int, set func(bool), now map[int]bool) {
 	r.mu.Lock()
-	was := r.resetNow[i]
-	delete(r.resetNow, i)
+	was := now[i]
+	delete(now, i)
 	r.mu.Unlock()
 	if !was {
 		return
 	}
-	r.layout.coords[i].SetResetting(false)
+	set(false)
 	r.avail.end(i)
 }
 
@@ -465,8 +457,8 @@ func (r *runner) restore() {
 		if err := r.recover(i); err != nil {
 			r.noteFaultError(fmt.Sprintf("restoring c%d: %v", i+1, err))
 		}
-		r.endStarting(i)
-		r.endResetting(i)
+		r.endPhase(i, r.layout.coords[i].SetStarting, r.startingNow)
+		r.endPhase(i, r.layout.coords[i].SetResetting, r.resetNow)
 	}
 	if _, err := r.restartZooKeeper(); err != nil {
 		r.noteFaultError(fmt.Sprintf("restoring ZooKeeper: %v", err))

@@ -3,10 +3,13 @@ package gateway
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trinodb/trino-go-client/trino"
 
@@ -55,5 +58,42 @@ func TestInfoUptimeAsAirlift(t *testing.T) {
 	}
 	if info.Uptime < 235*time.Second || info.Uptime > 240*time.Second {
 		t.Fatalf("uptime %v, want about 3.92m", info.Uptime)
+	}
+}
+
+// A failed query's URI stays short enough for the proxies on the way
+// however long its message (every coordinator tried, with its error), and
+// the message it gives back says it was cut.
+func TestFailedQueryURIBoundsItsMessage(t *testing.T) {
+	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("test", []discovery.Node{{Addr: "127.0.0.1:1"}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	g, err := New(Config{Router: r, Keys: "k1:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	req := httptest.NewRequest(http.MethodPost, srv.URL+"/v1/statement", nil)
+	uri, err := g.failedQueryURI(req, "q1", strings.Repeat("é coordinator 10.0.0.1:8080 refused; ", 1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(uri) > 4096 {
+		t.Fatalf("a URI of %d bytes", len(uri))
+	}
+	resp, err := http.Get(srv.URL + strings.TrimPrefix(uri, "http://"+req.Host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Error struct{ Message string } `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || !strings.HasSuffix(page.Error.Message, " …") || !utf8.ValidString(page.Error.Message) {
+		t.Fatalf("%d %q %v: want the message cut, with an ellipsis", resp.StatusCode, page.Error.Message, err)
 	}
 }

@@ -128,8 +128,17 @@ const failedQueryPrefix = "/v1/statement/zkgw/failed/"
 // coordinator's base URL can be spelt so.
 const failedQuerySigner = "zkpresto-gateway:failed-query"
 
+// maxFailedQueryMessage bounds the message a failed query's URI carries,
+// so that the URI stays within the request lines proxies accept (nginx's
+// large_client_header_buffers take 8 KiB by default) however many
+// coordinators the message lists.
+const maxFailedQueryMessage = 2048
+
 // failedQueryURI is the URI at which the failed query id, with msg, is read.
 func (g *Gateway) failedQueryURI(r *http.Request, id, msg string) (string, error) {
+	if len(msg) > maxFailedQueryMessage {
+		msg = strings.ToValidUTF8(msg[:maxFailedQueryMessage-len(" …")], "") + " …"
+	}
 	encoded := base64.RawURLEncoding.EncodeToString([]byte(msg))
 	tok, err := g.keys.Sign(failedQuerySigner, id+"\n"+encoded)
 	if err != nil {

@@ -570,6 +570,11 @@ func (a *dsnApplier) apply(p dsnParam) error {
 		if k.opaque {
 			return fmt.Errorf("bad %s: %w", p.key, err)
 		}
+		if strings.ContainsRune(p.value, '=') {
+			// What looks like another key and its value ran into this
+			// one's (a "?" where a ";" was meant): it may be a password.
+			return fmt.Errorf(`bad %s (its value, not shown, holds "="): %w`, p.key, err)
+		}
 		return fmt.Errorf("bad %s %q: %w", p.key, p.value, err)
 	}
 	return nil

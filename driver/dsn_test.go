@@ -512,6 +512,7 @@ func TestParseDSNErrors(t *testing.T) {
 		{"empty key", "presto://c1?password=" + pw + "&=x", "empty key"},
 		{"bad mode", "presto://c1;serviceDiscoveryMode=etcd?password=" + pw, `bad serviceDiscoveryMode "etcd": want zooKeeper or none`},
 		{"empty mode", "presto://c1;serviceDiscoveryMode=?password=" + pw, "empty value for serviceDiscoveryMode"},
+		{"a password inside a bad value", "presto://c1?serviceDiscoveryMode=?password=" + pw, `bad serviceDiscoveryMode (its value, not shown, holds "="): want zooKeeper or none`},
 		{"empty strategy", "presto://c1;zooKeeperStrategy=?password=" + pw, "empty value for zooKeeperStrategy"},
 		{"empty weights", "presto://c1;Weights=?password=" + pw, "empty value for Weights"},
 		{"empty namespace", "presto://c1;zooKeeperNamespace=//?password=" + pw, `bad zooKeeperNamespace "//": empty path`},

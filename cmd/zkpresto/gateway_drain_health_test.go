@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -26,10 +24,7 @@ func TestGatewayDrainFailsHealthAndKeepsTheOperatorPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	secret := filepath.Join(t.TempDir(), "gateway.key")
-	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := writeGatewaySecret(t, t.TempDir())
 	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--drain-timeout", "2m",
 		"--admin-listen", "127.0.0.1:0", "--dsn", "presto://"+c.Addr()+"/;zooKeeperStrategy=poll")
 	addr := announcedAddr(t, gw, "http")

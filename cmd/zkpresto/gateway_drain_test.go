@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,10 +23,7 @@ func TestGatewayDrainKeepsQueriesInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	secret := filepath.Join(t.TempDir(), "gateway.key")
-	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := writeGatewaySecret(t, t.TempDir())
 	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--drain-timeout", "2m",
 		"--dsn", "presto://"+c.Addr()+"/;zooKeeperStrategy=poll")
 	addr := announcedAddr(t, gw, "http")

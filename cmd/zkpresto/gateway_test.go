@@ -22,6 +22,17 @@ import (
 
 const gatewayTestSecret = "k1:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"
 
+// writeGatewaySecret writes gatewayTestSecret to gateway.key in dir, as an
+// operator's --secret-file, and returns its path.
+func writeGatewaySecret(t *testing.T, dir string) string {
+	t.Helper()
+	secret := filepath.Join(dir, "gateway.key")
+	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
 // zkpresto gateway as an operator runs it: a DSN, a secret file; a client
 // queries through it; SIGTERM (here: the context) drains and it exits 0.
 func TestGatewayCommandServesAndDrains(t *testing.T) {
@@ -30,10 +41,7 @@ func TestGatewayCommandServesAndDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	secret := filepath.Join(t.TempDir(), "gateway.key")
-	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := writeGatewaySecret(t, t.TempDir())
 	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret,
 		"--dsn", "presto://"+c.Addr()+"/;zooKeeperStrategy=poll")
 	addr := announcedAddr(t, gw, "http")
@@ -73,10 +81,7 @@ func TestGatewayCommandNoCoordinatorGrace(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	ln.Close() // a coordinator that refuses every connection
-	secret := filepath.Join(t.TempDir(), "gateway.key")
-	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := writeGatewaySecret(t, t.TempDir())
 	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret,
 		"--dsn", "presto://"+dead+"/", "--no-coordinator-grace", "0")
 	addr := announcedAddr(t, gw, "http")
@@ -128,11 +133,8 @@ func TestGatewayCommandRouterConfig(t *testing.T) {
 		cs = append(cs, c)
 	}
 	dir := t.TempDir()
-	secret := filepath.Join(dir, "gateway.key")
+	secret := writeGatewaySecret(t, dir)
 	config := filepath.Join(dir, "router-config.json")
-	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	write := func(c *coordinator.Coordinator, pad string) {
 		text := `{"groups": [{"name": "all", "members": ["` + c.URL() + `"]}], "scheduler": "ROUND_ROBIN"}` + pad
 		if err := os.WriteFile(config+".new", []byte(text), 0o600); err != nil {
@@ -199,10 +201,7 @@ func TestGatewayCommandTLS(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Close() })
 	dir := t.TempDir()
-	secret := filepath.Join(dir, "gateway.key")
-	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := writeGatewaySecret(t, dir)
 	certs, err := testtls.Generate(dir, "gateway")
 	if err != nil {
 		t.Fatal(err)
@@ -271,10 +270,7 @@ func announcedAddr(t *testing.T, gw *running, scheme string) string {
 func TestGatewayCommandOperatorPages(t *testing.T) {
 	c := startCoordinators(t, 1)[0]
 	dir := t.TempDir()
-	secret := filepath.Join(dir, "gateway.key")
-	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := writeGatewaySecret(t, dir)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	get := func(url string, auth func(*http.Request)) (*http.Response, string) {
 		t.Helper()
@@ -373,10 +369,7 @@ func TestGatewayCommandLogsAnUnreachableZooKeeperAtStart(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	ln.Close() // a ZooKeeper that refuses every connection
-	secret := filepath.Join(t.TempDir(), "gateway.key")
-	if err := os.WriteFile(secret, []byte(gatewayTestSecret), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := writeGatewaySecret(t, t.TempDir())
 	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret,
 		"--dsn", "presto://"+dead+"/;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto;zooKeeperConnectTimeout=1s")
 	announcedAddr(t, gw, "http")

@@ -53,7 +53,6 @@ type Exchange struct {
 	race      dialRace                // see ArmDialRace
 	gate      atomic.Int32            // gateOpen, gateReleased or gateAborted: see GateBody
 	lastURL   atomic.Pointer[url.URL] // the latest nextUri requested, to cancel the query
-	running   atomic.Bool             // the latest response body named a nextUri
 
 	mu      sync.Mutex
 	failure error // the transport failure, if any; set once
@@ -70,13 +69,6 @@ type Exchange struct {
 	// every statement a gzip reader.
 	gzipHead    [nextURIScan]byte
 	gzipHeadLen int // under mu
-
-	// pageHead holds the start of the latest compressed page, decoded only
-	// when Running is asked (rows closed early): whether its query still
-	// runs is in it.
-	pageHead    [nextURIScan]byte
-	pageHeadLen int         // under mu
-	pagePending atomic.Bool // pageHead waits to be decoded
 
 	trace httptrace.ClientTrace // notes the end of the submission's write
 }
@@ -361,20 +353,6 @@ func (e *Exchange) startTry() {
 	e.conn.Store(nil)
 }
 
-// Running reports whether the latest response named a nextUri: the query
-// may still be running on the coordinator.
-func (e *Exchange) Running() bool {
-	if e.pagePending.Load() {
-		e.mu.Lock()
-		if e.pagePending.Load() {
-			e.running.Store(gzipHeadContains(e.pageHead[:e.pageHeadLen], nextURIKey))
-			e.pagePending.Store(false)
-		}
-		e.mu.Unlock()
-	}
-	return e.running.Load()
-}
-
 // LastURL returns the latest follow-up URL requested, or before the first
 // one the submission's nextUri; nil when neither is known.
 func (e *Exchange) LastURL() *url.URL {
@@ -534,52 +512,27 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()
 // gunzipHead returns up to n decoded bytes from the start of a gzip body;
 // what it could decode when the body is cut or broken.
 func gunzipHead(b []byte, n int) []byte {
+	d, _ := gunzippers.Get().(*gunzipper)
+	if d == nil {
+		d = new(gunzipper)
+	}
+	defer gunzippers.Put(d)
 	out := make([]byte, n)
-	return out[:gunzipInto(b, out)]
+	d.src.Reset(b)
+	if err := d.zr.Reset(&d.src); err != nil {
+		return out[:0]
+	}
+	m, _ := io.ReadFull(&d.zr, out)
+	return out[:m]
 }
 
-// gzipHeadContains reports whether the decoded start of gzip body b holds
-// key, without allocating once the pool is warm: rows closed early ask it
-// for every statement.
-func gzipHeadContains(b, key []byte) bool {
-	d := getGunzipper()
-	defer gunzippers.Put(d)
-	return bytes.Contains(d.out[:d.decode(b, d.out[:])], key)
-}
-
-// gunzipInto decodes the start of gzip body b into out and returns how
-// many bytes it decoded.
-func gunzipInto(b, out []byte) int {
-	d := getGunzipper()
-	defer gunzippers.Put(d)
-	return d.decode(b, out)
-}
-
-// gunzipper is a reusable gzip decoder over a byte slice, with room for
-// the decoded head.
+// gunzipper is a reusable gzip decoder over a byte slice.
 type gunzipper struct {
 	src bytes.Reader
 	zr  gzip.Reader
-	out [nextURIScan]byte
 }
 
-func getGunzipper() *gunzipper {
-	if d, ok := gunzippers.Get().(*gunzipper); ok {
-		return d
-	}
-	return new(gunzipper)
-}
-
-func (d *gunzipper) decode(b, out []byte) int {
-	d.src.Reset(b)
-	if err := d.zr.Reset(&d.src); err != nil {
-		return 0
-	}
-	n, _ := io.ReadFull(&d.zr, out)
-	return n
-}
-
-// gunzippers recycles the decoders of gunzipInto.
+// gunzippers recycles the decoders of gunzipHead.
 var gunzippers sync.Pool
 
 // FollowUp sends a request of a statement that is already running. GETs of
@@ -641,13 +594,7 @@ func FollowUp(rt http.RoundTripper, req *http.Request, e *Exchange, release func
 // body returns resp's body wrapped for e: read whole when WholePages asks
 // for it and the answer is a 200 of the statement protocol.
 func (e *Exchange) body(resp *http.Response, release func()) (*Body, error) {
-	b := &Body{ReadCloser: resp.Body, e: e, release: release}
-	if resp.Header.Get("Content-Encoding") != "" {
-		// A compressed body cannot be scanned without decoding it twice: its
-		// query counts as running, which at worst costs a cancel of a query
-		// that had ended.
-		b.found, b.scanned = true, nextURIScan
-	}
+	b := &Body{ReadCloser: resp.Body, release: release}
 	if e.WholePages && resp.StatusCode == http.StatusOK && resp.Request != nil && resp.Request.Method != http.MethodDelete {
 		page, err := readPage(resp)
 		if err != nil {
@@ -655,13 +602,6 @@ func (e *Exchange) body(resp *http.Response, release func()) (*Body, error) {
 		}
 		b.page = page
 		b.ReadCloser = nil
-		head := page.Bytes()[:min(page.Len(), nextURIScan)]
-		if resp.Header.Get("Content-Encoding") == "gzip" {
-			b.gzipped, b.found, b.head = true, false, head
-		} else {
-			b.found = bytes.Contains(head, nextURIKey)
-		}
-		b.scanned = nextURIScan
 	}
 	return b, nil
 }
@@ -683,22 +623,14 @@ var nextURIKey = []byte(`"nextUri"`)
 // costs nothing extra.
 const nextURIScan = 1024
 
-// Body is a response body of an exchange's statement: it notes whether
-// the response names a nextUri, i.e. whether the query is still running (a
-// row value that contains the key only costs an extra cancel), and calls
-// its release function, if any, once it is closed. With WholePages it
-// reads from the page read whole.
+// Body is a response body of an exchange's statement: it calls its
+// release function, if any, once it is closed. With WholePages it reads
+// from the page read whole. Whether the query still runs is the reader's
+// to learn from the page (the driver decodes it whole).
 type Body struct {
 	io.ReadCloser // nil when page is set
 	page          *bytes.Buffer
-	e             *Exchange
 	release       func()
-	tail          [16]byte // the end of the previous read, for a key split across reads
-	tailLen       int
-	scanned       int
-	found         bool
-	gzipped       bool   // a whole compressed page: its head is decoded if asked
-	head          []byte // the start of the page, in page's buffer
 	closed        bool
 }
 
@@ -712,18 +644,6 @@ func (b *Body) Read(p []byte) (int, error) {
 		n, err = b.ReadCloser.Read(p)
 	} else {
 		return 0, io.EOF
-	}
-	if !b.found && n > 0 && b.scanned < nextURIScan {
-		b.scanned += n
-		if b.tailLen > 0 {
-			// The key split across two reads: the previous read's end
-			// joined to this read's start.
-			var seam [32]byte
-			joined := append(append(seam[:0], b.tail[:b.tailLen]...), p[:min(n, len(nextURIKey)-1)]...)
-			b.found = bytes.Contains(joined, nextURIKey)
-		}
-		b.found = b.found || bytes.Contains(p[:n], nextURIKey)
-		b.tailLen = copy(b.tail[:], p[max(0, n-len(nextURIKey)+1):n])
 	}
 	return n, err
 }
@@ -742,8 +662,7 @@ func (b *Body) TakePage() ([]byte, bool) {
 	return page, true
 }
 
-// Close closes the body, records whether the query is still running, and
-// releases the request.
+// Close closes the body and releases the request.
 func (b *Body) Close() error {
 	var err error
 	if b.ReadCloser != nil {
@@ -751,16 +670,6 @@ func (b *Body) Close() error {
 	}
 	if !b.closed {
 		b.closed = true
-		if b.gzipped {
-			b.e.mu.Lock()
-			b.e.pageHeadLen = copy(b.e.pageHead[:], b.head)
-			b.head = nil
-			b.e.pagePending.Store(true)
-			b.e.mu.Unlock()
-		} else {
-			b.e.pagePending.Store(false)
-			b.e.running.Store(b.found)
-		}
 		if b.page != nil {
 			putPage(b.page)
 			b.page = nil

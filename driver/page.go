@@ -2,13 +2,10 @@ package driver
 
 import (
 	"bytes"
-	"compress/gzip"
-	"encoding/binary"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/zkpresto/zkpresto/internal/protocol"
@@ -97,7 +94,7 @@ func readWhole(resp *http.Response, gzipped bool) ([]byte, error) {
 		}
 	}
 	if raw != nil {
-		return gunzip(raw)
+		return protocol.Gunzip(raw)
 	}
 	if !gzipped {
 		var buf bytes.Buffer
@@ -111,36 +108,8 @@ func readWhole(resp *http.Response, gzipped bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gunzip(raw)
+	return protocol.Gunzip(raw)
 }
-
-// gunzip decodes a gzip page into a buffer of the size its trailer gives.
-func gunzip(raw []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	if len(raw) >= 18 {
-		// ISIZE, the last four bytes: the decoded size modulo 2^32.
-		if n := binary.LittleEndian.Uint32(raw[len(raw)-4:]); n < maxPageHint {
-			buf.Grow(int(n) + bytes.MinRead)
-		}
-	}
-	g := gunzippers.Get().(*gunzipper)
-	defer gunzippers.Put(g)
-	g.src.Reset(raw)
-	if err := g.zr.Reset(&g.src); err != nil {
-		return nil, err
-	}
-	_, err := buf.ReadFrom(&g.zr)
-	return buf.Bytes(), err
-}
-
-// gunzipper is a gzip decoder and its source, pooled: a decoder costs a
-// few allocations and tens of KiB to make.
-type gunzipper struct {
-	zr  gzip.Reader
-	src bytes.Reader
-}
-
-var gunzippers = sync.Pool{New: func() any { return new(gunzipper) }}
 
 // splitBody is the page the client gets; closing it closes the original
 // body (closed already, after the page was read: a second Close is

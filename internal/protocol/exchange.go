@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -508,32 +507,6 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()
 	resp.Body = body
 	return resp, nil
 }
-
-// gunzipHead returns up to n decoded bytes from the start of a gzip body;
-// what it could decode when the body is cut or broken.
-func gunzipHead(b []byte, n int) []byte {
-	d, _ := gunzippers.Get().(*gunzipper)
-	if d == nil {
-		d = new(gunzipper)
-	}
-	defer gunzippers.Put(d)
-	out := make([]byte, n)
-	d.src.Reset(b)
-	if err := d.zr.Reset(&d.src); err != nil {
-		return out[:0]
-	}
-	m, _ := io.ReadFull(&d.zr, out)
-	return out[:m]
-}
-
-// gunzipper is a reusable gzip decoder over a byte slice.
-type gunzipper struct {
-	src bytes.Reader
-	zr  gzip.Reader
-}
-
-// gunzippers recycles the decoders of gunzipHead.
-var gunzippers sync.Pool
 
 // FollowUp sends a request of a statement that is already running. GETs of
 // a nextUri are idempotent and retried on the same coordinator after a

@@ -32,7 +32,7 @@ type statementLog struct {
 	ring [RecentStatements]loggedStatement
 	next int
 	n    int
-	ends map[string]queryEnd // how queries ended, by id (see outcome.go)
+	ends map[string]queryEnd // how queries ended, by id (see queryend.go)
 }
 
 // loggedStatement is a record as the log keeps it: an accepted statement's

@@ -10,16 +10,16 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
 )
 
-// serveSubmit routes POST /v1/statement: pick, forward, stream the answer
-// back. Until a coordinator may have the statement, a failure sends it to
-// another one and the client may get a 503 (nothing ran); after, the client
-// gets a 500 it does not retry.
+// serveSubmit routes POST /v1/statement: pick a coordinator, send the
+// statement (sendStatement), classify what came of it
+// (classifySubmission), act on that. Until a coordinator may have the
+// statement, a failure sends it to another one and the client may get a
+// 503 (nothing ran); after, the client gets a 500 it does not retry.
 func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	if g.draining.Load() {
 		g.stats.add("submit", http.StatusServiceUnavailable)
@@ -28,38 +28,14 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, errGatewayName, "", "zkpresto gateway is draining; send the statement again")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxStatementBytes))
-	if err != nil {
-		status := http.StatusBadRequest
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			status = http.StatusRequestEntityTooLarge
-		case bodyTimedOut(err):
-			status = http.StatusRequestTimeout
-			w.Header().Set("Connection", "close")
-		}
-		g.stats.add("submit", status)
-		writeError(w, status, errGatewayName, "", "zkpresto gateway: reading the statement: "+err.Error())
+	body, ok := g.readStatement(w, r)
+	if !ok {
 		return
 	}
 	header := outboundHeader(r)
-	var pinned *discovery.Node
-	for _, name := range []string{"X-Presto-Transaction-Id", "X-Trino-Transaction-Id"} {
-		base, id, wrapped, err := g.unwrapTransaction(header.Get(name))
-		if err != nil {
-			g.stats.add("submit", http.StatusForbidden)
-			writeError(w, http.StatusForbidden, errBadToken, "", "zkpresto gateway: the transaction id was not issued by this gateway's key")
-			return
-		}
-		if wrapped {
-			header.Set(name, id)
-			if pinned, err = g.pinnedNode(r.Context(), base); err != nil {
-				g.stats.add("submit", http.StatusGone)
-				writeError(w, http.StatusGone, errCoordinatorGone, "", err.Error())
-				return
-			}
-		}
+	pinned, ok := g.pinTransaction(w, r, header)
+	if !ok {
+		return
 	}
 	req, group, groups := g.route(header)
 	defer groups.release()
@@ -82,62 +58,14 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 			return routing.Abandoned, r.Context().Err() // nothing sent: nothing to cancel
 		}
 		base = rc.base(ra.Node)
-		attemptCtx, abort := context.WithCancel(withFlavour(ctx, rc.flavour))
-		answered := false
-		defer func() {
-			if answered {
-				endAnswered = abort
-			} else {
-				abort()
-			}
-		}()
-		out, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, base+r.URL.RequestURI(), bytes.NewReader(body))
-		if err != nil {
-			return routing.Invalid, err
+		attempt, end := g.sendStatement(ctx, r, rc, base, header, body)
+		outcome := classifySubmission(attempt)
+		if outcome.answered() {
+			resp, endAnswered = attempt.resp, end
+		} else {
+			end()
 		}
-		out.Header = header
-		var e protocol.Exchange
-		// The statement's last bytes pass a gate: a client that leaves
-		// before they reached the connection aborts the submission (the
-		// coordinator cannot have the statement); after, it runs on and
-		// its answer tells which query to cancel.
-		e.GateBody(out)
-		stop := context.AfterFunc(r.Context(), func() {
-			if e.AbortSubmission() {
-				abort()
-			}
-		})
-		defer stop()
-		resp, err = protocol.Submit(rc.transport, out, &e, nil)
-		if err == nil {
-			// The first GET, where the coordinator dispatches the query,
-			// before the client is answered: see dispatchFirst.
-			resp, err = dispatchFirst(attemptCtx, r.Context(), rc.transport, header, base, resp)
-			var notReady *NotReadyError
-			switch {
-			case errors.As(err, &notReady):
-				return routing.NotSent, err // it never ran: another coordinator
-			case err != nil:
-				return routing.MaybeSent, err
-			}
-		}
-		switch {
-		case err == nil:
-			answered = true
-			return routing.Answered, nil
-		case e.Invalid() != nil:
-			return routing.Invalid, err
-		case r.Context().Err() != nil && !e.Written():
-			return routing.Abandoned, err
-		}
-		failure, sent := e.Failure()
-		switch {
-		case failure == nil:
-			return routing.Answered, err // not reached: Submit records its failures
-		case sent:
-			return routing.MaybeSent, failure
-		}
-		return routing.NotSent, failure
+		return outcome.routing(), outcome.err
 	})
 	g.noteStatement(r, group.Name, base, resp, err)
 	if err != nil {
@@ -174,6 +102,195 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		g.log.Warn("relaying a statement's answer failed; cutting the client's connection", "node", a.Node.Addr, "err", err)
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// readStatement reads the statement's body, which the gateway holds until
+// a coordinator accepted it, to send it elsewhere when one refuses. When
+// ok is false the client was answered: 413 for a body over
+// MaxStatementBytes, 408 for one that did not come in time, else 400.
+func (g *Gateway) readStatement(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxStatementBytes))
+	if err != nil {
+		status := http.StatusBadRequest
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			status = http.StatusRequestEntityTooLarge
+		case bodyTimedOut(err):
+			status = http.StatusRequestTimeout
+			w.Header().Set("Connection", "close")
+		}
+		g.stats.add("submit", status)
+		writeError(w, status, errGatewayName, "", "zkpresto gateway: reading the statement: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// sendStatement makes one attempt of a submission on the coordinator at
+// base: it sends the statement, then the first GET (dispatchFirst), and
+// returns what came of them for classifySubmission, with the end of the
+// attempt's context, which the caller calls once the answer was relayed,
+// or at once when there is none.
+func (g *Gateway) sendStatement(ctx context.Context, r *http.Request, rc reach, base string, header http.Header, body []byte) (submitAttempt, context.CancelFunc) {
+	attemptCtx, abort := context.WithCancel(withFlavour(ctx, rc.flavour))
+	out, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, base+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return submitAttempt{submitErr: err, invalid: err}, abort
+	}
+	out.Header = header
+	var e protocol.Exchange
+	// The statement's last bytes pass a gate: a client that leaves
+	// before they reached the connection aborts the submission (the
+	// coordinator cannot have the statement); after, it runs on and
+	// its answer tells which query to cancel.
+	e.GateBody(out)
+	stop := context.AfterFunc(r.Context(), func() {
+		if e.AbortSubmission() {
+			abort()
+		}
+	})
+	defer stop()
+	var attempt submitAttempt
+	attempt.resp, attempt.submitErr = protocol.Submit(rc.transport, out, &e, nil)
+	if attempt.submitErr == nil {
+		// The first GET, where the coordinator dispatches the query,
+		// before the client is answered: see dispatchFirst.
+		attempt.resp, attempt.dispatchErr = dispatchFirst(attemptCtx, r.Context(), rc.transport, header, base, attempt.resp)
+	}
+	attempt.invalid = e.Invalid()
+	attempt.failure, attempt.sent = e.Failure()
+	attempt.written = e.Written()
+	attempt.clientGone = r.Context().Err() != nil
+	return attempt, abort
+}
+
+// submitAttempt is what one attempt of a submission left behind, as
+// classifySubmission reads it: the answer or the errors, and what the
+// exchange recorded of the statement's way to the coordinator.
+type submitAttempt struct {
+	resp        *http.Response // the answer for the client; nil when none
+	submitErr   error          // the submission's failure (protocol.Submit's): no answer
+	dispatchErr error          // the first GET's failure (dispatchFirst's), after an answer
+	invalid     error          // a request that could not be sent at all (the exchange's Invalid)
+	failure     error          // the failure the exchange recorded, if any, and
+	sent        bool           // whether the statement may have reached the coordinator then
+	written     bool           // whether it may have reached it whole (the exchange's Written)
+	clientGone  bool           // the client's request ended
+}
+
+// submitKind is what an attempt of a submission means, for the
+// coordinator and for the client.
+type submitKind int
+
+const (
+	// submitAnswered: the coordinator answered (a query, its failure, or
+	// a server error that is no refusal): the answer is relayed and the
+	// coordinator is healthy.
+	submitAnswered submitKind = iota
+	// submitClientError: the coordinator refused the client's own request
+	// (4xx: a head too large, 431; a body too large, 413; 400, 401): the
+	// client's fault, relayed as it came, never counted against the
+	// coordinator.
+	submitClientError
+	// submitNotReady: the coordinator accepted the statement and failed
+	// it at its dispatch because it is starting or has no workers
+	// (*NotReadyError): it never ran, another coordinator gets it.
+	submitNotReady
+	// submitNotSent: the coordinator failed before it could have the
+	// statement (no connection, the statement held at the gate, or a
+	// refusal, which by the protocol it did not accept, however much was
+	// written): it is ejected and another coordinator gets the statement.
+	submitNotSent
+	// submitMayHaveRun: the coordinator failed after it may have had the
+	// statement (a cut write or answer, a redirect, an answer that could
+	// not be read): it is charged a failure, the statement is never sent
+	// again, and the client gets a 500 it does not retry.
+	submitMayHaveRun
+	// submitInvalid: the request could not be sent at all (a header
+	// net/http refuses): the client's fault, a 400, and no other
+	// coordinator is tried, where it would fail the same way.
+	submitInvalid
+	// submitAbandoned: the client left before a whole statement could
+	// have reached the coordinator: nothing to cancel, no verdict on the
+	// coordinator.
+	submitAbandoned
+	// submitTimedOut: the submission failed and the exchange recorded no
+	// failure, which it does only when the attempt's own context ended:
+	// its SubmitTimeout passed. It is routed as an answered attempt with
+	// its error (the client gets the 503 of a statement no coordinator
+	// took).
+	submitTimedOut
+)
+
+var submitKindNames = [...]string{
+	submitAnswered:    "answered",
+	submitClientError: "client error",
+	submitNotReady:    "not ready",
+	submitNotSent:     "not sent",
+	submitMayHaveRun:  "may have run",
+	submitInvalid:     "invalid",
+	submitAbandoned:   "abandoned",
+	submitTimedOut:    "timed out",
+}
+
+func (k submitKind) String() string { return submitKindNames[k] }
+
+// submitOutcome is an attempt's kind and the error the routing gets for it
+// (nil for an answer to relay).
+type submitOutcome struct {
+	kind submitKind
+	err  error
+}
+
+// answered reports whether the attempt has an answer to relay.
+func (o submitOutcome) answered() bool {
+	return o.kind == submitAnswered || o.kind == submitClientError
+}
+
+// routing is the outcome the Router acts on.
+func (o submitOutcome) routing() routing.Outcome {
+	switch o.kind {
+	case submitNotReady, submitNotSent:
+		return routing.NotSent
+	case submitMayHaveRun:
+		return routing.MaybeSent
+	case submitInvalid:
+		return routing.Invalid
+	case submitAbandoned:
+		return routing.Abandoned
+	}
+	return routing.Answered
+}
+
+// classifySubmission says what an attempt of a submission means. It reads
+// nothing but its argument: the order of its cases is the rule. An error
+// of the first GET comes after the coordinator answered the POST, so the
+// statement may have run, unless the coordinator said it is not ready; a
+// failure of the submission is the client's when the request could not be
+// sent or the client left before the statement was whole, else the
+// coordinator's, sent or not as the exchange recorded it.
+func classifySubmission(a submitAttempt) submitOutcome {
+	var notReady *NotReadyError
+	switch {
+	case a.dispatchErr != nil && errors.As(a.dispatchErr, &notReady):
+		return submitOutcome{submitNotReady, a.dispatchErr}
+	case a.dispatchErr != nil:
+		return submitOutcome{submitMayHaveRun, a.dispatchErr}
+	case a.submitErr == nil && a.resp != nil && a.resp.StatusCode/100 == 4:
+		return submitOutcome{submitClientError, nil}
+	case a.submitErr == nil:
+		return submitOutcome{submitAnswered, nil}
+	case a.invalid != nil:
+		return submitOutcome{submitInvalid, a.submitErr}
+	case a.clientGone && !a.written:
+		return submitOutcome{submitAbandoned, a.submitErr}
+	case a.failure == nil:
+		return submitOutcome{submitTimedOut, a.submitErr}
+	case a.sent:
+		return submitOutcome{submitMayHaveRun, a.failure}
+	}
+	return submitOutcome{submitNotSent, a.failure}
 }
 
 // submitFailed answers a statement no coordinator took, or one that may

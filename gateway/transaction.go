@@ -62,3 +62,28 @@ func (g *Gateway) pinnedNode(ctx context.Context, base string) (*discovery.Node,
 	}
 	return &discovery.Node{Addr: u.Host, Scheme: u.Scheme, ID: u.Host, Weight: 1}, nil
 }
+
+// pinTransaction unwraps the transaction ids in header (the client's, to
+// send on) and returns the coordinator that holds the statement's
+// transaction, nil when it is in none. When ok is false the client was
+// answered: 403 for an id this gateway's key did not sign, 410 for a
+// coordinator that is gone.
+func (g *Gateway) pinTransaction(w http.ResponseWriter, r *http.Request, header http.Header) (pinned *discovery.Node, ok bool) {
+	for _, name := range []string{"X-Presto-Transaction-Id", "X-Trino-Transaction-Id"} {
+		base, id, wrapped, err := g.unwrapTransaction(header.Get(name))
+		if err != nil {
+			g.stats.add("submit", http.StatusForbidden)
+			writeError(w, http.StatusForbidden, errBadToken, "", "zkpresto gateway: the transaction id was not issued by this gateway's key")
+			return nil, false
+		}
+		if wrapped {
+			header.Set(name, id)
+			if pinned, err = g.pinnedNode(r.Context(), base); err != nil {
+				g.stats.add("submit", http.StatusGone)
+				writeError(w, http.StatusGone, errCoordinatorGone, "", err.Error())
+				return nil, false
+			}
+		}
+	}
+	return pinned, true
+}

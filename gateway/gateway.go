@@ -99,6 +99,8 @@ type Gateway struct {
 	recent   statementLog // the last statements, for the status page
 	outages  *outages     // the groups without a coordinator, since when
 	latency  latencies    // how long requests took, by kind
+
+	submitTimeout time.Duration // SubmitTimeout; shorter in tests
 }
 
 // New returns a Gateway for cfg. It does no network I/O.
@@ -117,7 +119,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zkpresto: gateway: routing-token secret: %w", err)
 	}
-	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace)}
+	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace), submitTimeout: SubmitTimeout}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}

@@ -44,7 +44,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	// away after the statement may have reached a coordinator must not
 	// leave it running unseen (its answer is awaited and the query
 	// cancelled).
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), SubmitTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.submitTimeout)
 	defer cancel()
 	var resp *http.Response
 	var base string
@@ -215,11 +215,16 @@ const (
 	// have reached the coordinator: nothing to cancel, no verdict on the
 	// coordinator.
 	submitAbandoned
-	// submitTimedOut: the submission failed and the exchange recorded no
-	// failure, which it does only when the attempt's own context ended:
-	// its SubmitTimeout passed. It is routed as an answered attempt with
-	// its error (the client gets the 503 of a statement no coordinator
-	// took).
+	// submitUnanswered: the coordinator may have had the whole statement
+	// and gave no answer before the submission's timeout (SubmitTimeout),
+	// which ends the attempt without a failure recorded: it may be running
+	// the statement, so it is charged a failure, the statement is never
+	// sent again, and the client gets a 500 it does not retry.
+	submitUnanswered
+	// submitTimedOut: the submission's timeout passed before a whole
+	// statement could have reached the coordinator: nothing ran, no
+	// verdict on the coordinator, and the client gets the 503 of a
+	// statement no coordinator took.
 	submitTimedOut
 )
 
@@ -231,6 +236,7 @@ var submitKindNames = [...]string{
 	submitMayHaveRun:  "may have run",
 	submitInvalid:     "invalid",
 	submitAbandoned:   "abandoned",
+	submitUnanswered:  "unanswered",
 	submitTimedOut:    "timed out",
 }
 
@@ -253,11 +259,11 @@ func (o submitOutcome) routing() routing.Outcome {
 	switch o.kind {
 	case submitNotReady, submitNotSent:
 		return routing.NotSent
-	case submitMayHaveRun:
+	case submitMayHaveRun, submitUnanswered:
 		return routing.MaybeSent
 	case submitInvalid:
 		return routing.Invalid
-	case submitAbandoned:
+	case submitAbandoned, submitTimedOut:
 		return routing.Abandoned
 	}
 	return routing.Answered
@@ -269,7 +275,9 @@ func (o submitOutcome) routing() routing.Outcome {
 // statement may have run, unless the coordinator said it is not ready; a
 // failure of the submission is the client's when the request could not be
 // sent or the client left before the statement was whole, else the
-// coordinator's, sent or not as the exchange recorded it.
+// coordinator's, sent or not as the exchange recorded it; one it did not
+// record is the submission's timeout, after the statement may have
+// reached the coordinator whole or before.
 func classifySubmission(a submitAttempt) submitOutcome {
 	var notReady *NotReadyError
 	switch {
@@ -285,6 +293,8 @@ func classifySubmission(a submitAttempt) submitOutcome {
 		return submitOutcome{submitInvalid, a.submitErr}
 	case a.clientGone && !a.written:
 		return submitOutcome{submitAbandoned, a.submitErr}
+	case a.failure == nil && a.written:
+		return submitOutcome{submitUnanswered, fmt.Errorf("no answer to the statement in time: %w", a.submitErr)}
 	case a.failure == nil:
 		return submitOutcome{submitTimedOut, a.submitErr}
 	case a.sent:

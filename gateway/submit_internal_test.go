@@ -1,14 +1,23 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/routing"
 )
@@ -91,9 +100,15 @@ func TestClassifySubmission(t *testing.T) {
 		{"the client left before the statement was whole, the write failing too",
 			submitAttempt{submitErr: cut, failure: cut, sent: false, clientGone: true},
 			submitAbandoned, routing.Abandoned, "submit"},
-		{"the attempt's deadline, with nothing recorded",
+		{"no answer before the deadline, the whole statement written",
 			submitAttempt{submitErr: context.DeadlineExceeded, written: true},
-			submitTimedOut, routing.Answered, "submit"},
+			submitUnanswered, routing.MaybeSent, "submit"},
+		{"no answer before the deadline, the client gone",
+			submitAttempt{submitErr: context.DeadlineExceeded, written: true, clientGone: true},
+			submitUnanswered, routing.MaybeSent, "submit"},
+		{"the deadline before the statement was whole",
+			submitAttempt{submitErr: context.DeadlineExceeded},
+			submitTimedOut, routing.Abandoned, "submit"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -105,7 +120,7 @@ func TestClassifySubmission(t *testing.T) {
 				t.Errorf("routing outcome %d, want %d", o, c.outcome)
 			}
 			want := map[string]error{"": nil, "submit": c.attempt.submitErr, "dispatch": c.attempt.dispatchErr, "failure": c.attempt.failure}[c.err]
-			if got.err != want {
+			if !errors.Is(got.err, want) || (want == nil) != (got.err == nil) {
 				t.Errorf("error %v, want %v", got.err, want)
 			}
 			if got.answered() != (c.err == "") {
@@ -115,5 +130,81 @@ func TestClassifySubmission(t *testing.T) {
 				t.Errorf("%v without an error: the routing would take it for an answer", got.kind)
 			}
 		})
+	}
+}
+
+// A coordinator that took the whole statement and gives no answer within
+// the submission's timeout may be running it: the client gets a 500 it
+// does not retry, never the 503 of a statement no coordinator took, the
+// coordinator is charged a failure, and the statement goes nowhere else.
+func TestSilentCoordinatorAfterTheStatementIsNeverRetried(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var statements atomic.Int32
+	var conns sync.WaitGroup
+	conns.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Go(func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				if b, err := io.ReadAll(req.Body); err == nil && string(b) == "SELECT 1" {
+					statements.Add(1)
+				}
+				<-release // the whole statement read, no answer
+			})
+		}
+	})
+	defer func() {
+		close(release)
+		ln.Close()
+		conns.Wait()
+	}()
+	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("test", []discovery.Node{{Addr: ln.Addr().String()}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	g, err := New(Config{Router: r, Keys: "k1:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	g.submitTimeout = 200 * time.Millisecond
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/statement", strings.NewReader("SELECT 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Trino-User", "alice")
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer prestoError
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusInternalServerError || answer.Error.ErrorName != errStatementFailure {
+		t.Errorf("%s %s: %s; want 500 %s", resp.Status, answer.Error.ErrorName, answer.Error.Message, errStatementFailure)
+	}
+	if n := statements.Load(); n != 1 {
+		t.Errorf("the coordinator read the statement %d times, want once", n)
+	}
+	if nodes := r.Stats().Nodes; len(nodes) != 1 || nodes[0].LastError == "" {
+		t.Errorf("coordinator's figures %+v: want a failure charged", nodes)
 	}
 }

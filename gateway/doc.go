@@ -19,4 +19,17 @@
 // even for a POST). A tampered token gets 403 and is never forwarded; a
 // token naming a coordinator that is gone gets 410; no request ever goes
 // to a host of the client's choosing.
+//
+// The files follow the stages of a request. ServeHTTP (gateway.go) sends
+// each to its stage: a submission (submit.go: pick, send, classify, act;
+// dispatch.go: the first GET, where a coordinator that is not ready shows
+// it; nonodes.go: the answer when no coordinator takes statements), the
+// relay of an answer with its URIs rewritten (relay.go), the follow-ups a
+// token routes (followup.go) and /v1/query/{id} (query.go), transactions
+// (transaction.go: the wrapped ids and the coordinator they pin), the
+// credential check HEAD /v1/statement (statementhead.go). What the
+// replica knows of the coordinators is in members.go; the status page,
+// /v1/info and the request figures in status.go, statementlog.go,
+// queryend.go and latency.go; the HTTP server, its limits and the drain
+// in server.go, headbudget.go and drain.go.
 package gateway

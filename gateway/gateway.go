@@ -1,15 +1,12 @@
 package gateway
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,6 +99,8 @@ type Gateway struct {
 	recent   statementLog // the last statements, for the status page
 	outages  *outages     // the groups without a coordinator, since when
 	latency  latencies    // how long requests took, by kind
+
+	submitTimeout time.Duration // SubmitTimeout; shorter in tests
 }
 
 // New returns a Gateway for cfg. It does no network I/O.
@@ -120,7 +119,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zkpresto: gateway: routing-token secret: %w", err)
 	}
-	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace)}
+	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace), submitTimeout: SubmitTimeout}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -225,235 +224,4 @@ func (g *Gateway) publicBase(r *http.Request) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
-}
-
-// hasCoordinators reports whether any group lists a coordinator: one that
-// is open, else, waiting for them, any.
-func (g *Gateway) hasCoordinators(ctx context.Context) bool {
-	for _, wait := range []bool{false, true} {
-		for _, rs := range g.snapshots(ctx, wait) {
-			if len(rs.snap.Nodes) > 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (g *Gateway) serveInfo(w http.ResponseWriter, r *http.Request) {
-	starting := !g.hasCoordinators(r.Context())
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"nodeVersion": map[string]string{"version": "zkpresto-gateway"},
-		"environment": "zkpresto-gateway",
-		"coordinator": true,
-		"starting":    starting,
-		"uptime":      protocol.AirliftDuration(time.Since(g.started)),
-	})
-}
-
-func (g *Gateway) serveInfoState(w http.ResponseWriter, r *http.Request) {
-	state := "ACTIVE"
-	switch {
-	case g.draining.Load():
-		state = "SHUTTING_DOWN"
-	case !g.hasCoordinators(r.Context()):
-		state = "INACTIVE"
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(state)
-}
-
-// members tracks, per replica, which coordinators it has seen listed and
-// which of those, having left discovery, then failed: a token naming a
-// listed coordinator is forwarded; one naming a coordinator that left is
-// forwarded while it answers (its running queries finish: a rolling
-// restart loses nothing); once it failed, it is gone for good, so that no
-// old token ever reaches an unrelated server that later listens there.
-//
-// A coordinator is reached as the group that listed it last reaches it
-// (its transport, TLS and flavour), also once that group is gone: a reload
-// that drops a group does not strand the queries running on its
-// coordinators.
-type members struct {
-	mu   sync.Mutex
-	gens map[*routing.Router]uint64 // the snapshot generation last read, per group
-	seen map[string]reach           // base URL → its group's reach, when it was last listed
-	gone map[string]bool
-}
-
-func (m *members) init() {
-	m.gens = map[*routing.Router]uint64{}
-	m.seen = map[string]reach{}
-	m.gone = map[string]bool{}
-}
-
-// memberState is what a token's coordinator is to this replica.
-type memberState int
-
-const (
-	memberUnknown  memberState = iota // never listed: refused
-	memberListed                      // listed now
-	memberDeparted                    // listed once, left, still answering
-	memberGone                        // left and failed since: refused
-)
-
-// stateOf returns base's state, reading the current snapshots (a
-// coordinator is listed when any group lists it), and how its group
-// reached it when it was last listed.
-//
-// Only groups whose discovery is open are read for a coordinator this
-// replica has seen listed (one listed by a group not open yet passes for
-// departed meanwhile, which is forwarded all the same): a group whose
-// ZooKeeper does not answer must not hold up the follow-ups of every
-// other group's queries. For one it has not seen, every group is asked.
-func (g *Gateway) stateOf(ctx context.Context, base string) (memberState, reach) {
-	snaps := g.snapshots(ctx, false)
-	listed := listedIn(snaps, base)
-	if !listed && !g.seen(base) {
-		snaps = g.snapshots(ctx, true)
-		listed = listedIn(snaps, base)
-	}
-	m := &g.members
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	gens := make(map[*routing.Router]uint64, len(snaps))
-	for _, rs := range snaps {
-		gens[rs.router] = rs.snap.Generation
-		if gen, ok := m.gens[rs.router]; ok && gen == rs.snap.Generation {
-			continue
-		}
-		for i := range rs.snap.Nodes {
-			b := rs.reach.base(&rs.snap.Nodes[i])
-			m.seen[b] = rs.reach
-			delete(m.gone, b) // listed again: a new registration
-		}
-	}
-	// Only the current groups' Routers: those of a replaced config go.
-	m.gens = gens
-	rc, seen := m.seen[base]
-	switch {
-	case listed:
-		return memberListed, rc
-	case m.gone[base]:
-		return memberGone, rc
-	case seen:
-		return memberDeparted, rc
-	}
-	return memberUnknown, g.reach
-}
-
-// listedIn reports whether one of snaps lists base.
-func listedIn(snaps []routerSnapshot, base string) bool {
-	for _, rs := range snaps {
-		for i := range rs.snap.Nodes {
-			if rs.reach.base(&rs.snap.Nodes[i]) == base {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// seen reports whether base was listed once.
-func (g *Gateway) seen(base string) bool {
-	g.members.mu.Lock()
-	defer g.members.mu.Unlock()
-	_, ok := g.members.seen[base]
-	return ok
-}
-
-// markGone records that a coordinator that left discovery failed.
-func (g *Gateway) markGone(base string) {
-	g.members.mu.Lock()
-	defer g.members.mu.Unlock()
-	g.members.gone[base] = true
-}
-
-// noteListed records that base, reached through rc, was listed when a
-// token was signed for it.
-func (g *Gateway) noteListed(base string, rc reach) {
-	g.members.mu.Lock()
-	defer g.members.mu.Unlock()
-	g.members.seen[base] = rc
-}
-
-// queryTable remembers which coordinator runs a query, from the answers
-// this replica relayed, for /v1/query/{id}; the oldest entries go first.
-type queryTable struct {
-	mu    sync.Mutex
-	limit int
-	byID  map[string]string
-	order []string
-	next  int
-}
-
-func (q *queryTable) init(limit int) {
-	q.limit = limit
-	q.byID = map[string]string{}
-}
-
-func (q *queryTable) remember(id, base string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if _, ok := q.byID[id]; ok {
-		q.byID[id] = base
-		return
-	}
-	if len(q.order) < q.limit {
-		q.order = append(q.order, id)
-	} else {
-		delete(q.byID, q.order[q.next])
-		q.order[q.next] = id
-		q.next = (q.next + 1) % q.limit
-	}
-	q.byID[id] = base
-}
-
-func (q *queryTable) lookup(id string) (string, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	base, ok := q.byID[id]
-	return base, ok
-}
-
-// counters are the gateway's request figures, for Stats.
-type counters struct {
-	mu sync.Mutex
-	m  map[counterKey]uint64
-}
-
-type counterKey struct {
-	kind   string
-	status int
-}
-
-func (c *counters) add(kind string, status int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[counterKey]uint64{}
-	}
-	c.m[counterKey{kind, status}]++
-}
-
-// RequestCount is how many requests of one kind got one status.
-type RequestCount struct {
-	// Kind is submit, followup, query, info or other.
-	Kind string `json:"kind"`
-	// Status is the HTTP status answered.
-	Status int `json:"status"`
-	// Count is the number of such requests.
-	Count uint64 `json:"count"`
-}
-
-// Requests returns the gateway's request counts so far.
-func (g *Gateway) Requests() []RequestCount {
-	g.stats.mu.Lock()
-	defer g.stats.mu.Unlock()
-	out := make([]RequestCount, 0, len(g.stats.m))
-	for k, n := range g.stats.m {
-		out = append(out, RequestCount{Kind: k.kind, Status: k.status, Count: n})
-	}
-	return out
 }

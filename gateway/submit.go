@@ -1,0 +1,370 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
+)
+
+// serveSubmit routes POST /v1/statement: pick a coordinator, send the
+// statement (sendStatement), classify what came of it
+// (classifySubmission), act on that. Until a coordinator may have the
+// statement, a failure sends it to another one and the client may get a
+// 503 (nothing ran); after, the client gets a 500 it does not retry.
+func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
+	if g.draining.Load() {
+		g.stats.add("submit", http.StatusServiceUnavailable)
+		// The client's next statement goes to another replica.
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusServiceUnavailable, errGatewayName, "", "zkpresto gateway is draining; send the statement again")
+		return
+	}
+	body, ok := g.readStatement(w, r)
+	if !ok {
+		return
+	}
+	header := outboundHeader(r)
+	pinned, ok := g.pinTransaction(w, r, header)
+	if !ok {
+		return
+	}
+	req, group, groups := g.route(header)
+	defer groups.release()
+	router, rc := group.Router, g.reachOf(groups, group)
+	// The submission outlives the client's request: a client that goes
+	// away after the statement may have reached a coordinator must not
+	// leave it running unseen (its answer is awaited and the query
+	// cancelled).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.submitTimeout)
+	defer cancel()
+	var resp *http.Response
+	var base string
+	// The answered attempt's context lives until its answer is relayed:
+	// cancelling it earlier would cut the answer's body and close the
+	// connection to the coordinator instead of reusing it.
+	endAnswered := func() {}
+	defer func() { endAnswered() }()
+	a, err := router.Run(r.Context(), req, pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
+		if r.Context().Err() != nil {
+			return routing.Abandoned, r.Context().Err() // nothing sent: nothing to cancel
+		}
+		base = rc.base(ra.Node)
+		attempt, end := g.sendStatement(ctx, r, rc, base, header, body)
+		outcome := classifySubmission(attempt)
+		if outcome.answered() {
+			resp, endAnswered = attempt.resp, end
+		} else {
+			end()
+		}
+		return outcome.routing(), outcome.err
+	})
+	g.noteStatement(r, group.Name, base, resp, err)
+	if err != nil {
+		if !g.noCoordinator(w, r, group, err) {
+			g.submitFailed(w, err)
+		}
+		return
+	}
+	g.outages.ended(group.Name)
+	defer a.End(nil)
+	g.noteListed(base, rc)
+	if r.Context().Err() != nil {
+		// The client went away while the coordinator answered: cancel
+		// what it accepted, and cut the connection rather than answer an
+		// empty 200 (a client that only half-closed still reads).
+		g.cancelAnswered(router, resp, base, rc)
+		panic(http.ErrAbortHandler)
+	}
+	written, err := g.relay(w, r, resp, base, "")
+	switch {
+	case err == nil:
+		g.stats.add("submit", resp.StatusCode)
+	case r.Context().Err() != nil:
+		panic(http.ErrAbortHandler) // the client went away
+	case !written:
+		// The coordinator's answer broke (cut, or not JSON) before any of
+		// it reached the client: a failure of the coordinator, after the
+		// statement was sent.
+		unsent(w)
+		g.submitFailed(w, a.Failed(err))
+	default:
+		a.Failed(err)
+		g.stats.add("submit", resp.StatusCode)
+		g.log.Warn("relaying a statement's answer failed; cutting the client's connection", "node", a.Node.Addr, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// readStatement reads the statement's body, which the gateway holds until
+// a coordinator accepted it, to send it elsewhere when one refuses. When
+// ok is false the client was answered: 413 for a body over
+// MaxStatementBytes, 408 for one that did not come in time, else 400.
+func (g *Gateway) readStatement(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxStatementBytes))
+	if err != nil {
+		status := http.StatusBadRequest
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			status = http.StatusRequestEntityTooLarge
+		case bodyTimedOut(err):
+			status = http.StatusRequestTimeout
+			w.Header().Set("Connection", "close")
+		}
+		g.stats.add("submit", status)
+		writeError(w, status, errGatewayName, "", "zkpresto gateway: reading the statement: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// sendStatement makes one attempt of a submission on the coordinator at
+// base: it sends the statement, then the first GET (dispatchFirst), and
+// returns what came of them for classifySubmission, with the end of the
+// attempt's context, which the caller calls once the answer was relayed,
+// or at once when there is none.
+func (g *Gateway) sendStatement(ctx context.Context, r *http.Request, rc reach, base string, header http.Header, body []byte) (submitAttempt, context.CancelFunc) {
+	attemptCtx, abort := context.WithCancel(withFlavour(ctx, rc.flavour))
+	out, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, base+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return submitAttempt{submitErr: err, invalid: err}, abort
+	}
+	out.Header = header
+	var e protocol.Exchange
+	// The statement's last bytes pass a gate: a client that leaves
+	// before they reached the connection aborts the submission (the
+	// coordinator cannot have the statement); after, it runs on and
+	// its answer tells which query to cancel.
+	e.GateBody(out)
+	stop := context.AfterFunc(r.Context(), func() {
+		if e.AbortSubmission() {
+			abort()
+		}
+	})
+	defer stop()
+	var attempt submitAttempt
+	attempt.resp, attempt.submitErr = protocol.Submit(rc.transport, out, &e, nil)
+	if attempt.submitErr == nil {
+		// The first GET, where the coordinator dispatches the query,
+		// before the client is answered: see dispatchFirst.
+		attempt.resp, attempt.dispatchErr = dispatchFirst(attemptCtx, r.Context(), rc.transport, header, base, attempt.resp)
+	}
+	attempt.invalid = e.Invalid()
+	attempt.failure, attempt.sent = e.Failure()
+	attempt.written = e.Written()
+	attempt.clientGone = r.Context().Err() != nil
+	return attempt, abort
+}
+
+// submitAttempt is what one attempt of a submission left behind, as
+// classifySubmission reads it: the answer or the errors, and what the
+// exchange recorded of the statement's way to the coordinator.
+type submitAttempt struct {
+	resp        *http.Response // the answer for the client; nil when none
+	submitErr   error          // the submission's failure (protocol.Submit's): no answer
+	dispatchErr error          // the first GET's failure (dispatchFirst's), after an answer
+	invalid     error          // a request that could not be sent at all (the exchange's Invalid)
+	failure     error          // the failure the exchange recorded, if any, and
+	sent        bool           // whether the statement may have reached the coordinator then
+	written     bool           // whether it may have reached it whole (the exchange's Written)
+	clientGone  bool           // the client's request ended
+}
+
+// submitKind is what an attempt of a submission means, for the
+// coordinator and for the client.
+type submitKind int
+
+const (
+	// submitAnswered: the coordinator answered (a query, its failure, or
+	// a server error that is no refusal): the answer is relayed and the
+	// coordinator is healthy.
+	submitAnswered submitKind = iota
+	// submitClientError: the coordinator refused the client's own request
+	// (4xx: a head too large, 431; a body too large, 413; 400, 401): the
+	// client's fault, relayed as it came, never counted against the
+	// coordinator.
+	submitClientError
+	// submitNotReady: the coordinator accepted the statement and failed
+	// it at its dispatch because it is starting or has no workers
+	// (*NotReadyError): it never ran, another coordinator gets it.
+	submitNotReady
+	// submitNotSent: the coordinator failed before it could have the
+	// statement (no connection, the statement held at the gate, or a
+	// refusal, which by the protocol it did not accept, however much was
+	// written): it is ejected and another coordinator gets the statement.
+	submitNotSent
+	// submitMayHaveRun: the coordinator failed after it may have had the
+	// statement (a cut write or answer, a redirect, an answer that could
+	// not be read): it is charged a failure, the statement is never sent
+	// again, and the client gets a 500 it does not retry.
+	submitMayHaveRun
+	// submitInvalid: the request could not be sent at all (a header
+	// net/http refuses): the client's fault, a 400, and no other
+	// coordinator is tried, where it would fail the same way.
+	submitInvalid
+	// submitAbandoned: the client left before a whole statement could
+	// have reached the coordinator: nothing to cancel, no verdict on the
+	// coordinator.
+	submitAbandoned
+	// submitUnanswered: the coordinator may have had the whole statement
+	// and gave no answer before the submission's timeout (SubmitTimeout),
+	// which ends the attempt without a failure recorded: it may be running
+	// the statement, so it is charged a failure, the statement is never
+	// sent again, and the client gets a 500 it does not retry.
+	submitUnanswered
+	// submitTimedOut: the submission's timeout passed before a whole
+	// statement could have reached the coordinator: nothing ran, no
+	// verdict on the coordinator, and the client gets the 503 of a
+	// statement no coordinator took.
+	submitTimedOut
+)
+
+var submitKindNames = [...]string{
+	submitAnswered:    "answered",
+	submitClientError: "client error",
+	submitNotReady:    "not ready",
+	submitNotSent:     "not sent",
+	submitMayHaveRun:  "may have run",
+	submitInvalid:     "invalid",
+	submitAbandoned:   "abandoned",
+	submitUnanswered:  "unanswered",
+	submitTimedOut:    "timed out",
+}
+
+func (k submitKind) String() string { return submitKindNames[k] }
+
+// submitOutcome is an attempt's kind and the error the routing gets for it
+// (nil for an answer to relay).
+type submitOutcome struct {
+	kind submitKind
+	err  error
+}
+
+// answered reports whether the attempt has an answer to relay.
+func (o submitOutcome) answered() bool {
+	return o.kind == submitAnswered || o.kind == submitClientError
+}
+
+// routing is the outcome the Router acts on.
+func (o submitOutcome) routing() routing.Outcome {
+	switch o.kind {
+	case submitNotReady, submitNotSent:
+		return routing.NotSent
+	case submitMayHaveRun, submitUnanswered:
+		return routing.MaybeSent
+	case submitInvalid:
+		return routing.Invalid
+	case submitAbandoned, submitTimedOut:
+		return routing.Abandoned
+	}
+	return routing.Answered
+}
+
+// classifySubmission says what an attempt of a submission means. It reads
+// nothing but its argument: the order of its cases is the rule. An error
+// of the first GET comes after the coordinator answered the POST, so the
+// statement may have run, unless the coordinator said it is not ready; a
+// failure of the submission is the client's when the request could not be
+// sent or the client left before the statement was whole, else the
+// coordinator's, sent or not as the exchange recorded it; one it did not
+// record is the submission's timeout, after the statement may have
+// reached the coordinator whole or before.
+func classifySubmission(a submitAttempt) submitOutcome {
+	var notReady *NotReadyError
+	switch {
+	case a.dispatchErr != nil && errors.As(a.dispatchErr, &notReady):
+		return submitOutcome{submitNotReady, a.dispatchErr}
+	case a.dispatchErr != nil:
+		return submitOutcome{submitMayHaveRun, a.dispatchErr}
+	case a.submitErr == nil && a.resp != nil && a.resp.StatusCode/100 == 4:
+		return submitOutcome{submitClientError, nil}
+	case a.submitErr == nil:
+		return submitOutcome{submitAnswered, nil}
+	case a.invalid != nil:
+		return submitOutcome{submitInvalid, a.submitErr}
+	case a.clientGone && !a.written:
+		return submitOutcome{submitAbandoned, a.submitErr}
+	case a.failure == nil && a.written:
+		return submitOutcome{submitUnanswered, fmt.Errorf("no answer to the statement in time: %w", a.submitErr)}
+	case a.failure == nil:
+		return submitOutcome{submitTimedOut, a.submitErr}
+	case a.sent:
+		return submitOutcome{submitMayHaveRun, a.failure}
+	}
+	return submitOutcome{submitNotSent, a.failure}
+}
+
+// submitFailed answers a statement no coordinator took, or one that may
+// have reached one that then failed.
+func (g *Gateway) submitFailed(w http.ResponseWriter, err error) {
+	var se *routing.StatementError
+	var re *protocol.RequestError
+	switch {
+	case errors.As(err, &se):
+		// It may be running: never an answer the client retries.
+		g.stats.add("submit", http.StatusInternalServerError)
+		writeError(w, http.StatusInternalServerError, errStatementFailure, "",
+			fmt.Sprintf("zkpresto gateway: coordinator %s failed after the statement was sent (it may have run; not sent again): %v", se.Node, se.Err))
+	case errors.As(err, &re):
+		g.stats.add("submit", http.StatusBadRequest)
+		writeError(w, http.StatusBadRequest, errGatewayName, "", "zkpresto gateway: "+re.Error())
+	default:
+		// No coordinator took it (none listed, or every one tried refused
+		// before it had the statement): the client may send it again.
+		g.stats.add("submit", http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, errNoCoordinator, "", "zkpresto gateway: "+strings.TrimPrefix(err.Error(), "zkpresto: "))
+	}
+}
+
+// cancelAnswered cancels, in the background, the query a coordinator
+// accepted for a client that is gone.
+func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, base string, rc reach) {
+	defer resp.Body.Close()
+	var answer struct {
+		NextURI string `json:"nextUri"`
+	}
+	if err := decodeHead(resp.Body, &answer); err != nil || answer.NextURI == "" {
+		return
+	}
+	u, err := url.Parse(answer.NextURI)
+	if err != nil {
+		return
+	}
+	target, _ := url.Parse(base)
+	u.Scheme, u.Host = target.Scheme, target.Host
+	router.Go(func(<-chan struct{}) {
+		if err := protocol.CancelQuery(withFlavour(context.Background(), rc.flavour), &http.Client{Transport: rc.transport}, u); err != nil {
+			g.log.Debug("cancelling the query of a client that left failed", "node", target.Host, "err", err)
+		}
+	})
+}
+
+// route returns what the strategy sees of a statement with header, and
+// the group its selectors send it to, from the groups in force, which the
+// caller releases when the statement is done with them.
+func (g *Gateway) route(header http.Header) (*strategy.Request, *Group, *Groups) {
+	req := &strategy.Request{User: clientHeader(header, "User"), Source: clientHeader(header, "Source")}
+	groups := g.acquire()
+	return req, groups.pick(req.User, req.Source, clientTags(header)), groups
+}
+
+// clientTags are the statement's client tags (X-Presto-Client-Tags or
+// X-Trino-Client-Tags, comma-separated), for the selectors.
+func clientTags(h http.Header) []string {
+	var tags []string
+	for _, t := range strings.Split(clientHeader(h, "Client-Tags"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	return tags
+}

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkpresto/zkpresto/internal/lab/devenv"
+	"github.com/zkpresto/zkpresto/cmd/zkpresto-lab/internal/devenv"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // readEnvFile parses the export lines dev writes.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // Options says what to start.

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
+	"github.com/zkpresto/zkpresto/zkprestotest/testtls"
 )
 
 func ExampleGenerate() {

@@ -30,8 +30,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // Options configure a run. The zero value of a field means its default.

@@ -15,9 +15,9 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/driver"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
-	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // Class is the outcome of one statement.

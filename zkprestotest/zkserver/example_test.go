@@ -5,7 +5,7 @@ import (
 	"log"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // Example starts a three-server ensemble, crashes its leader and waits for

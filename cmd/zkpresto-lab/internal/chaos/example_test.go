@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/lab/chaos"
+	"github.com/zkpresto/zkpresto/cmd/zkpresto-lab/internal/chaos"
 )
 
 // The fault schedule of a short run: a crash every second, each coordinator

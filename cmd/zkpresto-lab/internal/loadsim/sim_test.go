@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkpresto/zkpresto/cmd/zkpresto-lab/internal/loadsim"
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/lab/loadsim"
 	"github.com/zkpresto/zkpresto/strategy"
 )
 

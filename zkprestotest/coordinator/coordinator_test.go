@@ -21,8 +21,8 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/testtls"
 )
 
 func TestMain(m *testing.M) {

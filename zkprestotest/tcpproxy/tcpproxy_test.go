@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/tcpproxy"
+	"github.com/zkpresto/zkpresto/zkprestotest/tcpproxy"
 )
 
 func TestMain(m *testing.M) {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
 )
 
 // Start needs ZooKeeper installed, so this example is compiled but not run.

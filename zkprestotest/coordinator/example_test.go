@@ -7,7 +7,7 @@ import (
 
 	_ "github.com/prestodb/presto-go-client/v2" // registers the "presto" driver
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 func Example() {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/testtls"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // StartT starts a fleet for a test and closes it at the test's end. Without

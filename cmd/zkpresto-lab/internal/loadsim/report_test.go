@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/lab/loadsim"
+	"github.com/zkpresto/zkpresto/cmd/zkpresto-lab/internal/loadsim"
 )
 
 // quickReport runs the default scenarios, shortened, with a few strategies.

@@ -3,7 +3,7 @@ package loadsim_test
 import (
 	"fmt"
 
-	"github.com/zkpresto/zkpresto/internal/lab/loadsim"
+	"github.com/zkpresto/zkpresto/cmd/zkpresto-lab/internal/loadsim"
 )
 
 func ExampleRun() {

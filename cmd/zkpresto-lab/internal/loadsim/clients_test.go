@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/lab/loadsim"
+	"github.com/zkpresto/zkpresto/cmd/zkpresto-lab/internal/loadsim"
 )
 
 // twelve returns n equal coordinators of 4 slots.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/lab/chaos"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/cmd/zkpresto-lab/internal/chaos"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 func TestQuickRunNeverDuplicatesAStatement(t *testing.T) {

@@ -16,8 +16,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // Options configure a Fleet.

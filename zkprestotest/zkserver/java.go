@@ -15,7 +15,7 @@ import (
 const ClasspathEnv = "ZKPRESTO_ZOOKEEPER_CLASSPATH"
 
 // installHint tells a developer how to get a working ZooKeeper.
-const installHint = "install it with scripts/install-zookeeper.sh (Debian package \"zookeeper\") or set " + ClasspathEnv
+const installHint = "install Debian's package \"zookeeper\" (apt-get install zookeeper), or set " + ClasspathEnv + " to the jars of another ZooKeeper"
 
 // debianJarDir is where Debian's zookeeper package puts its jars.
 const debianJarDir = "/usr/share/java"

@@ -132,7 +132,7 @@ func TestAvailableReportsBadClasspathOverride(t *testing.T) {
 	if err == nil {
 		t.Fatalf("Available() = nil with %s=%s", ClasspathEnv, missing)
 	}
-	for _, want := range []string{missing, "scripts/install-zookeeper.sh"} {
+	for _, want := range []string{missing, "apt-get install zookeeper"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Available() = %q, want it to mention %q", err, want)
 		}

@@ -9,6 +9,7 @@ import (
 	_ "github.com/zkpresto/zkpresto/driver" // registers the "zkpresto" driver
 	"github.com/zkpresto/zkpresto/zkprestotest"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/tcpproxy"
 )
 
 // A user's integration test: it starts a ZooKeeper and two coordinators
@@ -82,4 +83,45 @@ func Example_trinoCurator() {
 	fmt.Println(node, "served", user, "as", cluster.Coordinators[0].Flavour())
 	// Output:
 	// c1 served bob as trino
+}
+
+// Faults: a coordinator dies and the driver sends the next statements to
+// the other one; ZooKeeper is cut from the driver and the driver keeps
+// serving from the coordinators it last saw.
+func Example_faults() {
+	cluster, err := zkprestotest.Start(zkprestotest.Options{Coordinators: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cluster.Close()
+	zk, err := tcpproxy.Start(cluster.Ensemble())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer zk.Close()
+
+	db, err := sql.Open("zkpresto", cluster.DSNAt(zk.Addr(), "?user=carol"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Ping(); err != nil {
+		log.Fatal(err)
+	}
+
+	if err := cluster.Coordinators[0].Stop(); err != nil {
+		log.Fatal(err)
+	}
+	zk.Drop()
+	served := map[string]int{}
+	for range 4 {
+		var node, user, catalog, schema, source, query string
+		if err := db.QueryRow("SELECT who_served_me").Scan(&node, &user, &catalog, &schema, &source, &query); err != nil {
+			log.Fatal(err)
+		}
+		served[node]++
+	}
+	fmt.Println(served)
+	// Output:
+	// map[c2:4]
 }

@@ -162,8 +162,13 @@ func (c *Cluster) Namespace() string { return c.Fleet.Namespace }
 // DSN returns the zkpresto DSN that finds the cluster's coordinators, with
 // extra appended: ";key=value" parts of the DSN and then "?key=value"
 // parameters, as in c.DSN(";zooKeeperStrategy=poll?user=alice").
-func (c *Cluster) DSN(extra string) string {
-	return string(c.flavour) + "://" + c.Ensemble() + "/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=" + c.Namespace() + extra
+func (c *Cluster) DSN(extra string) string { return c.DSNAt(c.Ensemble(), extra) }
+
+// DSNAt is DSN with another ZooKeeper connect string, such as the address of
+// a tcpproxy.Proxy in front of c.ZooKeeper, to cut or stall the driver's
+// ZooKeeper session alone.
+func (c *Cluster) DSNAt(ensemble, extra string) string {
+	return string(c.flavour) + "://" + ensemble + "/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=" + c.Namespace() + extra
 }
 
 // Register registers co (one of the cluster's coordinators or any other) in

@@ -1,6 +1,7 @@
 // Package devenv runs what "zkpresto-lab dev" offers: a local ZooKeeper and
 // coordinator simulators on free loopback ports, announced as shell export
-// lines, to try the zkpresto tool (register, nodes, query) on.
+// lines, to try the zkpresto tool (register, nodes, query) on. It is a
+// zkprestotest cluster with nothing registered.
 package devenv
 
 import (
@@ -11,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkpresto/zkpresto/zkprestotest"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
-	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // Options says what to start.
@@ -34,34 +35,25 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	if o.Coordinators < 1 || o.Coordinators > 100 {
 		return fmt.Errorf("--coordinators %d: want 1..100", o.Coordinators)
 	}
-	flavour, scheme := coordinator.Presto, "presto"
+	flavour := coordinator.Presto
 	switch strings.ToLower(o.Flavour) {
 	case "", "presto":
 	case "trino":
-		flavour, scheme = coordinator.Trino, "trino"
+		flavour = coordinator.Trino
 	default:
 		return fmt.Errorf("--flavour %q: want presto or trino", o.Flavour)
 	}
 	started := time.Now()
-	zk, err := zkserver.Start(zkserver.Options{})
+	cluster, err := zkprestotest.Start(zkprestotest.Options{Coordinators: o.Coordinators, Flavour: flavour, Unregistered: true})
 	if err != nil {
 		return err
 	}
-	defer zk.Close()
-	coords, err := coordinator.StartFleet(o.Coordinators, coordinator.Options{Flavour: flavour})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		for _, c := range coords {
-			c.Close()
-		}
-	}()
+	defer cluster.Close()
 
 	var env strings.Builder
-	fmt.Fprintf(&env, "export ZKPRESTO_ZOOKEEPER=%s\n", zk.Addr())
-	fmt.Fprintf(&env, "export ZKPRESTO_DSN='%s://%s/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto?user=dev'\n", scheme, zk.Addr())
-	for i, c := range coords {
+	fmt.Fprintf(&env, "export ZKPRESTO_ZOOKEEPER=%s\n", cluster.Ensemble())
+	fmt.Fprintf(&env, "export ZKPRESTO_DSN='%s'\n", cluster.DSN("?user=dev"))
+	for i, c := range cluster.Coordinators {
 		fmt.Fprintf(&env, "export C%d=%s\n", i+1, c.URL())
 	}
 	if o.EnvFile != "" {
@@ -70,7 +62,7 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		}
 	}
 	fmt.Fprintf(w, "ZooKeeper %s and %d %s coordinators ready in %s; Ctrl-C stops them.\n",
-		zk.Addr(), len(coords), flavour, time.Since(started).Round(time.Millisecond))
+		cluster.Ensemble(), len(cluster.Coordinators), flavour, time.Since(started).Round(time.Millisecond))
 	fmt.Fprint(w, env.String())
 	<-ctx.Done()
 	fmt.Fprintln(w, "stopping")

@@ -1,6 +1,6 @@
 // Package coordinator simulates Presto and Trino coordinators on the loopback interface, so
-// the driver's and the gateway's tests, benchmarks and demo can run where no Presto or Trino
-// server can be installed.
+// that tests of programs that talk to them, through zkpresto's driver or gateway or any other
+// client, can run where no Presto or Trino server can be installed.
 //
 // A Coordinator speaks enough of the client protocol for presto-go-client and for a gateway
 // between clients and coordinators: statements are submitted with POST /v1/statement (or

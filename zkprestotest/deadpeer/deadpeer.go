@@ -4,8 +4,10 @@
 // does when its host or process stops answering, for the tests of time
 // limits: one whose SYNs are dropped (cannot be dialled), one that accepts
 // connections and never reads them, one that reads requests and never
-// answers, and ones that reset connections (see Resets). Everything is on 127.0.0.1 and is closed at the test's end.
-// Only tests import it.
+// answers, and ones that reset connections (see Resets); and a dialer,
+// LateReader, whose connections learn late that their peer closed them.
+// Everything is on 127.0.0.1 and is closed at the test's end. It needs
+// Linux, for the socket options it sets.
 package deadpeer
 
 import (

@@ -1,6 +1,10 @@
-// Package fleet runs a local ZooKeeper and local Presto coordinator
-// simulators, and registers the coordinators in ZooKeeper in any of the node
-// formats the driver reads. Tests, benchmarks and the demo share it.
+// Package fleet runs a local ZooKeeper and local Presto or Trino
+// coordinator simulators, and registers the coordinators in ZooKeeper in any
+// of the node formats the driver reads, with any weight, one at a time:
+// the parts package zkprestotest builds its clusters from, for tests that
+// need registrations of their own (several formats side by side, weights,
+// secured namespaces, an external ensemble). Like zkprestotest it needs
+// Debian's "zookeeper" package (see package zkserver).
 package fleet
 
 import (

@@ -1,5 +1,5 @@
 // Package testtls makes throwaway certificates for tests and the zoo.cfg lines
-// that give a ZooKeeper server (internal/zkserver) a TLS client port.
+// that give a ZooKeeper server (package zkserver) a TLS client port.
 //
 // Generate writes a fresh ECDSA CA, a server certificate for 127.0.0.1 and
 // localhost, and a client certificate, all signed by that CA, as PEM files.
@@ -176,15 +176,15 @@ func NewPort(dir, name string) (*Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
+	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	return &Port{Files: files, Addr: "127.0.0.1:" + strconv.Itoa(port), Config: ServerConfig(files, port)}, nil
 }
 
-// FreePort returns a loopback port that was free a moment ago.
-func FreePort() (int, error) {
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("testtls: %w", err)

@@ -1,11 +1,12 @@
 // Package zkserver starts real Apache ZooKeeper servers, standalone or as an
-// ensemble, on free loopback ports in temporary directories. Tests use it to
-// exercise discovery against the real thing, including crashes, restarts,
-// leader changes and stalls; the demo command uses it to run without any
-// setup.
+// ensemble, on free loopback ports in temporary directories, for tests
+// against the real thing, including crashes, restarts, leader changes and
+// stalls.
 //
-// It needs java and the ZooKeeper jars (Debian's "zookeeper" package, see
-// scripts/install-zookeeper.sh); Available says whether they are present.
+// It needs java and the ZooKeeper jars: Debian's "zookeeper" package
+// (apt-get install zookeeper), or the jars of another installation named by
+// ZKPRESTO_ZOOKEEPER_CLASSPATH. Available says whether they are present,
+// and what to install when they are not.
 // The ZooKeeper log of each server goes to a file in its temporary directory
 // so test output stays clean; LogTail returns its end for failure messages.
 package zkserver

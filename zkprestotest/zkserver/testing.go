@@ -8,8 +8,8 @@ import (
 
 // StartT starts a standalone server for a test and closes it when the test
 // ends. When ZooKeeper is not installed the test is skipped, or fails when
-// the CI environment variable is set, because CI must run these tests.
-// On failure the end of the server log is logged.
+// the CI environment variable is set (see Require). On failure the end of
+// the server log is logged.
 func StartT(tb testing.TB) *Server {
 	tb.Helper()
 	Require(tb)
@@ -51,8 +51,10 @@ func StartEnsembleT(tb testing.TB, n int) *Ensemble {
 }
 
 // Require ends a test that needs ZooKeeper when it cannot run here: it
-// skips the test, or fails it when the CI environment variable is set,
-// because CI must run these tests.
+// skips the test, or fails it when the CI environment variable is set, so
+// that a CI job that must run the test cannot pass by skipping it. The
+// message says what is missing and how to install it. A test that must fail
+// wherever ZooKeeper is missing uses zkprestotest.NewCluster, or Start.
 func Require(tb testing.TB) {
 	tb.Helper()
 	testutil.RequireTool(tb, "ZooKeeper", Available())

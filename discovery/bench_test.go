@@ -11,8 +11,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
 	"github.com/zkpresto/zkpresto/strategy"
+	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
 )
 
 // BenchmarkDiscoveryPath compares what a connection costs to find its

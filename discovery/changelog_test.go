@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
-	"github.com/zkpresto/zkpresto/internal/testrig/tcpproxy"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
+	"github.com/zkpresto/zkpresto/zkprestotest/tcpproxy"
 )
 
 // logLines returns the lines of logs that hold every one of parts.

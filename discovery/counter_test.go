@@ -13,8 +13,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/testrig/tcpproxy"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/tcpproxy"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // openCounterZK opens a handle on server with its own session: handles share

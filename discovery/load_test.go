@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
 )
 
 // A published load survives FormatZnodeData and ParseZnode exactly, to the

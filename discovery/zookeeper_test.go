@@ -13,8 +13,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
 )
 
 func TestMain(m *testing.M) {

@@ -11,8 +11,8 @@ import (
 	_ "github.com/prestodb/presto-go-client/v2" // the bare client, as the baseline
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
-	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
 )
 
 // BenchmarkStatement runs the same SELECT round trip to one local

@@ -16,7 +16,7 @@ import (
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/internal/protocol"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // hostile is a coordinator whose every answer a test writes: it counts the

@@ -12,8 +12,8 @@ import (
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/health"
-	"github.com/zkpresto/zkpresto/internal/testrig/deadpeer"
-	"github.com/zkpresto/zkpresto/internal/testrig/tcpproxy"
+	"github.com/zkpresto/zkpresto/zkprestotest/deadpeer"
+	"github.com/zkpresto/zkpresto/zkprestotest/tcpproxy"
 )
 
 // BenchmarkFailoverFromADeadHost runs 1,000 statements, 20 at a time,

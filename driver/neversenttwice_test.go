@@ -12,8 +12,8 @@ import (
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/health"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
-	"github.com/zkpresto/zkpresto/internal/testrig/deadpeer"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/deadpeer"
 )
 
 // neverTwiceStatements is how many statements TestStatementIsNeverReadByTwoCoordinators

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // TestPingAsksACoordinator checks that db.PingContext succeeds only when a

@@ -20,8 +20,8 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	zkdriver "github.com/zkpresto/zkpresto/driver"
-	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
 )
 
 // These tests run the driver's core paths against presto-go-client's own

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 func TestWithProgressReportsEachPage(t *testing.T) {

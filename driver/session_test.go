@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // sessionFleet starts two coordinators of flavour and returns a DSN that

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
-	"github.com/zkpresto/zkpresto/internal/testrig/deadpeer"
-	"github.com/zkpresto/zkpresto/internal/testrig/tcpproxy"
+	"github.com/zkpresto/zkpresto/zkprestotest/deadpeer"
+	"github.com/zkpresto/zkpresto/zkprestotest/tcpproxy"
 )
 
 // lateClient is an HTTP client whose connections hide the coordinator's

@@ -15,10 +15,10 @@ import (
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/health"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
-	"github.com/zkpresto/zkpresto/internal/testrig/deadpeer"
-	"github.com/zkpresto/zkpresto/internal/testrig/tcpproxy"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/deadpeer"
+	"github.com/zkpresto/zkpresto/zkprestotest/tcpproxy"
 )
 
 // nodeStats returns the connector's figures for addr.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // Presto returns timestamp with time zone values in the session's zone,

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // START TRANSACTION, COMMIT and ROLLBACK run as statements (as mysql and

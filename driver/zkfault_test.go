@@ -14,11 +14,11 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	zkdriver "github.com/zkpresto/zkpresto/driver"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
-	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
-	"github.com/zkpresto/zkpresto/internal/testrig/tcpproxy"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
+	"github.com/zkpresto/zkpresto/zkprestotest/tcpproxy"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // openLogged opens a pool for dsn whose connector logs everything to logs.

@@ -43,8 +43,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/nginx"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 var paths = []string{"direct", "gateway", "nginx", "goproxy", "gorelay"}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/gateway"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // page is one answer of the statement protocol, as far as a drain cares.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // A gateway over a static list of one coordinator: the statement's

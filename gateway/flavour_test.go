@@ -16,8 +16,8 @@ import (
 
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/gateway/token"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // run sends a statement with the session headers h and follows its

@@ -12,9 +12,9 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // outcomeGateway is a status gateway over one multi-page coordinator that

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/gateway"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // countingGateway is a gateway in front of addr whose connections to the

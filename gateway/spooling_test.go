@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/zkpresto/zkpresto/gateway"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // Trino's spooling protocol through two replicas, in each of the

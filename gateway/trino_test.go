@@ -11,7 +11,7 @@ import (
 
 	"github.com/trinodb/trino-go-client/trino"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // These tests put trino-go-client, a client nobody here wrote, with its own

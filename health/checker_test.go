@@ -13,8 +13,8 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
 	"github.com/zkpresto/zkpresto/internal/protocol"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // newClient returns a client with its own transport, whose idle connections

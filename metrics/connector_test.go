@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // FromConnector exports what a real connector did: two statements on a

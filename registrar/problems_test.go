@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
 	"github.com/zkpresto/zkpresto/registrar"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // closedPort returns a loopback address nothing listens on.

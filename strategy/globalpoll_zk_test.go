@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
 	"github.com/zkpresto/zkpresto/strategy"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // openZKCounter opens a ZooKeeper handle with a session of its own (handles

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zkpresto/zkpresto/cmd/zkpresto-lab/internal/chaos"
 	"github.com/zkpresto/zkpresto/internal/cli"
-	"github.com/zkpresto/zkpresto/internal/lab/chaos"
 )
 
 func init() { subcommands = append(subcommands, newChaosCommand) }

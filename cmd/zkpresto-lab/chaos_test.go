@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkpresto/zkpresto/internal/lab/chaos"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/cmd/zkpresto-lab/internal/chaos"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 func TestChaosQuickReportsNoDuplicates(t *testing.T) {

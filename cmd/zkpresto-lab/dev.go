@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zkpresto/zkpresto/cmd/zkpresto-lab/internal/devenv"
 	"github.com/zkpresto/zkpresto/internal/cli"
-	"github.com/zkpresto/zkpresto/internal/lab/devenv"
 )
 
 func init() { subcommands = append(subcommands, newDevCommand) }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zkpresto/zkpresto/cmd/zkpresto-lab/internal/loadsim"
 	"github.com/zkpresto/zkpresto/internal/cli"
-	"github.com/zkpresto/zkpresto/internal/lab/loadsim"
 )
 
 func init() { subcommands = append(subcommands, newSimulateCommand) }

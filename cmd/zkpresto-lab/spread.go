@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zkpresto/zkpresto/cmd/zkpresto-lab/internal/spread"
 	"github.com/zkpresto/zkpresto/internal/cli"
-	"github.com/zkpresto/zkpresto/internal/lab/spread"
 )
 
 func init() { subcommands = append(subcommands, newSpreadCommand, newSpreadPoolCommand) }

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
-	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/testtls"
 )
 
 // lastRequestOf is the latest statement c received.

@@ -16,8 +16,8 @@ import (
 
 	_ "github.com/prestodb/presto-go-client/v2"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
-	"github.com/zkpresto/zkpresto/internal/testrig/testtls"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/testtls"
 )
 
 const gatewayTestSecret = "k1:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"

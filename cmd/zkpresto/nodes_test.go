@@ -18,11 +18,11 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/protocol"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
-	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
 	"github.com/zkpresto/zkpresto/metrics"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 func nodesDSN(ensemble, namespace string) string {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/testrig/fleet"
+	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
 )
 
 func TestQueryPrintsEachFormat(t *testing.T) {

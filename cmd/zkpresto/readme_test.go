@@ -229,13 +229,15 @@ func TestHeadingAnchors(t *testing.T) {
 }
 
 // docs/architecture.md names every package of the module, and what it says
-// about cmd/zkpresto's dependencies is what go list reports.
+// about cmd/zkpresto's dependencies is what go list reports: it links no
+// "testing", no test kit (zkprestotest), no private rig and no lab, and no
+// product package links the test kit outside its tests.
 func TestArchitectureNamesEveryPackage(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "architecture.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-json=ImportPath,Module", "./...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Module,Deps", "./...")
 	cmd.Dir = repoRoot
 	out, err := cmd.Output()
 	if err != nil {
@@ -247,6 +249,7 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 		var p struct {
 			ImportPath string
 			Module     struct{ Path string }
+			Deps       []string
 		}
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
@@ -256,18 +259,31 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 		if !strings.Contains(string(doc), "`"+rel+"`") && !strings.Contains(string(doc), "`"+rel+"/`") {
 			t.Errorf("docs/architecture.md does not name the package %s", rel)
 		}
+		if isTestTooling(rel) {
+			continue
+		}
+		for _, dep := range p.Deps {
+			if depRel, ok := strings.CutPrefix(dep, p.Module.Path+"/"); ok && isTestTooling(depRel) {
+				t.Errorf("%s links %s outside its tests; only tests may use the test kit, the rig and the lab", rel, depRel)
+			}
+			if rel == "cmd/zkpresto" && dep == "testing" {
+				t.Errorf("cmd/zkpresto links %s; docs/architecture.md says it links no part of the test kit", dep)
+			}
+		}
 	}
 	if packages < 20 {
 		t.Fatalf("go list found only %d packages", packages)
 	}
-	cmd = exec.Command("go", "list", "-deps", "./cmd/zkpresto")
-	cmd.Dir = repoRoot
-	if out, err = cmd.Output(); err != nil {
-		t.Fatalf("go list -deps ./cmd/zkpresto: %v", err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		if dep == "testing" || strings.Contains(dep, "/internal/testrig/") || strings.Contains(dep, "/internal/lab/") {
-			t.Errorf("cmd/zkpresto links %s; docs/architecture.md says it links no part of the rig", dep)
+}
+
+// isTestTooling reports whether the package at rel (a path within the
+// module) is test tooling: the public test kit, the private rig, or the
+// lab that zkpresto-lab runs, which alone may link the first two.
+func isTestTooling(rel string) bool {
+	for _, root := range []string{"zkprestotest", "internal/testrig", "cmd/zkpresto-lab"} {
+		if rel == root || strings.HasPrefix(rel, root+"/") {
+			return true
 		}
 	}
+	return false
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // twoInTurn starts two coordinators and returns a DSN that sends the

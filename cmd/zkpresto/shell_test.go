@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // polled reports whether the client of c's latest statement has asked for

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkpresto/zkpresto/internal/lab/devenv"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 // readEnvFile parses the export lines dev writes.
@@ -125,7 +123,9 @@ func flagValue(args []string, name string) string {
 // ./zkpresto line runs in-process with the README's arguments, & lines in
 // the background as shell jobs (%1, %2, ...), kill and wait stop jobs,
 // `go run` and the line that makes the key run as commands, and the shell's own
-// lines (mktemp, until, .) are done by the test.
+// lines (mktemp, until, .) are done by the test. zkpresto-lab is built as
+// the README builds it and dev runs as that process: the lab is internal to
+// its command, and this command's tests link none of it.
 func TestDevWalkthroughQuickStarts(t *testing.T) {
 	zkserver.Require(t)
 	vars := map[string]string{} // the shell's variables
@@ -133,7 +133,8 @@ func TestDevWalkthroughQuickStarts(t *testing.T) {
 	stopped := map[int]bool{}
 	devOut := &testutil.Buffer{}
 	devDone := make(chan error, 1)
-	var stopDev context.CancelFunc
+	var stopDev func()
+	labBinary := ""
 	t.Cleanup(func() {
 		if stopDev != nil {
 			stopDev()
@@ -155,7 +156,7 @@ func TestDevWalkthroughQuickStarts(t *testing.T) {
 		if n == 1 {
 			stopDev()
 			if err := <-devDone; err != nil {
-				t.Fatalf("dev returned %v when interrupted", err)
+				t.Fatalf("dev ended with %v when interrupted:\n%s", err, devOut.String())
 			}
 			stopDev = nil
 			return
@@ -176,19 +177,31 @@ func TestDevWalkthroughQuickStarts(t *testing.T) {
 			cmdLine = strings.ReplaceAll(cmdLine, readmeGatewayAddr, gatewayAddr)
 		}
 		switch {
+		case line == "go build -o zkpresto-lab ./cmd/zkpresto-lab":
+			labBinary = filepath.Join(t.TempDir(), "zkpresto-lab")
+			cmd := exec.Command("go", "build", "-o", labBinary, "./cmd/zkpresto-lab")
+			cmd.Dir = filepath.Join("..", "..")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", line, err, out)
+			}
+			checked[line] = true
 		case strings.HasPrefix(line, "go build "):
-			// The test runs the commands in-process.
+			// The test runs zkpresto's commands in-process.
 		case line == "dir=$(mktemp -d)":
 			vars["dir"] = t.TempDir()
 		case strings.HasPrefix(line, "./zkpresto-lab dev ") && background:
 			args := shellWords(cmdLine, vars)[1:]
 			envFile := flagValue(args, "--env-file")
-			if args[0] != "dev" || envFile == "" || len(jobs) != 0 || stopDev != nil {
-				t.Fatalf("the test runs dev as the first job, with --env-file: %s", line)
+			if args[0] != "dev" || envFile == "" || len(jobs) != 0 || stopDev != nil || labBinary == "" {
+				t.Fatalf("the test runs dev as the first job, with --env-file, after building zkpresto-lab: %s", line)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			stopDev = cancel
-			go func() { devDone <- devenv.Run(ctx, devOut, devenv.Options{Coordinators: 2, EnvFile: envFile}) }()
+			dev := exec.Command(labBinary, args...)
+			dev.Stdout, dev.Stderr = devOut, devOut
+			if err := dev.Start(); err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			stopDev = func() { _ = dev.Process.Signal(os.Interrupt) }
+			go func() { devDone <- dev.Wait() }()
 		case strings.HasPrefix(line, "until [ -s "):
 			path := shellWords(strings.TrimSuffix(strings.TrimPrefix(line, "until [ -s "), " ]; do sleep 0.2; done"), vars)[0]
 			eventually(t, "dev to write its env file", func() bool { return readEnvFile(t, path)["C2"] != "" })

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/deadpeer"
+	"github.com/zkpresto/zkpresto/zkprestotest/deadpeer"
 )
 
 // dialFailures records what a Dialer's OnFailure hears.

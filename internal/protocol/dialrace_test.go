@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/deadpeer"
+	"github.com/zkpresto/zkpresto/zkprestotest/deadpeer"
 )
 
 // A submission armed with a dial race to an address whose SYNs are

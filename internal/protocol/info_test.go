@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/internal/protocol"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // newClient returns a client with a transport of its own, closed when the

@@ -24,7 +24,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/deadpeer"
+	"github.com/zkpresto/zkpresto/zkprestotest/deadpeer"
 )
 
 // Answers the raw servers give.

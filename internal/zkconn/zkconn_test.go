@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
-	"github.com/zkpresto/zkpresto/internal/testrig/zkserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
 func TestMain(m *testing.M) {

@@ -15,9 +15,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/gatewayrig"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 func TestMain(m *testing.M) {

@@ -12,9 +12,9 @@ import (
 	"github.com/trinodb/trino-go-client/trino"
 	"go.uber.org/goleak"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/gatewayrig"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // These tests run trino-go-client v1.5.0, the client users have, with its

@@ -21,8 +21,8 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // Keys is the routing-token secret the replicas share: one key of 32

@@ -10,8 +10,8 @@ import (
 
 	_ "github.com/prestodb/presto-go-client/v2"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/gatewayrig"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // A many-page result through the rig arrives whole, every follow-up on

@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -76,7 +76,7 @@ importer:
 
 # Each fuzz target for a bounded number of inputs (FUZZTIME), seeded from real formats.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParseDSN$$' -fuzztime $(FUZZTIME) ./driver/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDSN$$' -fuzztime $(FUZZTIME) ./dsn/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseZnode$$' -fuzztime $(FUZZTIME) ./discovery/
 	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./internal/gateway/token/
 	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZTIME) ./internal/gateway/rewrite/

@@ -71,7 +71,7 @@ func (c *Conn) Ping(ctx context.Context) error {
 	}
 	a, err := c.connector.router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
 		base := ra.Node.URL()
-		if c.connector.cfg.hasTLS() {
+		if c.connector.cfg.UsesTLS() {
 			base = "https://" + ra.Node.Addr
 		}
 		info := protocol.ProbeInfo(ctx, c.connector.checkClient, base)

@@ -11,11 +11,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	presto "github.com/prestodb/presto-go-client/v2"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/dsn"
 	"github.com/zkpresto/zkpresto/health"
 	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/routing"
@@ -62,6 +62,33 @@ func WithHTTPClient(client *http.Client) Option {
 	return func(o *connectorOptions) { o.httpClient = client }
 }
 
+// checkConfig makes the checks ParseDSN makes, for a Config built by hand
+// too, with NewConnector's name in the errors.
+func checkConfig(cfg *Config) error {
+	if cfg == nil {
+		return errors.New("zkpresto: NewConnector: nil Config")
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("zkpresto: NewConnector: %w", err)
+	}
+	return nil
+}
+
+// optionsOf applies opts.
+func optionsOf(opts []Option) connectorOptions {
+	var o connectorOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// open returns the routing core and coordinator client of cfg with o's
+// choices: the one place where the driver builds them.
+func (o *connectorOptions) open(cfg *Config) (*dsn.Routing, error) {
+	return dsn.Open(cfg, dsn.OpenOptions{Logger: o.logger, Strategy: o.strategy, Health: o.policy, Client: o.httpClient})
+}
+
 // Connector is a driver.Connector for sql.OpenDB: a routing.Router, which
 // picks a coordinator per statement, plus the Presto client, which runs it.
 // It is safe for concurrent use. Close it (sql.DB.Close does) to release the
@@ -87,64 +114,34 @@ var _ driver.Connector = (*Connector)(nil)
 // first Connect opens discovery. cfg is copied, after the checks ParseDSN
 // makes: a Config built by hand gets the same errors.
 func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
-	if cfg == nil {
-		return nil, errors.New("zkpresto: NewConnector: nil Config")
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
 	}
-	// The checks ParseDSN makes, for a Config built by hand too.
-	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("zkpresto: NewConnector: %w", err)
-	}
-	var o connectorOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := optionsOf(opts)
 	c := &Connector{cfg: cfg.Clone(), log: o.logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	base := o.httpClient
-	if base == nil {
-		// A failed dial counts against its coordinator even when the
-		// statement that asked for it has ended: the transport dials on,
-		// and a dial that times out after the caller's deadline is the only
-		// news of a coordinator that drops connections. The router is set
-		// below, before any dial.
-		t, err := newTransport(c.cfg, func(addr string, err error) {
-			c.log.Debug("dialing a coordinator failed", "node", addr, "err", err)
-			c.router.Health().Failure(addr, err)
-		})
-		if err != nil {
-			return nil, err
-		}
-		c.ownTransport = t
-		base = &http.Client{Transport: t}
-	}
-	next := transportOf(base)
-	c.checkClient = &http.Client{Transport: next}
-	router, err := routing.New(c.routingConfig(o.strategy, o.policy))
+	routed, err := o.open(c.cfg)
 	if err != nil {
 		return nil, err
 	}
-	if o.logger == nil && o.strategy == nil && c.cfg.Strategy != "" {
-		if _, known := strategy.Lookup(c.cfg.Strategy); !known {
-			// Never silent: without a logger of the caller's, the default one.
-			slog.Default().Warn("zkpresto: unknown strategy, using "+strategy.Default,
-				"name", c.cfg.Strategy, "known", strategy.Names())
-		}
+	c.router, c.checkClient, c.ownTransport = routed.Router, routed.Client, routed.Transport
+	next := routed.Client.Transport
+	base := o.httpClient
+	if base == nil {
+		base = &http.Client{}
 	}
-	c.router = router
 	rt := &routingTransport{
 		next:       next,
-		forceTLS:   c.cfg.hasTLS(),
-		background: router.Go,
+		forceTLS:   routed.TLS,
+		background: c.router.Go,
 		cancel:     c.checkClient,
-		closed:     router.Closed,
+		closed:     c.router.Closed,
 		closeIdle:  func() {},
 		log:        c.log,
 	}
-	if race := orDefault(c.cfg.DialRaceDelay, dsnDefaultDialRaceDelay); race < orDefault(c.cfg.DialTimeout, dsnDefaultDialTimeout) {
-		rt.dialRace = race
-	}
+	rt.dialRace = c.cfg.DialRace()
 	if c.ownTransport != nil {
 		rt.closeIdle = c.ownTransport.CloseIdleConnections
 	}
@@ -161,43 +158,12 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	session, err := presto.NewConnector(c.prestoDSN(), presto.WithHTTPClient(c.httpClient),
 		presto.WithSessionSetup(func(s *presto.Session) { c.connecting = s }))
 	if err != nil {
+		_ = routed.Close()
 		return nil, fmt.Errorf("zkpresto: Presto client: %w", err)
 	}
 	c.session = session
 	c.request = strategy.Request{User: c.cfg.User, Source: c.cfg.Source}
 	return c, nil
-}
-
-// routingConfig is the routing core's configuration the DSN describes.
-func (c *Connector) routingConfig(factory strategy.Factory, policy health.Policy) routing.Config {
-	hashKey, _ := strategy.ParseHashKey(c.cfg.HashKey) // validated by ParseDSN; empty is by user
-	rc := routing.Config{
-		Strategy:     factory,
-		StrategyName: c.cfg.Strategy,
-		StrategyOptions: strategy.Options{
-			Zone:      c.cfg.Zone, // local_first falls back to ZKPRESTO_ZONE itself
-			HashKey:   hashKey,
-			LoadBound: c.cfg.HashLoadBound,
-			SlowStart: c.cfg.SlowStart,
-		},
-		Weights:             c.cfg.Weights,
-		Retries:             c.cfg.Retries,
-		Health:              policy,
-		HealthCheckInterval: c.cfg.HealthCheckInterval,
-		CheckClient:         c.checkClient,
-		Logger:              c.log,
-	}
-	if c.cfg.ZooKeeper {
-		zk := c.cfg.zooKeeperConfig(c.log)
-		rc.ZooKeeper = &zk
-	} else {
-		nodes := make([]discovery.Node, len(c.cfg.Hosts))
-		for i, h := range c.cfg.Hosts {
-			nodes[i] = discovery.Node{Addr: h, Format: discovery.FormatStatic}
-		}
-		rc.Discoverer = discovery.NewStatic(c.cfg.Ensemble(), nodes)
-	}
-	return rc
 }
 
 // Config returns a copy of the connector's configuration.
@@ -270,7 +236,7 @@ func (c *Connector) requestFor(ctx context.Context) *strategy.Request {
 // Close nothing is sent.
 func (c *Connector) cancelQuery(a *attempt) {
 	u := a.LastURL()
-	if u == nil || protocol.CheckTarget(u, a.Node.Addr, c.cfg.hasTLS() || a.Node.Scheme == "https") != nil {
+	if u == nil || protocol.CheckTarget(u, a.Node.Addr, c.cfg.UsesTLS() || a.Node.Scheme == "https") != nil {
 		return
 	}
 	c.router.Go(func(<-chan struct{}) {
@@ -312,7 +278,7 @@ func (c *Connector) prestoDSN() string {
 	set("timezone", c.cfg.TimeZone)
 	// TLS material is loaded into the driver's transport; the Presto client
 	// only needs to know that the scheme is https.
-	if c.cfg.hasTLS() {
+	if c.cfg.UsesTLS() {
 		q.Set("ssl_skip_verify", "true")
 	}
 	keys := make([]string, 0, len(c.cfg.SessionProperties))
@@ -335,54 +301,4 @@ func (c *Connector) Close() error {
 		c.ownTransport.CloseIdleConnections()
 	}
 	return err
-}
-
-// newTransport builds the transport the driver owns, with the DSN's time
-// limits and TLS keys; onDialFailure hears of every failed dial.
-func newTransport(cfg *Config, onDialFailure func(addr string, err error)) (*http.Transport, error) {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
-	t.IdleConnTimeout = 90 * time.Second
-	d := &protocol.Dialer{
-		Timeout:      orDefault(cfg.DialTimeout, dsnDefaultDialTimeout),
-		WriteTimeout: orDefault(cfg.WriteTimeout, dsnDefaultWriteTimeout),
-		// Presto answers a submission at once (with a queued state) and a
-		// GET of a nextUri within about a second (its long poll), so an
-		// answer that takes much longer means the coordinator stopped
-		// answering. On the connection, not the transport's
-		// ResponseHeaderTimeout, which costs a timer per request.
-		ResponseTimeout: orDefault(cfg.ResponseTimeout, dsnDefaultResponseTimeout),
-		OnFailure:       onDialFailure,
-	}
-	t.DialContext = d.DialContext
-	if cfg.hasTLS() {
-		tlsCfg, err := presto.BuildTLSConfig(cfg.SSLCA, cfg.SSLCert, cfg.SSLKey, cfg.SSLSkipVerify)
-		if err != nil {
-			return nil, fmt.Errorf("zkpresto: TLS settings: %w", err)
-		}
-		t.TLSClientConfig = tlsCfg
-	}
-	return t, nil
-}
-
-// orDefault returns d, or def when d is zero (a hand-built Config's
-// default).
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}
-
-// hasTLS mirrors the Presto client's rule, any ssl_* key means https, and
-// adds SSL=true.
-func (c *Config) hasTLS() bool {
-	return c.SSL || c.SSLCert != "" || c.SSLKey != "" || c.SSLCA != "" || c.SSLSkipVerify
-}
-
-func transportOf(c *http.Client) http.RoundTripper {
-	if c.Transport != nil {
-		return c.Transport
-	}
-	return http.DefaultTransport
 }

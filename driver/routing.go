@@ -7,9 +7,10 @@ import (
 )
 
 // Routing is what a DSN describes for a caller that sends Presto requests
-// itself instead of through database/sql (the gateway): the routing core,
-// and the HTTP client for the coordinators, with the DSN's TLS keys applied
-// and no statement routing on top.
+// itself instead of through database/sql: the routing core, and the HTTP
+// client for the coordinators, with the DSN's TLS keys applied and no
+// statement routing on top. It is dsn.Open's result, kept for callers of
+// OpenRouting.
 type Routing struct {
 	// Router picks coordinators as the driver would for this DSN.
 	Router *routing.Router
@@ -19,19 +20,24 @@ type Routing struct {
 	// coordinator.
 	TLS bool
 
-	connector *Connector
+	close func() error
 }
 
 // OpenRouting returns the routing core and coordinator client cfg
-// describes. Like NewConnector it does no network I/O; close the result to
-// release discovery.
+// describes, as NewConnector builds them, with the same checks and errors;
+// dsn.Open does the same without the driver. It does no network I/O;
+// close the result to release discovery.
 func OpenRouting(cfg *Config, opts ...Option) (*Routing, error) {
-	c, err := NewConnector(cfg, opts...)
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	o := optionsOf(opts)
+	r, err := o.open(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Routing{Router: c.router, Client: c.checkClient, TLS: c.cfg.hasTLS(), connector: c}, nil
+	return &Routing{Router: r.Router, Client: r.Client, TLS: r.TLS, close: r.Close}, nil
 }
 
 // Close releases discovery, the health checker and idle connections.
-func (r *Routing) Close() error { return r.connector.Close() }
+func (r *Routing) Close() error { return r.close() }

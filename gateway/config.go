@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/dsn"
 	"github.com/zkpresto/zkpresto/internal/suggest"
 	"github.com/zkpresto/zkpresto/routing"
 )
@@ -41,7 +41,7 @@ type GroupSpec struct {
 	Name string `json:"name"`
 	// Members are coordinator base URLs (http[s]://host:port), or exactly
 	// one ZooKeeper namespace, zk://host:port[,host:port...]/namespace, or
-	// exactly one driver DSN (presto:// or trino://, as zkpresto gateway
+	// exactly one zkpresto DSN (presto:// or trino://, as zkpresto gateway
 	// --dsn takes it: discovery, ZooKeeper auth and TLS, strategy, health,
 	// TLS to the coordinators).
 	Members []string `json:"members"`
@@ -290,11 +290,11 @@ func jsonError(file string, data []byte, err error) error {
 }
 
 // member is one entry of a group's members: a coordinator, a ZooKeeper
-// namespace or a driver DSN; one of the three is set.
+// namespace or a zkpresto DSN; one of the three is set.
 type member struct {
 	node *discovery.Node
 	zk   *discovery.ZooKeeperConfig
-	dsn  *driver.Config
+	dsn  *dsn.Config
 }
 
 // parseMember reads a member. Its errors never quote the member, which may
@@ -302,7 +302,7 @@ type member struct {
 // at fault.
 func parseMember(m string) (member, error) {
 	if isDSN(m) {
-		cfg, err := driver.ParseDSN(m)
+		cfg, err := dsn.ParseDSN(m)
 		if err != nil {
 			return member{}, errors.New(strings.TrimPrefix(err.Error(), "zkpresto: "))
 		}
@@ -344,7 +344,7 @@ func parseMember(m string) (member, error) {
 	return member{}, errors.New(want)
 }
 
-// isDSN reports whether m is written as a driver DSN: presto:// or
+// isDSN reports whether m is written as a zkpresto DSN: presto:// or
 // trino://, with or without jdbc: before it.
 func isDSN(m string) bool {
 	s := strings.ToLower(strings.TrimSpace(m))
@@ -449,17 +449,17 @@ func buildGroup(c *RouterConfig, spec GroupSpec, opts BuildOptions) (*Group, err
 	return gr, nil
 }
 
-// DSNGroup opens the group a driver DSN describes, named name, with weight
-// 1: the DSN's discovery, strategy and health, a transport with its time
-// limits and TLS settings, and the flavour of its scheme. Like
-// driver.OpenRouting it does no network I/O; the Groups it is put in
-// (owning it) closes it.
-func DSNGroup(name string, dsn *driver.Config, log *slog.Logger) (*Group, error) {
-	rt, err := driver.OpenRouting(dsn, driver.WithLogger(log))
+// DSNGroup opens the group a DSN describes, named name, with weight 1: the
+// DSN's discovery, strategy and health, a transport with its time limits
+// and TLS settings, and the flavour of its scheme. Like dsn.Open, which
+// builds it, it does no network I/O; the Groups it is put in (owning it)
+// closes it.
+func DSNGroup(name string, cfg *dsn.Config, log *slog.Logger) (*Group, error) {
+	rt, err := dsn.Open(cfg, dsn.OpenOptions{Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	return &Group{Name: name, Router: rt.Router, Weight: 1, Flavour: FlavourFor(dsn.Trino), Client: rt.Client, TLS: rt.TLS, close: rt.Close}, nil
+	return &Group{Name: name, Router: rt.Router, Weight: 1, Flavour: FlavourFor(cfg.Trino), Client: rt.Client, TLS: rt.TLS, close: rt.Close}, nil
 }
 
 // LoadConfig reads, checks and builds the groups of a router-config.json.

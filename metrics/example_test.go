@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -48,4 +49,44 @@ func ExampleNewDriverCollector() {
 	// zkpresto_discovery_nodes 2
 	// zkpresto_driver_picks_total{node="10.0.0.1:8080"} 42
 	// zkpresto_driver_picks_total{node="10.0.0.2:8080"} 40
+}
+
+// Export a routing core's figures: a *routing.Router, the core of a driver
+// connector and of each gateway group, is a StatsSource as it is, and so
+// is a *driver.Connector.
+func ExampleFromConnector() {
+	router, err := routing.New(routing.Config{
+		Discoverer: discovery.NewStatic("etl", []discovery.Node{{Addr: "10.0.0.1:8080"}, {Addr: "10.0.0.2:8080"}}),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer router.Close()
+	if err := router.Open(context.Background()); err != nil { // a static list: no I/O
+		fmt.Println(err)
+		return
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewDriverCollector(metrics.FromConnector(router)))
+	families, err := reg.Gather()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, f := range families {
+		if f.GetName() == "zkpresto_discovery_nodes" || f.GetName() == "zkpresto_driver_node_usable" {
+			for _, m := range f.GetMetric() {
+				node := ""
+				for _, l := range m.GetLabel() {
+					node = l.GetValue()
+				}
+				fmt.Println(f.GetName(), node, m.GetGauge().GetValue())
+			}
+		}
+	}
+	// Output:
+	// zkpresto_discovery_nodes  2
+	// zkpresto_driver_node_usable 10.0.0.1:8080 1
+	// zkpresto_driver_node_usable 10.0.0.2:8080 1
 }

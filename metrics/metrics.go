@@ -86,8 +86,9 @@ func (c *RegistrarCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // StatsSource supplies a router's figures at each scrape: a
-// *driver.Connector and a *routing.Router are both one. Stats must be cheap
-// (no I/O) and safe for concurrent use.
+// *driver.Connector and a *routing.Router are both one, and the package
+// imports neither's type. Stats must be cheap (no I/O) and safe for
+// concurrent use.
 type StatsSource interface {
 	Stats() routing.Stats
 }

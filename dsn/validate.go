@@ -1,4 +1,4 @@
-package driver
+package dsn
 
 import (
 	"errors"
@@ -42,11 +42,13 @@ func badOpaque(key string, reason error) error {
 	}}
 }
 
-// validate checks everything about c that does not depend on how a DSN
+// Validate checks everything about c that does not depend on how a DSN
 // spells it, with the messages ParseDSN gives for the same values; ParseDSN
-// calls it on every Config it returns. Zero values count as defaults. Errors
-// name the field by its DSN key and never quote a password.
-func (c *Config) validate() error {
+// calls it on every Config it returns, and Open (so the driver's
+// NewConnector) on every Config it is given, so that a Config built by hand
+// gets the same errors. Zero values count as defaults. Errors name the
+// field by its DSN key and never quote a password.
+func (c *Config) Validate() error {
 	if err := c.validateHosts(); err != nil {
 		return err
 	}

@@ -1,11 +1,9 @@
-package driver
+package dsn
 
 import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/zkpresto/zkpresto/health"
 )
 
 // slowStart reaches shared_p2c's options, spelled as a duration or off, and
@@ -26,8 +24,7 @@ func TestSlowStartKey(t *testing.T) {
 		if cfg.SlowStart != tc.want {
 			t.Errorf("%s: SlowStart %v, want %v", tc.dsn, cfg.SlowStart, tc.want)
 		}
-		c := &Connector{cfg: cfg}
-		if got := c.routingConfig(nil, health.Policy{}).StrategyOptions.SlowStart; got != tc.want {
+		if got := cfg.RoutingConfig(RoutingOptions{}).StrategyOptions.SlowStart; got != tc.want {
 			t.Errorf("%s: the strategy gets slow start %v, want %v", tc.dsn, got, tc.want)
 		}
 		again, err := ParseDSN(cfg.FormatDSN())

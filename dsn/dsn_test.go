@@ -1,4 +1,4 @@
-package driver
+package dsn
 
 import (
 	"reflect"
@@ -879,7 +879,7 @@ func TestUnknownKeysRefused(t *testing.T) {
 	cfg := NewConfig()
 	cfg.Hosts = []string{"c1:8080"}
 	cfg.SessionProperties = map[string]string{"Join_Distribution_Type": "x"}
-	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), `bad session property name "Join_Distribution_Type"`) {
-		t.Errorf("validate() of an upper-case session property: %v", err)
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `bad session property name "Join_Distribution_Type"`) {
+		t.Errorf("Validate() of an upper-case session property: %v", err)
 	}
 }

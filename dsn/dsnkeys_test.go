@@ -1,4 +1,4 @@
-package driver
+package dsn
 
 import (
 	"flag"
@@ -15,7 +15,7 @@ const dsnDocPath = "../docs/dsn.md"
 // dsnDocBegin and dsnDocEnd delimit the part of docs/dsn.md written from the
 // key table for section.
 func dsnDocBegin(section string) string {
-	return "<!-- dsn keys: " + section + " (written from driver/dsnkeys.go: go test ./driver/ -run TestDocsDSNKeys -update) -->"
+	return "<!-- dsn keys: " + section + " (written from dsn/dsnkeys.go: go test ./dsn/ -run TestDocsDSNKeys -update) -->"
 }
 
 func dsnDocEnd(section string) string { return "<!-- end dsn keys: " + section + " -->" }
@@ -111,7 +111,7 @@ func TestDocsDSNKeys(t *testing.T) {
 			continue
 		}
 		t.Errorf("docs/dsn.md's list of the %s DSN keys differs from the key table; run\n"+
-			"\tgo test ./driver/ -run TestDocsDSNKeys -update\nor paste between its markers:\n%s", section, want)
+			"\tgo test ./dsn/ -run TestDocsDSNKeys -update\nor paste between its markers:\n%s", section, want)
 	}
 	if *updateDocs && text != string(data) {
 		if err := os.WriteFile(dsnDocPath, []byte(text), 0o644); err != nil {

@@ -1,4 +1,4 @@
-package driver
+package dsn
 
 import (
 	"errors"
@@ -50,7 +50,7 @@ type dsnKey struct {
 	// parse sets the key's field from a percent-decoded value (never empty
 	// for dsnOwn keys). Its error says what is wrong with the value; the
 	// caller names the key. Checks that do not depend on the DSN's spelling
-	// belong in (*Config).validate instead.
+	// belong in (*Config).Validate instead.
 	parse func(c *Config, v string) error
 	// format returns the value FormatDSN writes, and false when the field
 	// holds its default and the key is left out.
@@ -88,7 +88,7 @@ const (
 	dsnKeyResponseTimeout = "responseTimeout"
 )
 
-// Names of the Presto client keys whose values (*Config).validate checks
+// Names of the Presto client keys whose values (*Config).Validate checks
 // for what an HTTP header cannot carry.
 const (
 	dsnKeySource     = "source"
@@ -441,7 +441,7 @@ const (
 	dsnDocSSL       = "TLS to the coordinators (any of them means https)"
 )
 
-// Parse errors shared by a key's parse function and (*Config).validate.
+// Parse errors shared by a key's parse function and (*Config).Validate.
 var (
 	errDSNRetries       = fmt.Errorf("want a whole number from 0 to %d", dsnMaxRetries)
 	errDSNLoadBound     = errors.New("want a number from 1 to 100, such as 1.25")

@@ -1,4 +1,4 @@
-package driver
+package dsn
 
 import (
 	"math"
@@ -90,12 +90,12 @@ func TestValidateMatchesParseDSN(t *testing.T) {
 			cfg.Hosts = []string{"c1:8080"}
 			cfg.Password = dsnTestPassword
 			tc.change(cfg)
-			err := cfg.validate()
+			err := cfg.Validate()
 			if err == nil {
-				t.Fatalf("validate() of %+v succeeded, want %q", cfg, parseErr)
+				t.Fatalf("Validate() of %+v succeeded, want %q", cfg, parseErr)
 			}
 			if got, want := "zkpresto: dsn: "+err.Error(), parseErr.Error(); got != want {
-				t.Errorf("validate() = %q\nParseDSN  = %q", got, want)
+				t.Errorf("Validate() = %q\nParseDSN  = %q", got, want)
 			}
 			dsnCheckNoPassword(t, err.Error())
 		})
@@ -160,14 +160,17 @@ func TestValidateHandBuilt(t *testing.T) {
 			cfg := NewConfig()
 			cfg.Hosts = []string{"c1:8080"}
 			tc.change(cfg)
-			err := cfg.validate()
+			err := cfg.Validate()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("validate() = %v, want an error containing %q", err, tc.want)
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
 			}
 			dsnCheckNoPassword(t, err.Error())
-			// NewConnector refuses the same Config with the same message.
-			if _, err := NewConnector(cfg); err == nil || !strings.Contains(err.Error(), "zkpresto: NewConnector: "+tc.want) {
-				t.Fatalf("NewConnector = %v, want an error containing %q", err, tc.want)
+			// Open refuses the same Config with the same message.
+			if r, err := Open(cfg, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "zkpresto: dsn: "+tc.want) {
+				if r != nil {
+					r.Close()
+				}
+				t.Fatalf("Open = %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
@@ -180,13 +183,13 @@ func TestValidateAcceptsDefaults(t *testing.T) {
 		{Hosts: []string{"c1:8080"}},
 		{Hosts: []string{"c1:8080"}, Retries: -1, HealthCheckInterval: -time.Second},
 	} {
-		if err := cfg.validate(); err != nil {
-			t.Errorf("validate() of %+v: %v", cfg, err)
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("Validate() of %+v: %v", cfg, err)
 		}
 	}
 	for _, tc := range dsnValidCases {
-		if err := tc.want.validate(); err != nil {
-			t.Errorf("%s: validate(): %v", tc.name, err)
+		if err := tc.want.Validate(); err != nil {
+			t.Errorf("%s: Validate(): %v", tc.name, err)
 		}
 	}
 }

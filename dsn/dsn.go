@@ -1,4 +1,4 @@
-package driver
+package dsn
 
 import (
 	"errors"
@@ -85,7 +85,7 @@ const (
 // and "%" everywhere.
 //
 // Control characters (bytes below 0x20, tab included, and 0x7f) and invalid
-// UTF-8 are refused, by ParseDSN and NewConnector alike, in the user name,
+// UTF-8 are refused, by ParseDSN and Validate alike, in the user name,
 // source, client tags, client info, time zone, catalog, schema and session
 // property names and values: they go into HTTP headers, which cannot carry
 // them. The password may hold any byte: it is sent base64-encoded.
@@ -105,7 +105,7 @@ type Config struct {
 	// leading or trailing slashes; "presto" by default (or when empty).
 	Namespace string
 	// Strategy names the load-balancing strategy as given; "random" by
-	// default. It is resolved, not validated, when the connector is built.
+	// default. It is resolved, not validated, when the Router is built (Open).
 	Strategy string
 	// SessionTimeout is the ZooKeeper session timeout (15s by default).
 	SessionTimeout time.Duration
@@ -460,7 +460,7 @@ func dsnParse(dsn string) (_ *Config, err error) {
 		return nil, err
 	}
 	cfg.Hosts = hosts
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, applier.spell(err)
 	}
 	return cfg, nil
@@ -658,7 +658,7 @@ func dsnIsSessionPropertyName(s string) bool {
 	return ident(catalog) && (!dotted || ident(property))
 }
 
-// spell rewrites an error of (*Config).validate in the DSN's terms: the key
+// spell rewrites an error of (*Config).Validate in the DSN's terms: the key
 // as the DSN spelled it and, when the error quotes the value, the value as
 // the DSN gave it.
 func (a *dsnApplier) spell(err error) error {
@@ -872,7 +872,7 @@ func dsnSetBool(dst *bool, v string, anyCase bool) error {
 
 // dsnParseWeights parses "host[:port]=weight,...". It returns what it has
 // read so far with an error, so that the caller may keep it or not.
-// (*Config).validate checks the range of the weights.
+// (*Config).Validate checks the range of the weights.
 func dsnParseWeights(v string) (map[string]int, error) {
 	weights := make(map[string]int)
 	for _, entry := range strings.Split(v, ",") {

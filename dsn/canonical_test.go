@@ -1,4 +1,4 @@
-package driver
+package dsn
 
 import (
 	"strings"
@@ -55,13 +55,13 @@ func TestDSNCanonicalDuplicates(t *testing.T) {
 	cfg := NewConfig()
 	cfg.Hosts = []string{"[0:0:0:0:0:0:0:1]:8080"}
 	cfg.Weights = map[string]int{"[0:0:0:0:0:0:0:1]:8080": 3}
-	err := cfg.validate()
+	err := cfg.Validate()
 	if want := `bad weights: address "[0:0:0:0:0:0:0:1]:8080" is not in canonical form: want "[::1]:8080"`; err == nil || err.Error() != want {
-		t.Errorf("validate() = %v, want %q", err, want)
+		t.Errorf("Validate() = %v, want %q", err, want)
 	}
 	cfg.Hosts = append(cfg.Hosts, "[::1]:8080")
 	cfg.Weights = nil
-	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), `host "[::1]:8080" listed twice`) {
-		t.Errorf("validate() = %v, want the host listed twice", err)
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `host "[::1]:8080" listed twice`) {
+		t.Errorf("Validate() = %v, want the host listed twice", err)
 	}
 }

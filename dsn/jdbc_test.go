@@ -1,4 +1,4 @@
-package driver
+package dsn
 
 import (
 	"maps"
@@ -16,8 +16,8 @@ func TestJDBCURLs(t *testing.T) {
 		check     func(*Config) bool
 	}{
 		{"SSL=true is https", "jdbc:presto://c1:8443/hive?SSL=true&user=alice",
-			func(c *Config) bool { return c.SSL && c.hasTLS() && c.User == "alice" }},
-		{"SSL=false is http", "jdbc:presto://c1:8080?SSL=false", func(c *Config) bool { return !c.hasTLS() }},
+			func(c *Config) bool { return c.SSL && c.UsesTLS() && c.User == "alice" }},
+		{"SSL=false is http", "jdbc:presto://c1:8080?SSL=false", func(c *Config) bool { return !c.UsesTLS() }},
 		{"sessionProperties", "jdbc:presto://c1:8080/hive?sessionProperties=query_max_run_time:1h;hive.compression_codec:ZSTD",
 			func(c *Config) bool {
 				return maps.Equal(c.SessionProperties, map[string]string{"query_max_run_time": "1h", "hive.compression_codec": "ZSTD"})
@@ -38,7 +38,7 @@ func TestJDBCURLs(t *testing.T) {
 				t.Fatalf("ParseDSN(%q) = %+v", tc.dsn, c)
 			}
 			again, err := ParseDSN(c.FormatDSN())
-			if err != nil || again.FormatDSN() != c.FormatDSN() || again.hasTLS() != c.hasTLS() {
+			if err != nil || again.FormatDSN() != c.FormatDSN() || again.UsesTLS() != c.UsesTLS() {
 				t.Fatalf("FormatDSN %q does not parse back the same: %v", c.FormatDSN(), err)
 			}
 		})

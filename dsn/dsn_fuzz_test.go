@@ -152,26 +152,27 @@ func dsnPasswordCandidates(dsn string) []string {
 	var candidates []string
 	for _, s := range spans {
 		raw := dsn[s.start:s.end]
-		forms := []string{raw}
-		if decoded, err := dsnUnescape(raw); err == nil && decoded != raw {
-			forms = append(forms, decoded)
-		}
-		if s.userinfo {
-			// Its text up to a "/", ";" or "?" too: a parser that ends the
-			// authority there reads it as a port.
-			if i := strings.IndexAny(raw, "/;?"); i >= 0 {
-				forms = append(forms, raw[:i])
-			}
-		}
 		others := dsn[:s.start] + "\x00" + dsn[s.end:]
 		if decoded, err := dsnUnescape(others); err == nil {
 			others += "\x00" + decoded
 		}
-		for _, form := range forms {
-			if len(form) < 4 || strings.Contains(others, form) {
-				continue
+		add := func(form, elsewhere string) {
+			if len(form) >= 4 && !strings.Contains(elsewhere, form) {
+				candidates = append(candidates, form)
 			}
-			candidates = append(candidates, form)
+		}
+		add(raw, others)
+		if decoded, err := dsnUnescape(raw); err == nil && decoded != raw {
+			add(decoded, others)
+		}
+		if s.userinfo {
+			// Its text up to a "/", ";" or "?" too: a parser that ends the
+			// authority there reads it as a port. The rest of the span is
+			// then text of its own, which an error may quote: a prefix that
+			// is also in it proves nothing when it shows.
+			if i := strings.IndexAny(raw, "/;?"); i >= 0 {
+				add(raw[:i], others+"\x00"+raw[i:])
+			}
 		}
 	}
 	return candidates

@@ -17,7 +17,8 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/pool"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
 )
@@ -270,11 +271,11 @@ func (c *Connector) requestFor(ctx context.Context) *strategy.Request {
 // Close nothing is sent.
 func (c *Connector) cancelQuery(a *attempt) {
 	u := a.LastURL()
-	if u == nil || protocol.CheckTarget(u, a.Node.Addr, c.cfg.hasTLS() || a.Node.Scheme == "https") != nil {
+	if u == nil || wire.CheckTarget(u, a.Node.Addr, c.cfg.hasTLS() || a.Node.Scheme == "https") != nil {
 		return
 	}
 	c.router.Go(func(<-chan struct{}) {
-		if err := protocol.CancelQuery(context.Background(), c.checkClient, u); err != nil {
+		if err := wire.CancelQuery(context.Background(), c.checkClient, u); err != nil {
 			c.log.Debug("cancelling a query failed", "node", a.Node.Addr, "err", err)
 		}
 	})
@@ -343,7 +344,7 @@ func newTransport(cfg *Config, onDialFailure func(addr string, err error)) (*htt
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second
-	d := &protocol.Dialer{
+	d := &pool.Dialer{
 		Timeout:      orDefault(cfg.DialTimeout, dsnDefaultDialTimeout),
 		WriteTimeout: orDefault(cfg.WriteTimeout, dsnDefaultWriteTimeout),
 		// Presto answers a submission at once (with a queued state) and a

@@ -11,7 +11,8 @@ import (
 	"strings"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/pool"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
 )
@@ -96,7 +97,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 			return routing.Invalid, err
 		}
 		out.Header = header
-		var e protocol.Exchange
+		var e pool.Exchange
 		// The statement's last bytes pass a gate: a client that leaves
 		// before they reached the connection aborts the submission (the
 		// coordinator cannot have the statement); after, it runs on and
@@ -108,7 +109,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 			}
 		})
 		defer stop()
-		resp, err = protocol.Submit(rc.transport, out, &e, nil)
+		resp, err = pool.Submit(rc.transport, out, &e, nil)
 		if err == nil {
 			// The first GET, where the coordinator dispatches the query,
 			// before the client is answered: see dispatchFirst.
@@ -180,7 +181,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 // have reached one that then failed.
 func (g *Gateway) submitFailed(w http.ResponseWriter, err error) {
 	var se *routing.StatementError
-	var re *protocol.RequestError
+	var re *wire.RequestError
 	switch {
 	case errors.As(err, &se):
 		// It may be running: never an answer the client retries.
@@ -229,7 +230,7 @@ func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, ba
 	target, _ := url.Parse(base)
 	u.Scheme, u.Host = target.Scheme, target.Host
 	router.Go(func(<-chan struct{}) {
-		if err := protocol.CancelQuery(withFlavour(context.Background(), rc.flavour), &http.Client{Transport: rc.transport}, u); err != nil {
+		if err := wire.CancelQuery(withFlavour(context.Background(), rc.flavour), &http.Client{Transport: rc.transport}, u); err != nil {
 			g.log.Debug("cancelling the query of a client that left failed", "node", target.Host, "err", err)
 		}
 	})
@@ -262,8 +263,8 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 			return routing.Invalid, err
 		}
 		out.Header = header
-		var e protocol.Exchange
-		resp, err = protocol.FollowUp(rc.transport, out, &e, nil)
+		var e pool.Exchange
+		resp, err = pool.FollowUp(rc.transport, out, &e, nil)
 		switch {
 		case err == nil:
 			return routing.Answered, nil

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 // Checker limits and defaults.
@@ -143,12 +143,12 @@ func (c *Checker) CheckNow(ctx context.Context) {
 // checkOne checks one node and reports the result, unless ctx ended first.
 func (c *Checker) checkOne(ctx context.Context, node *discovery.Node) {
 	probeCtx, cancel := context.WithTimeout(ctx, c.timeout)
-	info := protocol.ProbeInfo(probeCtx, c.client, node.URL())
+	info := wire.ProbeInfo(probeCtx, c.client, node.URL())
 	cancel()
 	if ctx.Err() != nil {
 		return // cancelled by the caller or Close: the node proved nothing
 	}
-	if info.Verdict != protocol.Up {
+	if info.Verdict != wire.Up {
 		err := fmt.Errorf("health check: %w", info.Err)
 		c.log.Debug("coordinator check failed", "addr", node.Addr, "verdict", info.Verdict, "error", err)
 		c.tracker.SetUnhealthy(node.Addr, err)

@@ -12,9 +12,9 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
-	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 // newClient returns a client with its own transport, whose idle connections
@@ -144,7 +144,7 @@ func TestCheckerBadAnswers(t *testing.T) {
 }
 
 // infoAnswers are /v1/info answers on which the callers of
-// protocol.ProbeInfo used to disagree, and the plain ones.
+// wire.ProbeInfo used to disagree, and the plain ones.
 var infoAnswers = map[string]http.HandlerFunc{
 	"up": func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"nodeVersion":{"version":"0.289"},"starting":false}`)
@@ -184,9 +184,9 @@ func TestCheckerAgreesWithProbeInfo(t *testing.T) {
 	defer c.Close()
 	c.CheckNow(context.Background())
 	for _, n := range nodes {
-		info := protocol.ProbeInfo(context.Background(), client, n.URL())
+		info := wire.ProbeInfo(context.Background(), client, n.URL())
 		st := tr.State(n.Addr)
-		if st.Unhealthy != (info.Verdict != protocol.Up) {
+		if st.Unhealthy != (info.Verdict != wire.Up) {
 			t.Errorf("%s: verdict %v but unhealthy=%v (%s)", names[n.Addr], info.Verdict, st.Unhealthy, st.LastError)
 		}
 		if info.Err != nil && !strings.Contains(st.LastError, info.Err.Error()) {

@@ -1,4 +1,4 @@
-package protocol
+package wire
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func TestReadPageLarge(t *testing.T) {
 		{"cut mid-piece", io.MultiReader(strings.NewReader(big[:pageChunk+99]), cutReader{}), -1, true},
 	} {
 		resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(tc.body), ContentLength: tc.length}
-		buf, err := readPage(resp)
+		buf, err := ReadPage(resp)
 		var pe *PageError
 		if tc.cut {
 			if !errors.As(err, &pe) || !errors.Is(err, io.ErrUnexpectedEOF) {

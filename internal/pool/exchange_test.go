@@ -1,4 +1,4 @@
-package protocol
+package pool
 
 import (
 	"context"
@@ -6,10 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 // A request net/http would refuse to send is refused here, recorded as
@@ -27,7 +28,7 @@ func TestUnsendableRequestIsNotTheCoordinatorsFault(t *testing.T) {
 		req.Header = header
 		var e Exchange
 		_, err := Submit(http.DefaultTransport, req, &e, nil)
-		var re *RequestError
+		var re *wire.RequestError
 		if !errors.As(err, &re) || e.Invalid() == nil {
 			t.Errorf("%v: got %v, want a RequestError recorded as invalid", header, err)
 		}
@@ -39,10 +40,6 @@ func TestUnsendableRequestIsNotTheCoordinatorsFault(t *testing.T) {
 		if _, err := FollowUp(http.DefaultTransport, req, &e, nil); !errors.As(err, &re) {
 			t.Errorf("%v: follow-up got %v", header, err)
 		}
-	}
-	// A tab is allowed in a header value.
-	if err := checkHeaders(http.Header{"X-Presto-Client-Info": {"a\tb"}}); err != nil {
-		t.Errorf("tab refused: %v", err)
 	}
 	if hits.Load() != 0 {
 		t.Fatalf("the coordinator got %d requests", hits.Load())
@@ -57,7 +54,7 @@ func TestRefusalStatusesAreNotSent(t *testing.T) {
 		var e Exchange
 		_, err := Submit(http.DefaultTransport, req, &e, nil)
 		f, sent := e.Failure()
-		if !errors.Is(err, ErrRefused) || f == nil || sent {
+		if !errors.Is(err, wire.ErrRefused) || f == nil || sent {
 			t.Errorf("%d: got %v, failure %v sent %t; want a refusal, not sent", status, err, f, sent)
 		}
 		srv.Close()
@@ -72,30 +69,6 @@ func TestRefusalStatusesAreNotSent(t *testing.T) {
 		t.Fatalf("500: got %v, %v", resp, err)
 	}
 	resp.Body.Close()
-}
-
-func TestCheckTarget(t *testing.T) {
-	for _, tc := range []struct {
-		uri, addr string
-		tls, ok   bool
-	}{
-		{"http://10.0.0.1:8080/v1/statement/x", "10.0.0.1:8080", false, true},
-		{"https://10.0.0.1:8080/v1/statement/x", "10.0.0.1:8080", false, true},
-		{"http://10.0.0.1:8080/v1/statement/x", "10.0.0.1:8080", true, false},
-		{"http://10.0.0.2:8080/v1/statement/x", "10.0.0.1:8080", false, false},
-		{"http://[0:0:0:0:0:0:0:1]:8080/x", "[::1]:8080", false, true},
-		{"http://Coord.Example.com:8080/x", "coord.example.com:8080", false, true},
-		{"https://coord.example.com/x", "coord.example.com:443", true, true},
-		{"http://coord.example.com/x", "coord.example.com:8080", false, false},
-		{"ftp://10.0.0.1:8080/x", "10.0.0.1:8080", false, false},
-	} {
-		u, _ := url.Parse(tc.uri)
-		err := CheckTarget(u, tc.addr, tc.tls)
-		var fe *ForeignURIError
-		if (err == nil) != tc.ok || (err != nil && (!errors.As(err, &fe) || fe.Node != tc.addr)) {
-			t.Errorf("CheckTarget(%s, %s, tls=%t) = %v, want ok=%t", tc.uri, tc.addr, tc.tls, err, tc.ok)
-		}
-	}
 }
 
 // The gate: a submission aborted before its last bytes were released never

@@ -1,4 +1,4 @@
-package protocol
+package wire
 
 import (
 	"errors"
@@ -31,8 +31,8 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // ErrRefused matches every *RefusedError.
 var ErrRefused = errors.New("not accepted by the coordinator")
 
-// refusal reports whether status is one of RefusedError's.
-func refusal(status int) bool {
+// Refusal reports whether status is one of RefusedError's.
+func Refusal(status int) bool {
 	switch status {
 	case http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusBadGateway, http.StatusGatewayTimeout:
 		return true
@@ -99,8 +99,8 @@ func (e *RequestError) Error() string { return "request not sent: " + e.Err.Erro
 // Unwrap returns the cause.
 func (e *RequestError) Unwrap() error { return e.Err }
 
-// redactedLocation is resp's Location without credentials.
-func redactedLocation(resp *http.Response) string {
+// RedactedLocation is resp's Location without credentials.
+func RedactedLocation(resp *http.Response) string {
 	loc := resp.Header.Get("Location")
 	if u, err := url.Parse(loc); err == nil {
 		return u.Redacted()
@@ -108,10 +108,10 @@ func redactedLocation(resp *http.Response) string {
 	return "(unparsable)"
 }
 
-// checkHeaders returns a RequestError when a header net/http would refuse
+// CheckHeaders returns a RequestError when a header net/http would refuse
 // to send: a name that is not a token, or a value with a control character
 // other than tab.
-func checkHeaders(h http.Header) error {
+func CheckHeaders(h http.Header) error {
 	for name, values := range h {
 		for i := 0; i < len(name); i++ {
 			if c := name[i]; c <= ' ' || c >= 0x7f || c == ':' {

@@ -3,7 +3,7 @@
 // The race detector's instrumentation allocates, so these counts are
 // measured without it: make test runs this package without it too.
 
-package protocol
+package pool
 
 import "testing"
 

@@ -1,4 +1,4 @@
-package protocol
+package wire
 
 import (
 	"bytes"
@@ -17,11 +17,11 @@ var pagePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const poolLimit = 1 << 20
 
-// readPage reads resp's body whole into a pooled buffer and checks it: a
+// ReadPage reads resp's body whole into a pooled buffer and checks it: a
 // body cut by the connection, or one that is not a JSON object (an HTML
 // error page from a proxy, say), is a *PageError. A compressed body is only
 // read, not decoded: its reader checks it. The caller owns the buffer.
-func readPage(resp *http.Response) (*bytes.Buffer, error) {
+func ReadPage(resp *http.Response) (*bytes.Buffer, error) {
 	buf := pagePool.Get().(*bytes.Buffer)
 	buf.Reset()
 	err := readInto(buf, resp)
@@ -33,7 +33,7 @@ func readPage(resp *http.Response) (*bytes.Buffer, error) {
 		}
 	}
 	if err != nil {
-		putPage(buf)
+		PutPage(buf)
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			err = fmt.Errorf("connection cut inside the body: %w", err)
 		}
@@ -91,7 +91,10 @@ func readInto(buf *bytes.Buffer, resp *http.Response) error {
 // page arrives.
 const maxAnnounced = 1 << 30
 
-func putPage(buf *bytes.Buffer) {
+// PutPage hands a buffer of ReadPage back for reuse; the caller must not
+// touch it afterwards. A buffer that grew past the pool's limit is left to
+// the collector.
+func PutPage(buf *bytes.Buffer) {
 	if buf.Cap() <= poolLimit {
 		pagePool.Put(buf)
 	}

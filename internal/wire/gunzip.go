@@ -1,4 +1,4 @@
-package protocol
+package wire
 
 import (
 	"bytes"
@@ -34,9 +34,9 @@ func Gunzip(raw []byte) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// gunzipHead returns up to n decoded bytes from the start of the gzip
+// GunzipHead returns up to n decoded bytes from the start of the gzip
 // data b; what it could decode when the data is cut or broken.
-func gunzipHead(b []byte, n int) []byte {
+func GunzipHead(b []byte, n int) []byte {
 	d := gunzippers.Get().(*gunzipper)
 	defer gunzippers.Put(d)
 	out := make([]byte, n)

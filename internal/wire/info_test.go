@@ -1,4 +1,4 @@
-package protocol_test
+package wire_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/internal/testrig/coordinator"
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 // newClient returns a client with a transport of its own, closed when the
@@ -66,71 +66,71 @@ func TestProbeInfo(t *testing.T) {
 		name        string
 		handler     http.HandlerFunc
 		timeout     time.Duration // default one second
-		want        protocol.Verdict
+		want        wire.Verdict
 		version     string
 		errContains []string // all must appear in Err; Err must be nil for Up
 		errIs       error
 	}{
 		{name: "up", handler: answer(200, "application/json", fmt.Sprintf(presto, false)),
-			want: protocol.Up, version: "0.289"},
+			want: wire.Up, version: "0.289"},
 		{name: "up with whitespace around the object", handler: answer(200, "application/json", "\n "+fmt.Sprintf(presto, false)+"\n"),
-			want: protocol.Up, version: "0.289"},
+			want: wire.Up, version: "0.289"},
 		{name: "starting", handler: answer(200, "application/json", fmt.Sprintf(presto, true)),
-			want: protocol.Starting, version: "0.289", errContains: []string{"/v1/info", "starting"}, errIs: protocol.ErrStarting},
+			want: wire.Starting, version: "0.289", errContains: []string{"/v1/info", "starting"}, errIs: wire.ErrStarting},
 		{name: "503", handler: func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
-		}, want: protocol.Down, errContains: []string{"/v1/info", "503"}},
+		}, want: wire.Down, errContains: []string{"/v1/info", "503"}},
 		{name: "404", handler: answer(404, "text/plain", "no such resource"),
-			want: protocol.Down, errContains: []string{"/v1/info", "404"}},
+			want: wire.Down, errContains: []string{"/v1/info", "404"}},
 		{name: "204", handler: answer(204, "application/json", ""),
-			want: protocol.Down, errContains: []string{"204"}},
+			want: wire.Down, errContains: []string{"204"}},
 		{name: "302 to another host", handler: func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, other.URL+"/v1/info?token=s3cret", http.StatusFound)
-		}, want: protocol.Down, errContains: []string{"302", "redirect", other.URL + "/v1/info"}},
+		}, want: wire.Down, errContains: []string{"302", "redirect", other.URL + "/v1/info"}},
 		{name: "302 on the same host", handler: func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/v1/info" {
 				http.Redirect(w, r, "/login", http.StatusFound)
 				return
 			}
 			fmt.Fprintf(w, presto, false)
-		}, want: protocol.Down, errContains: []string{"302", "/login"}},
+		}, want: wire.Down, errContains: []string{"302", "/login"}},
 		{name: "HTML page from a proxy", handler: answer(200, "text/html", "<html><body>Welcome to the proxy</body></html>"),
-			want: protocol.Down, errContains: []string{"/v1/info", "not a JSON object", "text/html"}},
+			want: wire.Down, errContains: []string{"/v1/info", "not a JSON object", "text/html"}},
 		{name: "empty body", handler: answer(200, "application/json", ""),
-			want: protocol.Down, errContains: []string{"not a JSON object"}},
+			want: wire.Down, errContains: []string{"not a JSON object"}},
 		{name: "JSON but not an object", handler: answer(200, "application/json", `"ACTIVE"`),
-			want: protocol.Down, errContains: []string{"not a JSON object"}},
+			want: wire.Down, errContains: []string{"not a JSON object"}},
 		{name: "null", handler: answer(200, "application/json", `null`),
-			want: protocol.Down, errContains: []string{"not a JSON object"}},
+			want: wire.Down, errContains: []string{"not a JSON object"}},
 		{name: "truncated JSON", handler: answer(200, "application/json", `{"nodeVersion":{"version":"0.289"},"starting":fal`),
-			want: protocol.Down, errContains: []string{"not a Presto /v1/info answer"}},
+			want: wire.Down, errContains: []string{"not a Presto /v1/info answer"}},
 		{name: "trailing garbage", handler: answer(200, "application/json", fmt.Sprintf(presto, false)+"<html>"),
-			want: protocol.Down, errContains: []string{"not a Presto /v1/info answer"}},
+			want: wire.Down, errContains: []string{"not a Presto /v1/info answer"}},
 		{name: "starting of the wrong type", handler: answer(200, "application/json", `{"nodeVersion":{"version":"0.289"},"starting":"false"}`),
-			want: protocol.Down, errContains: []string{"not a Presto /v1/info answer"}},
+			want: wire.Down, errContains: []string{"not a Presto /v1/info answer"}},
 		{name: "huge body", handler: answer(200, "application/json",
 			`{"starting":false,"pad":"`+strings.Repeat("x", 1<<20)+`"}`),
-			want: protocol.Down, errContains: []string{"larger than 64 KiB"}},
+			want: wire.Down, errContains: []string{"larger than 64 KiB"}},
 		{name: "just under the limit", handler: answer(200, "application/json",
-			`{"starting":false,"pad":"`+strings.Repeat("x", protocol.MaxInfoBytes-64)+`"}`),
-			want: protocol.Up},
+			`{"starting":false,"pad":"`+strings.Repeat("x", wire.MaxInfoBytes-64)+`"}`),
+			want: wire.Up},
 		{name: "slow headers", handler: stall, timeout: 100 * time.Millisecond,
-			want: protocol.Down, errContains: []string{"/v1/info", "deadline"}, errIs: context.DeadlineExceeded},
+			want: wire.Down, errContains: []string{"/v1/info", "deadline"}, errIs: context.DeadlineExceeded},
 		{name: "slow body", handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"starting":`)
 			w.(http.Flusher).Flush()
 			stall(w, r)
 		}, timeout: 100 * time.Millisecond,
-			want: protocol.Down, errContains: []string{"/v1/info", "deadline"}, errIs: context.DeadlineExceeded},
+			want: wire.Down, errContains: []string{"/v1/info", "deadline"}, errIs: context.DeadlineExceeded},
 		{name: "missing starting with nodeVersion", handler: answer(200, "application/json", `{"nodeVersion":{"version":"0.150"},"coordinator":true}`),
-			want: protocol.Up, version: "0.150"},
+			want: wire.Up, version: "0.150"},
 		{name: "missing starting without nodeVersion", handler: answer(200, "application/json", `{"status":"ok"}`),
-			want: protocol.Down, errContains: []string{`"starting"`, "nodeVersion"}},
+			want: wire.Down, errContains: []string{`"starting"`, "nodeVersion"}},
 		{name: "empty object", handler: answer(200, "application/json", `{}`),
-			want: protocol.Down, errContains: []string{`"starting"`}},
+			want: wire.Down, errContains: []string{`"starting"`}},
 		{name: "starting false without nodeVersion", handler: answer(200, "application/json", `{"coordinator":true,"starting":false}`),
-			want: protocol.Up},
+			want: wire.Up},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := serve(t, tc.handler)
@@ -142,7 +142,7 @@ func TestProbeInfo(t *testing.T) {
 			defer cancel()
 			before := elsewhere.Load()
 			start := time.Now()
-			info := protocol.ProbeInfo(ctx, newClient(t), srv.URL)
+			info := wire.ProbeInfo(ctx, newClient(t), srv.URL)
 			if took := time.Since(start); took > timeout+2*time.Second {
 				t.Errorf("the probe took %v with a %v deadline", took, timeout)
 			}
@@ -155,7 +155,7 @@ func TestProbeInfo(t *testing.T) {
 			if elsewhere.Load() != before {
 				t.Error("the probe followed a redirect to another host")
 			}
-			if tc.want == protocol.Up {
+			if tc.want == wire.Up {
 				if info.Err != nil {
 					t.Errorf("Up with an error: %v", info.Err)
 				}
@@ -189,8 +189,8 @@ func TestProbeInfoTransportErrors(t *testing.T) {
 	ln.Close()
 	ctx := context.Background()
 
-	info := protocol.ProbeInfo(ctx, newClient(t), closed)
-	if info.Verdict != protocol.Down || info.Err == nil || !strings.Contains(info.Err.Error(), closed+"/v1/info") {
+	info := wire.ProbeInfo(ctx, newClient(t), closed)
+	if info.Verdict != wire.Down || info.Err == nil || !strings.Contains(info.Err.Error(), closed+"/v1/info") {
 		t.Errorf("closed port: %v %v", info.Verdict, info.Err)
 	}
 
@@ -202,8 +202,8 @@ func TestProbeInfoTransportErrors(t *testing.T) {
 		http.Error(w, "no", http.StatusUnauthorized)
 	})
 	withPassword := strings.Replace(srv.URL, "http://", "http://admin:hunter2@", 1)
-	info = protocol.ProbeInfo(ctx, newClient(t), withPassword+"/")
-	if info.Verdict != protocol.Down || info.Err == nil || !strings.Contains(info.Err.Error(), "401") {
+	info = wire.ProbeInfo(ctx, newClient(t), withPassword+"/")
+	if info.Verdict != wire.Down || info.Err == nil || !strings.Contains(info.Err.Error(), "401") {
 		t.Fatalf("401: %v %v", info.Verdict, info.Err)
 	}
 	if strings.Contains(info.Err.Error(), "hunter2") || strings.Contains(info.Err.Error(), "admin") {
@@ -214,8 +214,8 @@ func TestProbeInfoTransportErrors(t *testing.T) {
 	}
 
 	for _, bad := range []string{"", "ftp://h:1", "h:1", "http://", "http://admin:hunter2@h:1\x7f"} {
-		info := protocol.ProbeInfo(ctx, nil, bad)
-		if info.Verdict != protocol.Down || info.Err == nil {
+		info := wire.ProbeInfo(ctx, nil, bad)
+		if info.Verdict != wire.Down || info.Err == nil {
 			t.Errorf("%q: %v %v", bad, info.Verdict, info.Err)
 			continue
 		}
@@ -235,8 +235,8 @@ func TestProbeInfoRequest(t *testing.T) {
 	})
 	// A base URL with a path prefix (a coordinator behind a path-routing
 	// proxy) and a trailing slash.
-	info := protocol.ProbeInfo(context.Background(), newClient(t), srv.URL+"/presto/?x=1")
-	if info.Verdict != protocol.Up {
+	info := wire.ProbeInfo(context.Background(), newClient(t), srv.URL+"/presto/?x=1")
+	if info.Verdict != wire.Up {
 		t.Fatalf("verdict %v: %v", info.Verdict, info.Err)
 	}
 	if accept.Load() != "application/json" || path.Load() != "/presto/v1/info" || method.Load() != http.MethodGet {
@@ -268,9 +268,9 @@ func TestProbeInfoReusesConnections(t *testing.T) {
 			srv.Start()
 			t.Cleanup(srv.Close)
 			client := newClient(t)
-			var first protocol.Verdict
+			var first wire.Verdict
 			for i := range 5 {
-				info := protocol.ProbeInfo(context.Background(), client, srv.URL)
+				info := wire.ProbeInfo(context.Background(), client, srv.URL)
 				if i == 0 {
 					first = info.Verdict
 				} else if info.Verdict != first {
@@ -293,31 +293,31 @@ func TestProbeInfoAgainstTheSimulator(t *testing.T) {
 	client := newClient(t)
 	ctx := context.Background()
 
-	if info := protocol.ProbeInfo(ctx, client, c.URL()); info.Verdict != protocol.Up || info.Version != "0.289" || !info.Coordinator {
+	if info := wire.ProbeInfo(ctx, client, c.URL()); info.Verdict != wire.Up || info.Version != "0.289" || !info.Coordinator {
 		t.Errorf("running: %+v", info)
 	}
 	c.SetStarting(true)
-	if info := protocol.ProbeInfo(ctx, client, c.URL()); info.Verdict != protocol.Starting || info.Version != "0.289" {
+	if info := wire.ProbeInfo(ctx, client, c.URL()); info.Verdict != wire.Starting || info.Version != "0.289" {
 		t.Errorf("starting: %+v", info)
 	}
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if info := protocol.ProbeInfo(ctx, client, c.URL()); info.Verdict != protocol.Down || !strings.Contains(info.Err.Error(), c.Addr()) {
+	if info := wire.ProbeInfo(ctx, client, c.URL()); info.Verdict != wire.Down || !strings.Contains(info.Err.Error(), c.Addr()) {
 		t.Errorf("stopped: %+v", info)
 	}
 }
 
 func TestVerdictString(t *testing.T) {
-	for v, want := range map[protocol.Verdict]string{
-		protocol.Down: "down", protocol.Starting: "starting", protocol.Up: "up", protocol.Verdict(7): "Verdict(7)",
+	for v, want := range map[wire.Verdict]string{
+		wire.Down: "down", wire.Starting: "starting", wire.Up: "up", wire.Verdict(7): "Verdict(7)",
 	} {
 		if got := v.String(); got != want {
 			t.Errorf("%d: %q, want %q", int(v), got, want)
 		}
 	}
-	var zero protocol.Info
-	if zero.Verdict != protocol.Down {
+	var zero wire.Info
+	if zero.Verdict != wire.Down {
 		t.Error("the zero Info is not Down")
 	}
 }

@@ -2,7 +2,7 @@
 
 // What a review of the peeks and the one-write submissions tried.
 
-package protocol
+package pool
 
 import (
 	"bytes"

@@ -1,6 +1,6 @@
 //go:build unix && !aix
 
-package protocol
+package pool
 
 import "syscall"
 

@@ -1,11 +1,10 @@
-package protocol
+package pool
 
 import (
 	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,15 +14,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 // GetRetries is how many times an idempotent follow-up request (a GET of a
 // nextUri) is retried on the same coordinator after a transport error, a
 // refusal (503, 429, 502, 504) or a cut or malformed page.
 const GetRetries = 2
-
-// CancelTimeout bounds the DELETE that cancels an abandoned query.
-const CancelTimeout = 2 * time.Second
 
 // drainLimit bounds how much of a refused answer is read so that its
 // connection can be reused.
@@ -361,7 +359,7 @@ func (e *Exchange) LastURL() *url.URL {
 	if e.firstNextLen.Load() == 0 {
 		e.mu.Lock()
 		if e.gzipHeadLen > 0 {
-			e.noteFirstNext(gunzipHead(e.gzipHead[:e.gzipHeadLen], nextURIScan))
+			e.noteFirstNext(wire.GunzipHead(e.gzipHead[:e.gzipHeadLen], nextURIScan))
 			e.gzipHeadLen = 0
 		}
 		e.mu.Unlock()
@@ -445,7 +443,7 @@ func (e *Exchange) Trace(ctx context.Context) context.Context {
 // req must carry e's trace (see Trace) in its context, or Submit adds it,
 // at the cost of a copy of req.
 func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()) (*http.Response, error) {
-	if err := checkHeaders(req.Header); err != nil {
+	if err := wire.CheckHeaders(req.Header); err != nil {
 		e.setInvalid(err)
 		return nil, err
 	}
@@ -472,14 +470,14 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()
 		return nil, err
 	}
 	switch {
-	case refusal(resp.StatusCode):
+	case wire.Refusal(resp.StatusCode):
 		discard(resp)
-		err := &RefusedError{Status: resp.StatusCode}
+		err := &wire.RefusedError{Status: resp.StatusCode}
 		e.Fail(err, false)
 		return nil, err
 	case isRedirect(resp.StatusCode):
 		discard(resp)
-		err := &RedirectError{Status: resp.StatusCode, Location: redactedLocation(resp)}
+		err := &wire.RedirectError{Status: resp.StatusCode, Location: wire.RedactedLocation(resp)}
 		e.Fail(err, true)
 		return nil, err
 	}
@@ -517,7 +515,7 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()
 // The response's body is a *Body that calls release, if not nil, when it
 // is closed.
 func FollowUp(rt http.RoundTripper, req *http.Request, e *Exchange, release func()) (*http.Response, error) {
-	if err := checkHeaders(req.Header); err != nil {
+	if err := wire.CheckHeaders(req.Header); err != nil {
 		e.setInvalid(err)
 		return nil, err
 	}
@@ -530,12 +528,12 @@ func FollowUp(rt http.RoundTripper, req *http.Request, e *Exchange, release func
 		resp, err := rt.RoundTrip(req)
 		if err == nil {
 			switch {
-			case refusal(resp.StatusCode):
+			case wire.Refusal(resp.StatusCode):
 				discard(resp)
-				resp, err = nil, &RefusedError{Status: resp.StatusCode}
+				resp, err = nil, &wire.RefusedError{Status: resp.StatusCode}
 			case isRedirect(resp.StatusCode):
 				discard(resp)
-				err := &RedirectError{Status: resp.StatusCode, Location: redactedLocation(resp)}
+				err := &wire.RedirectError{Status: resp.StatusCode, Location: wire.RedactedLocation(resp)}
 				e.Fail(err, true)
 				return nil, err
 			default:
@@ -569,7 +567,7 @@ func FollowUp(rt http.RoundTripper, req *http.Request, e *Exchange, release func
 func (e *Exchange) body(resp *http.Response, release func()) (*Body, error) {
 	b := &Body{ReadCloser: resp.Body, release: release}
 	if e.WholePages && resp.StatusCode == http.StatusOK && resp.Request != nil && resp.Request.Method != http.MethodDelete {
-		page, err := readPage(resp)
+		page, err := wire.ReadPage(resp)
 		if err != nil {
 			return nil, err
 		}
@@ -644,7 +642,7 @@ func (b *Body) Close() error {
 	if !b.closed {
 		b.closed = true
 		if b.page != nil {
-			putPage(b.page)
+			wire.PutPage(b.page)
 			b.page = nil
 		}
 		if b.release != nil {
@@ -652,26 +650,4 @@ func (b *Body) Close() error {
 		}
 	}
 	return err
-}
-
-// CancelQuery asks the coordinator to cancel the query whose latest
-// follow-up URL is u (a DELETE on it, as the Presto clients do), bounded by
-// CancelTimeout. Best effort: a coordinator also abandons queries nobody
-// polls.
-func CancelQuery(ctx context.Context, client *http.Client, u *url.URL) error {
-	ctx, cancel := context.WithTimeout(ctx, CancelTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u.String(), nil)
-	if err != nil {
-		return fmt.Errorf("cancelling query at %s: %w", u.Redacted(), err)
-	}
-	// The answer is thrown away: not worth a gzip reader.
-	req.Header.Set("Accept-Encoding", "identity")
-	resp, err := client.Do(req)
-	if err != nil {
-		return err // *url.Error names the URL
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	_ = resp.Body.Close()
-	return nil
 }

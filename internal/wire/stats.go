@@ -1,4 +1,4 @@
-package protocol
+package wire
 
 // QueryStats is the "stats" object of a Presto/Trino query answer: what a
 // client shows as progress, and what the coordinator simulator writes.

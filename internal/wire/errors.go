@@ -3,11 +3,11 @@ package wire
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 
-	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/internal/hostport"
 )
 
 // RefusedError is a coordinator's (or its proxy's) answer that by the
@@ -150,6 +150,6 @@ func sameHost(u *url.URL, addr string) bool {
 			port = "443"
 		}
 	}
-	canon, err := discovery.CanonicalAddr(net.JoinHostPort(host, port))
-	return err == nil && canon == addr
+	p, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && p > 0 && hostport.Join(host, int(p)) == addr
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
+	"github.com/zkpresto/zkpresto/internal/infoprobe"
 	"github.com/zkpresto/zkpresto/internal/pool"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
@@ -185,7 +186,7 @@ func (c *Connector) routingConfig(factory strategy.Factory, policy health.Policy
 		Retries:             c.cfg.Retries,
 		Health:              policy,
 		HealthCheckInterval: c.cfg.HealthCheckInterval,
-		CheckClient:         c.checkClient,
+		Probe:               infoprobe.New(c.checkClient),
 		Logger:              c.log,
 	}
 	if c.cfg.ZooKeeper {

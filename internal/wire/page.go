@@ -20,7 +20,8 @@ const poolLimit = 1 << 20
 // ReadPage reads resp's body whole into a pooled buffer and checks it: a
 // body cut by the connection, or one that is not a JSON object (an HTML
 // error page from a proxy, say), is a *PageError. A compressed body is only
-// read, not decoded: its reader checks it. The caller owns the buffer.
+// read, not decoded: its reader checks it. The caller owns the buffer and
+// may hand it back with PutPage.
 func ReadPage(resp *http.Response) (*bytes.Buffer, error) {
 	buf := pagePool.Get().(*bytes.Buffer)
 	buf.Reset()

@@ -61,7 +61,7 @@ staticcheck:
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...
 	# Allocation counts, which the race detector's instrumentation changes.
-	$(GO) test -count=1 -run 'Allocs' ./internal/gateway/token/ ./internal/protocol/
+	$(GO) test -count=1 -run 'Allocs' ./internal/gateway/token/ ./internal/pool/
 	# trino-go-client v1.5.0, which needs Go 1.27, against the gateway and
 	# the simulator: a module of its own (docs/interop.md), on the Go
 	# toolchain the go command fetches as a module, for this step only.

@@ -15,13 +15,14 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zkpresto/zkpresto/internal/hostport"
 )
 
 // Format says which znode layout a node was read from.
@@ -205,8 +206,8 @@ func CanonicalAddr(hostport string) (string, error) {
 }
 
 // canonicalAddr is CanonicalAddr with errors that do not quote the address.
-func canonicalAddr(hostport string) (string, error) {
-	host, port, err := net.SplitHostPort(hostport)
+func canonicalAddr(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		var addrErr *net.AddrError
 		if errors.As(err, &addrErr) {
@@ -222,16 +223,7 @@ func canonicalAddr(hostport string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return net.JoinHostPort(canonicalHost(host), strconv.Itoa(p)), nil
-}
-
-// canonicalHost writes an IP address in netip's canonical form and a host
-// name in lower case.
-func canonicalHost(host string) string {
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return ip.Unmap().String()
-	}
-	return strings.ToLower(host)
+	return hostport.Join(host, p), nil
 }
 
 // Addrs returns the addresses of the snapshot's nodes, in order.

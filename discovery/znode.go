@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/zkpresto/zkpresto/internal/hostport"
 )
 
 // znodeMaxData is the largest child name or data ParseZnode accepts.
@@ -277,7 +279,7 @@ func parseZnodeCurator(name string, data []byte) (Node, error) {
 	if port < 1 || port > 65535 {
 		return Node{}, znodeErrorf(name, "Curator port %d: out of range 1..65535", port)
 	}
-	n.Addr = net.JoinHostPort(canonicalHost(inst.Address), strconv.FormatInt(port, 10))
+	n.Addr = hostport.Join(inst.Address, int(port))
 
 	if err := applyZnodeCuratorPayload(&n, inst.Payload); err != nil {
 		return Node{}, znodeErrorf(name, "Curator payload: %w", err)

@@ -13,7 +13,8 @@ import (
 	presto "github.com/prestodb/presto-go-client/v2"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/pool"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -74,9 +75,9 @@ func (c *Conn) Ping(ctx context.Context) error {
 		if c.connector.cfg.UsesTLS() {
 			base = "https://" + ra.Node.Addr
 		}
-		info := protocol.ProbeInfo(ctx, c.connector.checkClient, base)
+		info := wire.ProbeInfo(ctx, c.connector.checkClient, base)
 		switch {
-		case info.Verdict == protocol.Up:
+		case info.Verdict == wire.Up:
 			return routing.Answered, nil
 		case ctx.Err() != nil:
 			return routing.Abandoned, fmt.Errorf("zkpresto: ping of %s: %w", ra.Node.Addr, ctx.Err())
@@ -218,7 +219,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 			return routing.Answered, err // the coordinator answered: a query error
 		case sent:
 			return routing.MaybeSent, failure
-		case errors.As(failure, new(*protocol.DialRaceError)), errors.As(failure, new(*writeStallError)):
+		case errors.As(failure, new(*pool.DialRaceError)), errors.As(failure, new(*writeStallError)):
 			return routing.Unreached, failure
 		}
 		return routing.NotSent, failure

@@ -17,7 +17,7 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/dsn"
 	"github.com/zkpresto/zkpresto/health"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
 )
@@ -236,11 +236,11 @@ func (c *Connector) requestFor(ctx context.Context) *strategy.Request {
 // Close nothing is sent.
 func (c *Connector) cancelQuery(a *attempt) {
 	u := a.LastURL()
-	if u == nil || protocol.CheckTarget(u, a.Node.Addr, c.cfg.UsesTLS() || a.Node.Scheme == "https") != nil {
+	if u == nil || wire.CheckTarget(u, a.Node.Addr, c.cfg.UsesTLS() || a.Node.Scheme == "https") != nil {
 		return
 	}
 	c.router.Go(func(<-chan struct{}) {
-		if err := protocol.CancelQuery(context.Background(), c.checkClient, u); err != nil {
+		if err := wire.CancelQuery(context.Background(), c.checkClient, u); err != nil {
 			c.log.Debug("cancelling a query failed", "node", a.Node.Addr, "err", err)
 		}
 	})

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -120,7 +120,7 @@ func TestRedirectedSubmissionIsNeverFollowed(t *testing.T) {
 			db, _ := openConnector(t, "presto://"+h.addr()+"/hive;retries=3?user=alice")
 			_, err := db.Exec("SELECT 1")
 			se := statementError(t, err, h.addr())
-			var re *protocol.RedirectError
+			var re *wire.RedirectError
 			if !errors.As(se, &re) || re.Status != status || !strings.Contains(err.Error(), "not followed") {
 				t.Fatalf("got %v, want a RedirectError %d", err, status)
 			}
@@ -140,7 +140,7 @@ func TestRedirectedSubmissionIsNeverFollowed(t *testing.T) {
 	})
 	db, _ := openConnector(t, "presto://"+h.addr()+"/hive?user=alice")
 	_, err := db.Exec("SELECT 1")
-	var re *protocol.RedirectError
+	var re *wire.RedirectError
 	if statementError(t, err, h.addr()); !errors.As(err, &re) || other.gets.Load() != 0 {
 		t.Fatalf("follow-up redirect: %v; the target got %d GETs", err, other.gets.Load())
 	}
@@ -164,7 +164,7 @@ func TestFollowUpsOnlyGoToThePickedCoordinator(t *testing.T) {
 	db, _ := openConnector(t, "presto://alice:s3cret-pass@"+h.addr()+"/hive")
 	_, err := db.Exec("SELECT 1")
 	statementError(t, err, h.addr())
-	var fe *protocol.ForeignURIError
+	var fe *wire.ForeignURIError
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), h.addr()) || !strings.Contains(err.Error(), other.addr()) {
 		t.Fatalf("got %v, want a ForeignURIError naming %s and %s", err, h.addr(), other.addr())
 	}
@@ -204,7 +204,7 @@ func TestCutAndMalformedPages(t *testing.T) {
 			db, connector := openConnector(t, "presto://"+h.addr()+"/hive?user=alice")
 			_, err := db.Exec("SELECT 1")
 			statementError(t, err, h.addr())
-			var pe *protocol.PageError
+			var pe *wire.PageError
 			if !errors.As(err, &pe) || h.posts.Load() != 1 {
 				t.Fatalf("got %v after %d POSTs, want one POST and a PageError", err, h.posts.Load())
 			}

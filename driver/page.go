@@ -8,7 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/pool"
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 // A page's rows are read once, from the page as it came. The transport
@@ -86,7 +87,7 @@ func splitPage(resp *http.Response, a *attempt) {
 func readWhole(resp *http.Response, gzipped bool) ([]byte, error) {
 	defer resp.Body.Close()
 	var raw []byte
-	if b, ok := resp.Body.(*protocol.Body); ok {
+	if b, ok := resp.Body.(*pool.Body); ok {
 		// The exchange read the page whole already: take it, no copy.
 		raw, ok = b.TakePage()
 		if ok && !gzipped {
@@ -94,7 +95,7 @@ func readWhole(resp *http.Response, gzipped bool) ([]byte, error) {
 		}
 	}
 	if raw != nil {
-		return protocol.Gunzip(raw)
+		return wire.Gunzip(raw)
 	}
 	if !gzipped {
 		var buf bytes.Buffer
@@ -108,7 +109,7 @@ func readWhole(resp *http.Response, gzipped bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return protocol.Gunzip(raw)
+	return wire.Gunzip(raw)
 }
 
 // splitBody is the page the client gets; closing it closes the original

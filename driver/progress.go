@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 // Progress is what a coordinator reported of a running statement in one
@@ -183,7 +183,7 @@ func (e *pageEnds) progress() (Progress, bool) {
 	if len(rest) == 0 || rest[0] != ':' {
 		return p, p.QueryID != ""
 	}
-	var st protocol.QueryStats
+	var st wire.QueryStats
 
 	if err := json.NewDecoder(bytes.NewReader(rest[1:])).Decode(&st); err != nil {
 		return p, p.QueryID != ""

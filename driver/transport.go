@@ -10,7 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/pool"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -32,7 +33,7 @@ var errFailover = fmt.Errorf("zkpresto: coordinator failed; handled by the drive
 // context.
 type attempt struct {
 	*routing.Attempt
-	protocol.Exchange
+	pool.Exchange
 	// caller is the caller's context. The Presto client gets ctx instead,
 	// which is never cancelled, so that it neither retries nor logs on
 	// cancellation; the transport aborts requests when caller is done, and
@@ -149,7 +150,7 @@ func (t *routingTransport) roundTrip(req *http.Request) (*http.Response, error) 
 	if a == nil {
 		return nil, errors.New("zkpresto: internal error: a request without a coordinator")
 	}
-	submission := protocol.IsSubmission(req)
+	submission := pool.IsSubmission(req)
 	req, err := t.target(req, a, submission)
 	if err != nil {
 		return nil, t.failed(a, err)
@@ -169,9 +170,9 @@ func (t *routingTransport) roundTrip(req *http.Request) (*http.Response, error) 
 	}
 	var resp *http.Response
 	if submission {
-		resp, err = protocol.Submit(t.next, req, &a.Exchange, release)
+		resp, err = pool.Submit(t.next, req, &a.Exchange, release)
 	} else {
-		resp, err = protocol.FollowUp(t.next, req, &a.Exchange, release)
+		resp, err = pool.FollowUp(t.next, req, &a.Exchange, release)
 	}
 	if err != nil {
 		release()
@@ -258,10 +259,10 @@ func (t *routingTransport) target(req *http.Request, a *attempt, submission bool
 	return r, nil
 }
 
-// checkTarget returns a *protocol.ForeignURIError unless u is on the
+// checkTarget returns a *wire.ForeignURIError unless u is on the
 // coordinator addr with a scheme the DSN allows.
 func (t *routingTransport) checkTarget(u *url.URL, addr, scheme string) error {
-	return protocol.CheckTarget(u, addr, t.forceTLS || scheme == "https")
+	return wire.CheckTarget(u, addr, t.forceTLS || scheme == "https")
 }
 
 // submitCancellable sends a submission whose caller may give up at any
@@ -284,7 +285,7 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 	done := make(chan result, 1)
 	release := func() { cancel(nil); t.released() }
 	go func() {
-		resp, err := protocol.Submit(t.next, req, &a.Exchange, release)
+		resp, err := pool.Submit(t.next, req, &a.Exchange, release)
 		done <- result{resp, err}
 	}()
 	answered := func(r result) (*http.Response, error) {
@@ -347,7 +348,7 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 			r = <-done
 		case <-closing:
 			// The connector closes: a little longer, then give up.
-			timer.Reset(protocol.CancelTimeout)
+			timer.Reset(wire.CancelTimeout)
 			select {
 			case r = <-done:
 			case <-timer.C:
@@ -360,7 +361,7 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 		}
 		r.resp.Body.Close()
 		if u := a.LastURL(); u != nil && t.checkTarget(u, a.Node.Addr, a.Node.Scheme) == nil {
-			if err := protocol.CancelQuery(context.Background(), t.cancel, u); err != nil {
+			if err := wire.CancelQuery(context.Background(), t.cancel, u); err != nil {
 				t.log.Debug("cancelling an abandoned query failed", "node", a.Node.Addr, "err", err)
 			}
 		}

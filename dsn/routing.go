@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
+	"github.com/zkpresto/zkpresto/internal/infoprobe"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
 )
@@ -21,9 +22,9 @@ type RoutingOptions struct {
 	// Health says when a failing coordinator is ejected; the zero value is
 	// the default policy.
 	Health health.Policy
-	// CheckClient sends the active health checks (healthCheckInterval);
-	// nil means a plain client.
-	CheckClient *http.Client
+	// Probe runs the active health checks (healthCheckInterval); nil
+	// means GET /v1/info with a plain client.
+	Probe health.Probe
 	// Logger receives the Router's logs, and discovery's; nil means none.
 	Logger *slog.Logger
 }
@@ -47,8 +48,11 @@ func (c *Config) RoutingConfig(opts RoutingOptions) routing.Config {
 		Retries:             c.Retries,
 		Health:              opts.Health,
 		HealthCheckInterval: c.HealthCheckInterval,
-		CheckClient:         opts.CheckClient,
+		Probe:               opts.Probe,
 		Logger:              opts.Logger,
+	}
+	if rc.Probe == nil {
+		rc.Probe = infoprobe.New(&http.Client{})
 	}
 	if c.ZooKeeper {
 		zk := c.zooKeeperConfig(opts.Logger)
@@ -138,7 +142,7 @@ func Open(cfg *Config, opts OpenOptions) (*Routing, error) {
 	}
 	r.Client = &http.Client{Transport: next}
 	router, err := routing.New(cfg.RoutingConfig(RoutingOptions{
-		Strategy: opts.Strategy, Health: opts.Health, CheckClient: r.Client, Logger: log,
+		Strategy: opts.Strategy, Health: opts.Health, Probe: infoprobe.New(r.Client), Logger: log,
 	}))
 	if err != nil {
 		if r.Transport != nil {

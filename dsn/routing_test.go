@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
 	"github.com/zkpresto/zkpresto/strategy"
 )
@@ -29,9 +30,10 @@ func TestRoutingConfigCarriesTheDSN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := &http.Client{}
+	probed := false
+	check := func(context.Context, discovery.Node) error { probed = true; return nil }
 	policy := health.Policy{ConsecutiveFailures: 5}
-	rc := cfg.RoutingConfig(RoutingOptions{Health: policy, CheckClient: check})
+	rc := cfg.RoutingConfig(RoutingOptions{Health: policy, Probe: check})
 	switch {
 	case rc.ZooKeeper == nil || rc.Discoverer != nil:
 		t.Fatalf("ZooKeeper %v, Discoverer %v: want ZooKeeper discovery only", rc.ZooKeeper, rc.Discoverer)
@@ -45,8 +47,8 @@ func TestRoutingConfigCarriesTheDSN(t *testing.T) {
 		t.Errorf("strategy %q %+v", rc.StrategyName, rc.StrategyOptions)
 	case rc.Retries != -1 || rc.HealthCheckInterval != 5*time.Second || rc.Weights["c1:8080"] != 3:
 		t.Errorf("retries %d, health checks %v, weights %v", rc.Retries, rc.HealthCheckInterval, rc.Weights)
-	case rc.Health != policy || rc.CheckClient != check:
-		t.Errorf("the caller's policy or check client did not arrive")
+	case rc.Health != policy || rc.Probe == nil || rc.Probe(context.Background(), discovery.Node{}) != nil || !probed:
+		t.Errorf("the caller's policy or probe did not arrive")
 	}
 
 	static, err := ParseDSN("presto://c1:8080,c2")

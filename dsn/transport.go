@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/pool"
 )
 
 // UsesTLS reports whether c asks for https to every coordinator: the
@@ -31,13 +31,13 @@ func (c *Config) DialRace() time.Duration {
 // NewTransport returns the HTTP transport to the coordinators that c
 // describes: its dial, write and response time limits, and its TLS keys.
 // onDialFailure, when not nil, hears of every failed dial, even one that
-// ends after the request that asked for it (see protocol.Dialer). It does
+// ends after the request that asked for it (see pool.Dialer). It does
 // no network I/O; it reads the TLS files.
 func (c *Config) NewTransport(onDialFailure func(addr string, err error)) (*http.Transport, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second
-	d := &protocol.Dialer{
+	d := &pool.Dialer{
 		Timeout:      orDefault(c.DialTimeout, dsnDefaultDialTimeout),
 		WriteTimeout: orDefault(c.WriteTimeout, dsnDefaultWriteTimeout),
 		// Presto answers a submission at once (with a queued state) and a

@@ -12,7 +12,8 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/gateway/token"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/pool"
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 // serveToken routes a request on a URI the gateway handed out: verify the
@@ -91,14 +92,14 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 		// Never a statement's request, so never one sent twice.
 		resp, err = rc.transport.RoundTrip(out)
 	} else {
-		var e protocol.Exchange
-		resp, err = protocol.FollowUp(rc.transport, out, &e, nil)
+		var e pool.Exchange
+		resp, err = pool.FollowUp(rc.transport, out, &e, nil)
 	}
 	if err != nil {
 		if r.Context().Err() != nil {
 			panic(http.ErrAbortHandler) // the client went away: no empty 200
 		}
-		var re *protocol.RequestError
+		var re *wire.RequestError
 		if errors.As(err, &re) {
 			g.stats.add(kind, http.StatusBadRequest)
 			writeError(w, http.StatusBadRequest, errGatewayName, id, "zkpresto gateway: "+re.Error())

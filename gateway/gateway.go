@@ -12,7 +12,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/gateway/token"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/pool"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -180,9 +180,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // reach is how the gateway reaches some coordinators: through which
 // transport, over https or as they registered, speaking which flavour.
 type reach struct {
-	transport http.RoundTripper         // renames headers between flavours, then sends
-	inline    *protocol.InlineTransport // transport's pool, when made from an http.Transport
-	tls       bool                      // https whatever the registrations say
+	transport http.RoundTripper     // renames headers between flavours, then sends
+	inline    *pool.InlineTransport // transport's pool, when made from an http.Transport
+	tls       bool                  // https whatever the registrations say
 	flavour   Flavour
 }
 
@@ -197,9 +197,9 @@ func newReach(client *http.Client, tls bool, flavour Flavour, standard bool) rea
 	if client != nil && client.Transport != nil {
 		t = client.Transport
 	}
-	var inline *protocol.InlineTransport
+	var inline *pool.InlineTransport
 	if ht, ok := t.(*http.Transport); ok && !standard {
-		inline = protocol.NewInlineTransport(ht)
+		inline = pool.NewInlineTransport(ht)
 		t = inline
 	}
 	return reach{transport: flavourTransport{next: t}, inline: inline, tls: tls, flavour: flavour}

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/pool"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -221,7 +221,7 @@ func (g *Gateway) SetGroups(gs *Groups) {
 func (g *Gateway) Close() error {
 	// The gateway's pool, and those of groups a reload dropped, which
 	// follow-ups to their coordinators went on using.
-	pools := []*protocol.InlineTransport{g.reach.inline}
+	pools := []*pool.InlineTransport{g.reach.inline}
 	g.members.mu.Lock()
 	for _, rc := range g.members.seen {
 		if rc.inline != nil && !slices.Contains(pools, rc.inline) {

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -75,7 +75,7 @@ func (o *outages) ended(group string) {
 // naming the group and where it looked.
 func (g *Gateway) noCoordinator(w http.ResponseWriter, r *http.Request, group *Group, err error) bool {
 	var se *routing.StatementError
-	var re *protocol.RequestError
+	var re *wire.RequestError
 	if errors.As(err, &se) || errors.As(err, &re) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false // it may have run, the request was bad, or the client left: no outage
 	}

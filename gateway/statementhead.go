@@ -3,7 +3,7 @@ package gateway
 import (
 	"net/http"
 
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/pool"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -34,8 +34,8 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 			return routing.Invalid, err
 		}
 		out.Header = header
-		var e protocol.Exchange
-		resp, err = protocol.FollowUp(rc.transport, out, &e, nil)
+		var e pool.Exchange
+		resp, err = pool.FollowUp(rc.transport, out, &e, nil)
 		switch {
 		case err == nil:
 			return routing.Answered, nil

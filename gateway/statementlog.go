@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -101,7 +101,7 @@ func (g *Gateway) noteStatement(r *http.Request, group, base string, resp *http.
 	}
 	if err != nil {
 		var se *routing.StatementError
-		var re *protocol.RequestError
+		var re *wire.RequestError
 		switch {
 		case errors.As(err, &se):
 			rec.Status, rec.Outcome, rec.Coordinator = http.StatusInternalServerError, "failed", se.Node

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 // RecentStatements is how many statements the status page lists: the
@@ -290,7 +290,7 @@ func (g *Gateway) serveInfo(w http.ResponseWriter, r *http.Request) {
 		"environment": "zkpresto-gateway",
 		"coordinator": true,
 		"starting":    starting,
-		"uptime":      protocol.AirliftDuration(time.Since(g.started)),
+		"uptime":      wire.AirliftDuration(time.Since(g.started)),
 	})
 }
 

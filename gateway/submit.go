@@ -10,7 +10,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/pool"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
 )
@@ -139,7 +140,7 @@ func (g *Gateway) sendStatement(ctx context.Context, r *http.Request, rc reach, 
 		return submitAttempt{submitErr: err, invalid: err}, abort
 	}
 	out.Header = header
-	var e protocol.Exchange
+	var e pool.Exchange
 	// The statement's last bytes pass a gate: a client that leaves
 	// before they reached the connection aborts the submission (the
 	// coordinator cannot have the statement); after, it runs on and
@@ -152,7 +153,7 @@ func (g *Gateway) sendStatement(ctx context.Context, r *http.Request, rc reach, 
 	})
 	defer stop()
 	var attempt submitAttempt
-	attempt.resp, attempt.submitErr = protocol.Submit(rc.transport, out, &e, nil)
+	attempt.resp, attempt.submitErr = pool.Submit(rc.transport, out, &e, nil)
 	if attempt.submitErr == nil {
 		// The first GET, where the coordinator dispatches the query,
 		// before the client is answered: see dispatchFirst.
@@ -170,7 +171,7 @@ func (g *Gateway) sendStatement(ctx context.Context, r *http.Request, rc reach, 
 // exchange recorded of the statement's way to the coordinator.
 type submitAttempt struct {
 	resp        *http.Response // the answer for the client; nil when none
-	submitErr   error          // the submission's failure (protocol.Submit's): no answer
+	submitErr   error          // the submission's failure (pool.Submit's): no answer
 	dispatchErr error          // the first GET's failure (dispatchFirst's), after an answer
 	invalid     error          // a request that could not be sent at all (the exchange's Invalid)
 	failure     error          // the failure the exchange recorded, if any, and
@@ -307,7 +308,7 @@ func classifySubmission(a submitAttempt) submitOutcome {
 // have reached one that then failed.
 func (g *Gateway) submitFailed(w http.ResponseWriter, err error) {
 	var se *routing.StatementError
-	var re *protocol.RequestError
+	var re *wire.RequestError
 	switch {
 	case errors.As(err, &se):
 		// It may be running: never an answer the client retries.
@@ -342,7 +343,7 @@ func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, ba
 	target, _ := url.Parse(base)
 	u.Scheme, u.Host = target.Scheme, target.Host
 	router.Go(func(<-chan struct{}) {
-		if err := protocol.CancelQuery(withFlavour(context.Background(), rc.flavour), &http.Client{Transport: rc.transport}, u); err != nil {
+		if err := wire.CancelQuery(withFlavour(context.Background(), rc.flavour), &http.Client{Transport: rc.transport}, u); err != nil {
 			g.log.Debug("cancelling the query of a client that left failed", "node", target.Host, "err", err)
 		}
 	})

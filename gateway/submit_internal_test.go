@@ -18,7 +18,8 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/wire"
+
 	"github.com/zkpresto/zkpresto/routing"
 )
 
@@ -28,13 +29,13 @@ import (
 // client makes.
 func TestClassifySubmission(t *testing.T) {
 	answer := func(status int) *http.Response { return &http.Response{StatusCode: status} }
-	refused := &protocol.RefusedError{Status: http.StatusServiceUnavailable}
+	refused := &wire.RefusedError{Status: http.StatusServiceUnavailable}
 	cut := fmt.Errorf("writing the statement: %w", syscall.ECONNRESET)
 	unreadable := fmt.Errorf("reading a coordinator's answer: %w", io.ErrUnexpectedEOF)
 	starting := &NotReadyError{Node: "c1:8080", ErrorName: "SERVER_STARTING_UP", Message: "starting"}
 	noWorkers := &NotReadyError{Node: "c1:8080", ErrorName: "NO_NODES_AVAILABLE", Message: "no workers"}
-	badHeader := &protocol.RequestError{Err: errors.New(`invalid header value for "X-Trino-User"`)}
-	redirect := &protocol.RedirectError{Status: http.StatusTemporaryRedirect, Location: "http://elsewhere/"}
+	badHeader := &wire.RequestError{Err: errors.New(`invalid header value for "X-Trino-User"`)}
+	redirect := &wire.RedirectError{Status: http.StatusTemporaryRedirect, Location: "http://elsewhere/"}
 
 	// err names the attempt's field the routing gets: "" for none.
 	cases := []struct {

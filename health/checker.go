@@ -2,33 +2,48 @@ package health
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/protocol"
 )
 
 // Checker limits and defaults.
 const (
 	// DefaultCheckInterval is used when StartChecker is given no interval.
 	DefaultCheckInterval = 10 * time.Second
-	// MaxCheckTimeout bounds one /v1/info request; shorter intervals use
-	// the interval as the timeout, so a round never overlaps the next.
+	// MaxCheckTimeout bounds one check (one /v1/info request); shorter
+	// intervals use the interval as the timeout, so a round never overlaps
+	// the next.
 	MaxCheckTimeout = 5 * time.Second
 	// maxConcurrentChecks bounds the requests of one round in flight at once.
 	maxConcurrentChecks = 8
 )
 
-// Checker checks every node's GET /v1/info in the background and reports
+// Probe checks one node once. It returns nil when the node takes
+// statements, and otherwise an error that says why not, naming the node
+// (its URL or address) and what was wrong, and wrapping ErrStarting when
+// the node answered that it is starting. ctx bounds the check: a probe
+// returns soon after ctx ends. A Probe is called for several nodes at once.
+//
+// The Checker knows nothing of how a node is asked: the driver passes a
+// probe that sends GET /v1/info and judges the answer by the rules the
+// registrar and the CLI use too.
+type Probe func(ctx context.Context, node discovery.Node) error
+
+// ErrStarting is wrapped by a Probe's error when the node answered that it
+// is starting: not ready yet, rather than failing.
+var ErrStarting = errors.New("coordinator reports it is starting")
+
+// Checker checks every node with a Probe in the background and reports
 // the results to a Tracker. Close stops it.
 type Checker struct {
 	interval time.Duration
 	timeout  time.Duration
-	client   *http.Client
+	probe    Probe
 	nodes    func() []discovery.Node
 	tracker  *Tracker
 	log      *slog.Logger
@@ -40,25 +55,21 @@ type Checker struct {
 }
 
 // StartChecker starts checking the nodes that nodes returns every interval
-// (DefaultCheckInterval when interval is not positive), each request with a
-// timeout of min(interval, MaxCheckTimeout), through client (a plain
-// http.Client when nil). A node that answers 200 with a JSON object saying
-// "starting": false is marked healthy in t. One that fails to answer,
-// answers another status or a redirect (redirects are not followed, whatever
-// the client's CheckRedirect says), sends something that is not Presto's
-// /v1/info, or reports "starting": true is marked unhealthy. The registrar
-// and the CLI judge a coordinator by the same rules. The first round runs
-// one interval after the start; call CheckNow to run one at once. t is
-// required; client, nodes and logger may be nil.
+// (DefaultCheckInterval when interval is not positive) with probe, each
+// check with a timeout of min(interval, MaxCheckTimeout). A node the probe
+// passes is marked healthy in t; one it fails is marked unhealthy, with the
+// probe's error as the reason. The first round runs one interval after the
+// start; call CheckNow to run one at once. probe and t are required (a nil
+// probe panics here, not at the first round); nodes and logger may be nil.
 //
-// Close does not close the client's idle connections, since the client may
-// be shared; keep-alive connections let each round reuse its connections.
-func StartChecker(interval time.Duration, client *http.Client, nodes func() []discovery.Node, t *Tracker, logger *slog.Logger) *Checker {
+// Close closes nothing of the probe's: a probe's connections are its
+// owner's, and may be shared.
+func StartChecker(interval time.Duration, probe Probe, nodes func() []discovery.Node, t *Tracker, logger *slog.Logger) *Checker {
+	if probe == nil {
+		panic("health: StartChecker without a Probe")
+	}
 	if interval <= 0 {
 		interval = DefaultCheckInterval
-	}
-	if client == nil {
-		client = &http.Client{}
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -70,7 +81,7 @@ func StartChecker(interval time.Duration, client *http.Client, nodes func() []di
 	c := &Checker{
 		interval: interval,
 		timeout:  min(interval, MaxCheckTimeout),
-		client:   client,
+		probe:    probe,
 		nodes:    nodes,
 		tracker:  t,
 		log:      logger,
@@ -143,16 +154,25 @@ func (c *Checker) CheckNow(ctx context.Context) {
 // checkOne checks one node and reports the result, unless ctx ended first.
 func (c *Checker) checkOne(ctx context.Context, node *discovery.Node) {
 	probeCtx, cancel := context.WithTimeout(ctx, c.timeout)
-	info := protocol.ProbeInfo(probeCtx, c.client, node.URL())
+	err := c.probe(probeCtx, *node)
 	cancel()
 	if ctx.Err() != nil {
 		return // cancelled by the caller or Close: the node proved nothing
 	}
-	if info.Verdict != protocol.Up {
-		err := fmt.Errorf("health check: %w", info.Err)
-		c.log.Debug("coordinator check failed", "addr", node.Addr, "verdict", info.Verdict, "error", err)
+	if err != nil {
+		err = fmt.Errorf("health check: %w", err)
+		c.log.Debug("coordinator check failed", "addr", node.Addr, "verdict", verdict(err), "error", err)
 		c.tracker.SetUnhealthy(node.Addr, err)
 		return
 	}
 	c.tracker.SetHealthy(node.Addr)
+}
+
+// verdict is the word for a failed check in the log: "starting" for a node
+// that said so, "down" otherwise, as the CLI prints a coordinator's state.
+func verdict(err error) string {
+	if errors.Is(err, ErrStarting) {
+		return "starting"
+	}
+	return "down"
 }

@@ -12,8 +12,9 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/infoprobe"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -55,7 +56,7 @@ func TestCheckerAgainstCoordinators(t *testing.T) {
 	tr := health.NewTracker(health.Policy{})
 	tr.Forget(nodes)
 	// A long interval: only CheckNow runs rounds in this test.
-	c := health.StartChecker(time.Hour, newClient(t), func() []discovery.Node { return nodes }, tr, nil)
+	c := health.StartChecker(time.Hour, infoprobe.New(newClient(t)), func() []discovery.Node { return nodes }, tr, nil)
 	defer c.Close()
 	ctx := context.Background()
 
@@ -121,7 +122,7 @@ func TestCheckerBadAnswers(t *testing.T) {
 		names[addr] = name
 	}
 	tr := health.NewTracker(health.Policy{})
-	c := health.StartChecker(time.Hour, newClient(t), func() []discovery.Node { return nodes }, tr, nil)
+	c := health.StartChecker(time.Hour, infoprobe.New(newClient(t)), func() []discovery.Node { return nodes }, tr, nil)
 	defer c.Close()
 	c.CheckNow(context.Background())
 	for _, n := range nodes {
@@ -144,7 +145,7 @@ func TestCheckerBadAnswers(t *testing.T) {
 }
 
 // infoAnswers are /v1/info answers on which the callers of
-// protocol.ProbeInfo used to disagree, and the plain ones.
+// wire.ProbeInfo used to disagree, and the plain ones.
 var infoAnswers = map[string]http.HandlerFunc{
 	"up": func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"nodeVersion":{"version":"0.289"},"starting":false}`)
@@ -180,13 +181,13 @@ func TestCheckerAgreesWithProbeInfo(t *testing.T) {
 		names[addr] = name
 	}
 	tr := health.NewTracker(health.Policy{})
-	c := health.StartChecker(time.Hour, client, func() []discovery.Node { return nodes }, tr, nil)
+	c := health.StartChecker(time.Hour, infoprobe.New(client), func() []discovery.Node { return nodes }, tr, nil)
 	defer c.Close()
 	c.CheckNow(context.Background())
 	for _, n := range nodes {
-		info := protocol.ProbeInfo(context.Background(), client, n.URL())
+		info := wire.ProbeInfo(context.Background(), client, n.URL())
 		st := tr.State(n.Addr)
-		if st.Unhealthy != (info.Verdict != protocol.Up) {
+		if st.Unhealthy != (info.Verdict != wire.Up) {
 			t.Errorf("%s: verdict %v but unhealthy=%v (%s)", names[n.Addr], info.Verdict, st.Unhealthy, st.LastError)
 		}
 		if info.Err != nil && !strings.Contains(st.LastError, info.Err.Error()) {
@@ -208,7 +209,7 @@ func TestCheckerBackgroundRounds(t *testing.T) {
 	tr := health.NewTracker(health.Policy{})
 	var rounds atomic.Int64
 	list := func() []discovery.Node { rounds.Add(1); return nodes }
-	c := health.StartChecker(5*time.Millisecond, newClient(t), list, tr, nil)
+	c := health.StartChecker(5*time.Millisecond, infoprobe.New(newClient(t)), list, tr, nil)
 	defer c.Close()
 	waitFor(t, "the background check to mark the starting node", func() bool { return tr.State(nodes[0].Addr).Unhealthy })
 	coords[0].SetStarting(false)
@@ -240,7 +241,7 @@ func TestCheckerCloseAbortsRound(t *testing.T) {
 	defer close(release)
 	nodes := []discovery.Node{{Addr: strings.TrimPrefix(srv.URL, "http://"), Scheme: "http"}}
 	tr := health.NewTracker(health.Policy{})
-	c := health.StartChecker(time.Hour, newClient(t), func() []discovery.Node { return nodes }, tr, nil)
+	c := health.StartChecker(time.Hour, infoprobe.New(newClient(t)), func() []discovery.Node { return nodes }, tr, nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -29,7 +29,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/internal/zkconn"
 )
 
@@ -502,26 +502,26 @@ func (r *Registrar) nudge() {
 }
 
 // check polls /v1/info once and updates the health state. Readiness is
-// protocol.ProbeInfo's verdict, the one the driver's health checker and the
+// wire.ProbeInfo's verdict, the one the driver's health checker and the
 // CLI reach for the same answer.
 func (r *Registrar) check(ctx context.Context) {
 	probeCtx, cancel := context.WithTimeout(ctx, r.cfg.Interval)
-	info := protocol.ProbeInfo(probeCtx, r.http, r.cfg.CoordinatorURL)
+	info := wire.ProbeInfo(probeCtx, r.http, r.cfg.CoordinatorURL)
 	cancel()
 	if ctx.Err() != nil {
 		return // shutting down; the answer does not matter
 	}
-	if info.Verdict != protocol.Down {
+	if info.Verdict != wire.Down {
 		r.coordinatorVer = info.Version // desired checks it before use
 	}
 	err := info.Err
 	healthyBefore := r.Status().Healthy
 	healthy := healthyBefore
 	switch info.Verdict {
-	case protocol.Up:
+	case wire.Up:
 		r.failures = 0
 		healthy = true
-	case protocol.Starting:
+	case wire.Starting:
 		// Not noise: the coordinator itself says it is not ready.
 		r.failures = r.cfg.FailureThreshold
 		healthy = false

@@ -21,8 +21,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/protocol"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/registrar"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
@@ -634,7 +634,7 @@ func TestRegistersOnlyWhatProbeInfoCallsUp(t *testing.T) {
 			transport := http.DefaultTransport.(*http.Transport).Clone()
 			defer transport.CloseIdleConnections()
 			client := &http.Client{Transport: transport} // one that would follow redirects
-			want := protocol.ProbeInfo(context.Background(), client, srv.URL)
+			want := wire.ProbeInfo(context.Background(), client, srv.URL)
 
 			namespace := "agree" + strings.NewReplacer(" ", "", ",", "").Replace(tc.name)
 			h := &harness{t: t, zk: zks, observer: observer}
@@ -646,7 +646,7 @@ func TestRegistersOnlyWhatProbeInfoCallsUp(t *testing.T) {
 				HTTPClient:   client,
 				Logger:       testLogger(t),
 			})
-			if want.Verdict == protocol.Up {
+			if want.Verdict == wire.Up {
 				eventually(t, "a registration", func() bool { return h.reg.Status().Registered })
 				if st := h.reg.Status(); !st.Healthy || st.LastError != "" {
 					t.Errorf("verdict up, status %+v", st)

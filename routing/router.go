@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -50,10 +49,12 @@ type Config struct {
 	// the default policy.
 	Health health.Policy
 	// HealthCheckInterval, when positive, turns on active health checks of
-	// every listed coordinator's GET /v1/info at this interval.
+	// every listed coordinator with Probe at this interval.
 	HealthCheckInterval time.Duration
-	// CheckClient sends the active health checks; nil means a plain client.
-	CheckClient *http.Client
+	// Probe checks one coordinator (the driver's asks for GET /v1/info);
+	// required when HealthCheckInterval is positive. The Router knows
+	// nothing of HTTP: how a coordinator is asked is the caller's.
+	Probe health.Probe
 
 	// Logger receives the Router's logs; nil means none.
 	Logger *slog.Logger
@@ -116,6 +117,9 @@ func (ps *pickerState) pick(ctx context.Context, req *strategy.Request) (*discov
 func New(cfg Config) (*Router, error) {
 	if (cfg.ZooKeeper == nil) == (cfg.Discoverer == nil) {
 		return nil, errors.New("zkpresto: routing: exactly one of ZooKeeper and Discoverer must be set")
+	}
+	if cfg.HealthCheckInterval > 0 && cfg.Probe == nil {
+		return nil, errors.New("zkpresto: routing: HealthCheckInterval is set but Probe is not: active health checks need a probe")
 	}
 	r := &Router{cfg: cfg, log: cfg.Logger, loads: strategy.NewLoads(), closing: make(chan struct{})}
 	if r.log == nil {
@@ -457,7 +461,7 @@ func (r *Router) discoverer(ctx context.Context) (*opened, error) {
 		return nil, err
 	}
 	if r.cfg.HealthCheckInterval > 0 {
-		r.checker = health.StartChecker(r.cfg.HealthCheckInterval, r.cfg.CheckClient, func() []discovery.Node {
+		r.checker = health.StartChecker(r.cfg.HealthCheckInterval, r.cfg.Probe, func() []discovery.Node {
 			return d.Snapshot().Nodes
 		}, r.health, r.log)
 	}

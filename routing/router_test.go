@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
 )
@@ -380,6 +381,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{},
 		{Discoverer: newFake(), ZooKeeper: &discovery.ZooKeeperConfig{Servers: []string{"zk:2181"}, Path: "/presto"}},
 		{Discoverer: newFake(), Strategy: func(strategy.Options) strategy.Strategy { return nil }},
+		{Discoverer: newFake(), HealthCheckInterval: time.Second}, // active checks without a probe
 	} {
 		if _, err := routing.New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted", cfg)
@@ -451,5 +453,42 @@ func TestUnreachedChargesAFailureAndFailsOver(t *testing.T) {
 	}
 	if picked != 3 || !r.Health().State("a:1").Ejected {
 		t.Fatalf("a:1 picked %d times, ejected %t; want ejected at the third", picked, r.Health().State("a:1").Ejected)
+	}
+}
+
+// Active health checks reach the Router as the caller's probe: it asks the
+// probe about every listed coordinator and keeps the one it fails out of
+// the picks, knowing nothing of how the probe asks.
+func TestActiveChecksUseTheCallersProbe(t *testing.T) {
+	var asked sync.Map
+	probe := func(ctx context.Context, node discovery.Node) error {
+		asked.Store(node.Addr, true)
+		if node.Addr == "b:1" {
+			return errors.New("b:1 answers 503")
+		}
+		return nil
+	}
+	r := newRouter(t, routing.Config{Discoverer: newFake("a:1", "b:1"), HealthCheckInterval: 5 * time.Millisecond, Probe: probe})
+	ctx := context.Background()
+	if err := r.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, time.Millisecond, "the probe to fail b:1", func() bool {
+		return r.Health().State("b:1").Unhealthy
+	})
+	if _, ok := asked.Load("a:1"); !ok {
+		t.Fatal("the probe was not asked about a:1")
+	}
+	if st := r.Health().State("b:1"); !strings.Contains(st.LastError, "b:1 answers 503") {
+		t.Fatalf("b:1's reason %q is not the probe's", st.LastError)
+	}
+	for range 20 {
+		n, err := r.Pick(ctx, &strategy.Request{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Addr != "a:1" {
+			t.Fatalf("picked %s, which the probe fails", n.Addr)
+		}
 	}
 }

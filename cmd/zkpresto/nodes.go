@@ -23,7 +23,7 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/internal/cli"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 func init() { subcommands = append(subcommands, newNodesCommand) }
@@ -389,7 +389,7 @@ func (h *skipRecorder) skipped() []string {
 func probeHealth(ctx context.Context, n *discovery.Node, timeout time.Duration) string {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return protocol.ProbeInfo(ctx, http.DefaultClient, n.URL()).Verdict.String()
+	return wire.ProbeInfo(ctx, http.DefaultClient, n.URL()).Verdict.String()
 }
 
 // scrapeUsage reads zkpresto's driver metrics from a Prometheus endpoint.

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/metrics"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
@@ -288,7 +288,7 @@ func TestProbeHealthIsTheSharedVerdict(t *testing.T) {
 			defer srv.Close()
 			node := discovery.Node{Addr: strings.TrimPrefix(srv.URL, "http://"), Scheme: "http"}
 			got := probeHealth(context.Background(), &node, 5*time.Second)
-			verdict := protocol.ProbeInfo(context.Background(), nil, srv.URL).Verdict.String()
+			verdict := wire.ProbeInfo(context.Background(), nil, srv.URL).Verdict.String()
 			if got != tc.want || got != verdict {
 				t.Errorf("HEALTH %q, ProbeInfo %q, want %q", got, verdict, tc.want)
 			}

@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zkpresto/zkpresto/internal/protocol"
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 var (
@@ -377,7 +377,7 @@ type (
 		Value any    `json:"value"`
 	}
 	// stats is the protocol's, as clients read it.
-	stats = protocol.QueryStats
+	stats = wire.QueryStats
 
 	queryError struct {
 		Message     string      `json:"message"`

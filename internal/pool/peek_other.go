@@ -1,0 +1,6 @@
+//go:build !unix || aix
+
+package pool
+
+// peekFD cannot peek on this platform and reports nothing waiting.
+func peekFD(uintptr) PeekState { return PeekNothing }

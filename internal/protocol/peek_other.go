@@ -1,6 +1,0 @@
-//go:build !unix || aix
-
-package protocol
-
-// peekFD cannot peek on this platform and reports nothing waiting.
-func peekFD(uintptr) PeekState { return PeekNothing }

@@ -1,0 +1,35 @@
+package wire
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// CancelTimeout bounds the DELETE that cancels an abandoned query.
+const CancelTimeout = 2 * time.Second
+
+// CancelQuery asks the coordinator to cancel the query whose latest
+// follow-up URL is u (a DELETE on it, as the Presto clients do), bounded by
+// CancelTimeout. Best effort: a coordinator also abandons queries nobody
+// polls.
+func CancelQuery(ctx context.Context, client *http.Client, u *url.URL) error {
+	ctx, cancel := context.WithTimeout(ctx, CancelTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u.String(), nil)
+	if err != nil {
+		return fmt.Errorf("cancelling query at %s: %w", u.Redacted(), err)
+	}
+	// The answer is thrown away: not worth a gzip reader.
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err // *url.Error names the URL
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	_ = resp.Body.Close()
+	return nil
+}

@@ -1,0 +1,155 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/zkpresto/zkpresto/internal/hostport"
+)
+
+// RefusedError is a coordinator's (or its proxy's) answer that by the
+// protocol means the statement was not accepted and may be sent again: 503
+// (starting or overloaded), 429 (too many requests), 502 and 504 (a proxy
+// in front found no coordinator to give it to). Every official client
+// retries these, even a POST.
+type RefusedError struct {
+	// Status is the HTTP status code.
+	Status int
+}
+
+// Error implements error.
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("HTTP %d %s", e.Status, http.StatusText(e.Status))
+}
+
+// Is makes errors.Is(err, ErrRefused) hold.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+
+// ErrRefused matches every *RefusedError.
+var ErrRefused = errors.New("not accepted by the coordinator")
+
+// Refusal reports whether status is one of RefusedError's.
+func Refusal(status int) bool {
+	switch status {
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// RedirectError is a redirect answered to a statement request. Redirects
+// of statements are never followed: following one would send the
+// statement (or its follow-ups, with the user's credentials) to a host
+// nobody picked, and for a submission possibly twice.
+type RedirectError struct {
+	// Status is the HTTP status code.
+	Status int
+	// Location is the redirect's target, without credentials.
+	Location string
+}
+
+// Error implements error.
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("HTTP %d redirect to %q, not followed: statements are never redirected (is discovery listing a router instead of coordinators?)", e.Status, e.Location)
+}
+
+// ForeignURIError is a follow-up URI, handed out by a coordinator, that
+// names another host than the coordinator (or plain http where https is
+// required). It is never requested: the user's credentials would go to a
+// host nobody picked.
+type ForeignURIError struct {
+	// Node is the coordinator that runs the query (host:port).
+	Node string
+	// URI is the scheme and host of the URI it handed out.
+	URI string
+}
+
+// Error implements error.
+func (e *ForeignURIError) Error() string {
+	return fmt.Sprintf("coordinator %s handed out a URI on %s; follow-ups only go to the coordinator that runs the query", e.Node, e.URI)
+}
+
+// PageError is a 200 answer whose body was cut or is not the JSON object
+// the protocol promises.
+type PageError struct {
+	// Err says what was wrong.
+	Err error
+}
+
+// Error implements error.
+func (e *PageError) Error() string { return "bad answer: " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *PageError) Unwrap() error { return e.Err }
+
+// RequestError is a request that cannot be sent at all (a header value
+// net/http refuses). It says nothing about the coordinator: it would fail
+// the same way on any other.
+type RequestError struct {
+	// Err says what was wrong.
+	Err error
+}
+
+// Error implements error.
+func (e *RequestError) Error() string { return "request not sent: " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// RedactedLocation is resp's Location without credentials.
+func RedactedLocation(resp *http.Response) string {
+	loc := resp.Header.Get("Location")
+	if u, err := url.Parse(loc); err == nil {
+		return u.Redacted()
+	}
+	return "(unparsable)"
+}
+
+// CheckHeaders returns a RequestError when a header net/http would refuse
+// to send: a name that is not a token, or a value with a control character
+// other than tab.
+func CheckHeaders(h http.Header) error {
+	for name, values := range h {
+		for i := 0; i < len(name); i++ {
+			if c := name[i]; c <= ' ' || c >= 0x7f || c == ':' {
+				return &RequestError{Err: fmt.Errorf("header name %q is not valid", name)}
+			}
+		}
+		for _, v := range values {
+			for i := 0; i < len(v); i++ {
+				if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+					return &RequestError{Err: fmt.Errorf("header %s holds a control character", name)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// CheckTarget returns a *ForeignURIError unless u, a URI a coordinator
+// handed out, is on that coordinator (addr, host:port in canonical form),
+// over https when wantTLS is set. Follow-ups only go to the coordinator
+// that runs the query: anything else would send the user's credentials to
+// a host nobody picked.
+func CheckTarget(u *url.URL, addr string, wantTLS bool) error {
+	if (u.Scheme == "https" || (u.Scheme == "http" && !wantTLS)) && (u.Host == addr || sameHost(u, addr)) {
+		return nil
+	}
+	return &ForeignURIError{Node: addr, URI: u.Scheme + "://" + u.Host}
+}
+
+// sameHost reports whether u's host and port, in canonical form, are addr.
+func sameHost(u *url.URL, addr string) bool {
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && p > 0 && hostport.Join(host, int(p)) == addr
+}

@@ -1,0 +1,51 @@
+package wire
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"testing"
+)
+
+// A header net/http would refuse to send is refused before anything is
+// sent; a tab is allowed in a value.
+func TestCheckHeaders(t *testing.T) {
+	for _, h := range []http.Header{
+		{"X-Presto-User": {"a\nb"}},
+		{"X-Presto-User": {"a\x7fb"}},
+		{"Bad Name": {"x"}},
+		{"Bad:Name": {"x"}},
+	} {
+		var re *RequestError
+		if err := CheckHeaders(h); !errors.As(err, &re) {
+			t.Errorf("%v: got %v, want a *RequestError", h, err)
+		}
+	}
+	if err := CheckHeaders(http.Header{"X-Presto-Client-Info": {"a\tb"}}); err != nil {
+		t.Errorf("tab refused: %v", err)
+	}
+}
+
+func TestCheckTarget(t *testing.T) {
+	for _, tc := range []struct {
+		uri, addr string
+		tls, ok   bool
+	}{
+		{"http://10.0.0.1:8080/v1/statement/x", "10.0.0.1:8080", false, true},
+		{"https://10.0.0.1:8080/v1/statement/x", "10.0.0.1:8080", false, true},
+		{"http://10.0.0.1:8080/v1/statement/x", "10.0.0.1:8080", true, false},
+		{"http://10.0.0.2:8080/v1/statement/x", "10.0.0.1:8080", false, false},
+		{"http://[0:0:0:0:0:0:0:1]:8080/x", "[::1]:8080", false, true},
+		{"http://Coord.Example.com:8080/x", "coord.example.com:8080", false, true},
+		{"https://coord.example.com/x", "coord.example.com:443", true, true},
+		{"http://coord.example.com/x", "coord.example.com:8080", false, false},
+		{"ftp://10.0.0.1:8080/x", "10.0.0.1:8080", false, false},
+	} {
+		u, _ := url.Parse(tc.uri)
+		err := CheckTarget(u, tc.addr, tc.tls)
+		var fe *ForeignURIError
+		if (err == nil) != tc.ok || (err != nil && (!errors.As(err, &fe) || fe.Node != tc.addr)) {
+			t.Errorf("CheckTarget(%s, %s, tls=%t) = %v, want ok=%t", tc.uri, tc.addr, tc.tls, err, tc.ok)
+		}
+	}
+}

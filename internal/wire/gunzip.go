@@ -1,0 +1,57 @@
+package wire
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"io"
+	"sync"
+)
+
+// maxSizeHint bounds the size a page's gzip trailer may make Gunzip
+// allocate at once: beyond it the buffer grows as the data comes, so a
+// wrong or hostile trailer cannot reserve more memory than the page takes.
+const maxSizeHint = 1 << 30
+
+// Gunzip decodes the gzip data raw whole, into a buffer of the size its
+// trailer gives, with a pooled decoder: a decoder costs a few allocations
+// and tens of KiB to make, and every compressed page needs one.
+func Gunzip(raw []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	if len(raw) >= 18 {
+		// ISIZE, the last four bytes: the decoded size modulo 2^32.
+		if n := binary.LittleEndian.Uint32(raw[len(raw)-4:]); n < maxSizeHint {
+			buf.Grow(int(n) + bytes.MinRead)
+		}
+	}
+	d := gunzippers.Get().(*gunzipper)
+	defer gunzippers.Put(d)
+	d.src.Reset(raw)
+	if err := d.zr.Reset(&d.src); err != nil {
+		return nil, err
+	}
+	_, err := buf.ReadFrom(&d.zr)
+	return buf.Bytes(), err
+}
+
+// GunzipHead returns up to n decoded bytes from the start of the gzip
+// data b; what it could decode when the data is cut or broken.
+func GunzipHead(b []byte, n int) []byte {
+	d := gunzippers.Get().(*gunzipper)
+	defer gunzippers.Put(d)
+	out := make([]byte, n)
+	d.src.Reset(b)
+	if err := d.zr.Reset(&d.src); err != nil {
+		return out[:0]
+	}
+	m, _ := io.ReadFull(&d.zr, out)
+	return out[:m]
+}
+
+// gunzipper is a gzip decoder over a byte slice.
+type gunzipper struct {
+	src bytes.Reader
+	zr  gzip.Reader
+}
+
+var gunzippers = sync.Pool{New: func() any { return new(gunzipper) }}

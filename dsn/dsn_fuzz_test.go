@@ -153,7 +153,7 @@ func dsnPasswordCandidates(dsn string) []string {
 	for _, s := range spans {
 		raw := dsn[s.start:s.end]
 		others := dsn[:s.start] + "\x00" + dsn[s.end:]
-		if decoded, err := dsnUnescape(others); err == nil {
+		if decoded := dsnUnescapeWhatDecodes(others); decoded != others {
 			others += "\x00" + decoded
 		}
 		add := func(form, elsewhere string) {
@@ -176,6 +176,26 @@ func dsnPasswordCandidates(dsn string) []string {
 		}
 	}
 	return candidates
+}
+
+// dsnUnescapeWhatDecodes decodes each valid %XX of s and keeps the rest as
+// it is: the other parts of a DSN decode one by one, so a bad escape in one
+// part (a key, a trailing "%") leaves what the others decode to.
+func dsnUnescapeWhatDecodes(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			hi, okHi := dsnUnhex(s[i+1])
+			lo, okLo := dsnUnhex(s[i+2])
+			if okHi && okLo {
+				b.WriteByte(hi<<4 | lo)
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // dsnQuoted matches a string quoted as %q quotes it.

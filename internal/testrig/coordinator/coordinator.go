@@ -622,6 +622,18 @@ func (c *Coordinator) record(r Request) {
 	c.recHead = (c.recHead + 1) % len(c.records)
 }
 
+// markNeverRan sets Rejected on the record of the submission of query id: it failed at
+// dispatch and never ran.
+func (c *Coordinator) markNeverRan(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.records {
+		if c.records[i].QueryID == id {
+			c.records[i].Rejected = true
+		}
+	}
+}
+
 // recordCall stores an HTTP request to the statement or query resources.
 func (c *Coordinator) recordCall(call Call) {
 	c.mu.Lock()

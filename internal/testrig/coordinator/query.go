@@ -180,9 +180,6 @@ type query struct {
 	tokenNow    atomic.Int64 // token of the current phase, readable by HEAD without a poll's lock
 	partial     atomic.Bool  // partialCancelUri was deleted: no more rows are produced
 	spool       *spooler     // set when the rows go out as spooled segments
-	// dispatchFailure, when set, is how the first GET of the queued nextUri fails: the
-	// coordinator was starting, or had no workers, when the statement arrived.
-	dispatchFailure *queryError
 
 	canceled   chan struct{}
 	cancelOnce sync.Once
@@ -535,8 +532,10 @@ func (q *query) queuedAnswer(l linker, now time.Time, phase string, token int64)
 }
 
 // nextAnswer builds the answer to the executing poll carrying q.token and reports whether it
-// is final. The caller holds q.mu.
-func (q *query) nextAnswer(l linker, now time.Time) (*answer, bool) {
+// is final. targetSize, when not 0, bounds the bytes of rows of the page, which holds at
+// least one row (trino: Query.removePagesFromExchange takes pages until targetResultSize is
+// reached). The caller holds q.mu.
+func (q *query) nextAnswer(l linker, now time.Time, targetSize int64) (*answer, bool) {
 	next, partialCancel := q.link(l, phaseExecuting, q.token+1), q.partialCancelLink(l, q.token+1)
 	if now.Before(q.readyAt()) {
 		r := q.results(l, "RUNNING", now)
@@ -549,6 +548,14 @@ func (q *query) nextAnswer(l linker, now time.Time) (*answer, bool) {
 	case generateRows:
 		sent := q.sent.Load()
 		count := min(q.plan.rows-sent, int64(q.batchRows))
+		if targetSize > 0 {
+			// A row is its number, its string and the JSON around them.
+			rowBytes := int64(len(strconv.FormatInt(sent+1, 10)) + 3)
+			if q.plan.width > 0 {
+				rowBytes += int64(q.plan.width) + 3
+			}
+			count = min(count, max(1, targetSize/rowBytes))
+		}
 		stopped := q.partial.Load()
 		if stopped {
 			count = 0

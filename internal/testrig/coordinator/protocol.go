@@ -478,6 +478,8 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 		q.columns = bigrowsColumns
 	case p.kind == generateRows:
 		q.columns = rowsColumns
+	case p.kind == dataChange:
+		q.columns = updateColumns
 	case p.kind == sessionStatement:
 		q.columns = resultColumns
 	case p.kind == tstzValues:

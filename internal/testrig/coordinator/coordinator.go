@@ -104,10 +104,15 @@ type Options struct {
 	// X-Trino-Query-Data-Encoding with "json" among its encodings with spooled segments
 	// instead of inline rows; see SpoolingMode. Off by default.
 	Spooling SpoolingMode
+	// NoInlining makes a spooling coordinator spool every page, however small, as Trino
+	// does with protocol.spooling.inlining.enabled=false; by default a page of at most
+	// 1000 rows and 128 kB goes inline, in a segment of type "inline" (SpoolingConfig's
+	// inlining defaults).
+	NoInlining bool
 	// MaxRunning, when positive, runs at most this many statements at once,
 	// as a Presto resource group's hard concurrency limit does: the others
-	// wait in order of submission (QUEUED, their latency not yet counting)
-	// until one finishes. 0 runs every statement at once.
+	// wait on the queued resource, QUEUED, until one finishes.
+	// 0 runs every statement at once.
 	MaxRunning int
 	// QueuedPolls is how many GETs of a query's queued nextUri answer QUEUED before its
 	// links move to /v1/statement/executing, as under a busy dispatcher (trino:
@@ -344,6 +349,7 @@ func Start(opts Options) (*Coordinator, error) {
 	}
 	if opts.Spooling != SpoolingOff {
 		c.spool = newSpooler(opts.Spooling)
+		c.spool.inline = !opts.NoInlining
 	}
 	c.latency.Store(int64(opts.Latency))
 	c.pageDelay.Store(int64(opts.PageDelay))

@@ -123,7 +123,7 @@ func TestRowsAffectedIsTheUpdateCount(t *testing.T) {
 	for stmt, want := range map[string]int64{
 		"INSERT INTO t SELECT * FROM rows(7)":      7,
 		"CREATE TABLE u AS SELECT * FROM rows(12)": 12,
-		"SELECT 1":                                 0,
+		"SELECT 1": 0,
 	} {
 		res, err := db.ExecContext(context.Background(), stmt)
 		if err != nil {

@@ -187,8 +187,8 @@ type Request struct {
 	// Wire tells how the HTTP request arrived.
 	Wire
 	// Rejected reports that the statement was refused or never ran: empty SQL, a bad or
-	// duplicate pre-minted query id, or a submission to a starting coordinator or one
-	// without workers (answered 200, failed at dispatch; see SetStarting).
+	// duplicate pre-minted query id, or a submission dispatched by a starting coordinator
+	// or one without workers (answered 200, failed at dispatch; see SetStarting).
 	Rejected bool
 	// Reset reports that the statement was read whole and its connection then reset,
 	// unanswered (see SetResetting): it reached the coordinator, and may have run.
@@ -540,13 +540,13 @@ func (c *Coordinator) SetResetting(on bool) { c.resetting.Store(on) }
 func (c *Coordinator) OpenConns() int64 { return c.openConns.Load() }
 
 // SetNoWorkers switches the state of a coordinator whose workers are all gone: statements
-// submitted meanwhile fail at dispatch with NO_NODES_AVAILABLE, as SetStarting's do with
+// dispatched meanwhile fail at dispatch with NO_NODES_AVAILABLE, as SetStarting's do with
 // SERVER_STARTING_UP; /v1/info does not say so, as on the servers.
 func (c *Coordinator) SetNoWorkers(on bool) { c.noWorkers.Store(on) }
 
 // SetStarting switches the starting state: while starting, /v1/info says "starting": true,
-// /v1/info/state INACTIVE, and a statement submitted is answered 200 and QUEUED like any
-// other, then fails at the first GET of its nextUri (its dispatch) with SERVER_STARTING_UP,
+// /v1/info/state INACTIVE, and a statement dispatched meanwhile (answered 200 and QUEUED
+// like any other, then the first GET of its nextUri) fails there with SERVER_STARTING_UP,
 // never having run, as on Trino and PrestoDB; nothing answers 503.
 func (c *Coordinator) SetStarting(starting bool) { c.starting.Store(starting) }
 

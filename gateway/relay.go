@@ -50,7 +50,10 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	defer resp.Body.Close()
 	var nextURI string
 	defer func() {
-		if err == nil {
+		// A HEAD's answer has no body, so no nextUri: it says nothing of whether the
+		// query has more pages (the coordinator runs it as a GET, which may have
+		// consumed one; the client's GET of the same token replays it).
+		if err == nil && r.Method != http.MethodHead {
 			g.running.answered(id, resp.StatusCode, nextURI)
 		}
 	}()

@@ -18,7 +18,7 @@ import (
 func TestSpoolingThroughTheGateway(t *testing.T) {
 	for _, mode := range []coordinator.SpoolingMode{coordinator.SpoolingCoordinator, coordinator.SpoolingStorage, coordinator.SpoolingRedirect} {
 		t.Run(string(mode), func(t *testing.T) {
-			s := newSetupFor(t, 2, coordinator.Options{Flavour: coordinator.Trino, Spooling: mode, BatchRows: 4}, gateway.Trino, nil)
+			s := newSetupFor(t, 2, coordinator.Options{Flavour: coordinator.Trino, Spooling: mode, NoInlining: true, BatchRows: 4}, gateway.Trino, nil)
 			viaGateway := s.front.URL + "/_zk/"
 			res, err := coordinator.RunSpooled(s.front.URL, "SELECT * FROM rows(10)")
 			if err != nil {
@@ -53,5 +53,28 @@ func TestSpoolingThroughTheGateway(t *testing.T) {
 				t.Errorf("%d segments acknowledged, want 3", acked)
 			}
 		})
+	}
+}
+
+// Small pages come inline (Trino's default below its inlining limits): the segments' base64
+// data passes through the gateway unchanged, with nothing to download or acknowledge.
+func TestInlineSegmentsThroughTheGateway(t *testing.T) {
+	s := newSetupFor(t, 2, coordinator.Options{Flavour: coordinator.Trino, Spooling: coordinator.SpoolingCoordinator, BatchRows: 4}, gateway.Trino, nil)
+	res, err := coordinator.RunSpooled(s.front.URL, "SELECT * FROM rows(10)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 10 || len(res.Segments) != 3 {
+		t.Fatalf("%d rows in %d segments, want 10 in 3", len(res.Rows), len(res.Segments))
+	}
+	for _, seg := range res.Segments {
+		if !seg.Inline || seg.URI != "" || seg.Downloaded != seg.SegmentSize {
+			t.Errorf("segment %+v, want inline with its data whole", seg)
+		}
+	}
+	for i, row := range res.Rows {
+		if n, _ := row[0].(float64); int(n) != i+1 {
+			t.Fatalf("row %d is %v", i, row)
+		}
 	}
 }

@@ -148,7 +148,7 @@ func TestManyPages(t *testing.T) {
 func TestSpooling(t *testing.T) {
 	for _, mode := range []coordinator.SpoolingMode{coordinator.SpoolingCoordinator, coordinator.SpoolingStorage, coordinator.SpoolingRedirect} {
 		t.Run(string(mode), func(t *testing.T) {
-			for _, tg := range targets(t, coordinator.Options{Spooling: mode, BatchRows: 10}) {
+			for _, tg := range targets(t, coordinator.Options{Spooling: mode, NoInlining: true, BatchRows: 10}) {
 				t.Run(tg.name, func(t *testing.T) {
 					db := tg.open(t, "heartbeat_interval=20ms")
 					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -201,6 +201,35 @@ func TestSpooling(t *testing.T) {
 						t.Fatalf("%d queries still running", tg.running())
 					}
 				})
+			}
+		})
+	}
+}
+
+// Small pages come inline, as Trino sends them below its inlining limits: trino-go-client
+// decodes the segments' base64 data, every row once and in order, nothing downloaded.
+func TestInlineSegments(t *testing.T) {
+	for _, tg := range targets(t, coordinator.Options{Spooling: coordinator.SpoolingCoordinator, BatchRows: 10}) {
+		t.Run(tg.name, func(t *testing.T) {
+			db := tg.open(t, "")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			rows, err := db.QueryContext(ctx, "SELECT * FROM rows(100)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRowsInOrder(t, rows, 100)
+			spooled := false
+			for _, c := range tg.coords {
+				for _, r := range c.Requests() {
+					spooled = spooled || strings.Contains(r.QueryDataEncoding, "json")
+				}
+				if a, b, n := c.SegmentDownloads(); a+b+n != 0 {
+					t.Fatalf("%d downloads and %d acks of inline segments", a+b, n)
+				}
+			}
+			if !spooled {
+				t.Fatal("the client did not ask for the spooling protocol")
 			}
 		})
 	}

@@ -104,10 +104,15 @@ type Options struct {
 	// X-Trino-Query-Data-Encoding with "json" among its encodings with spooled segments
 	// instead of inline rows; see SpoolingMode. Off by default.
 	Spooling SpoolingMode
+	// NoInlining makes a spooling coordinator spool every page, however small, as Trino
+	// does with protocol.spooling.inlining.enabled=false; by default a page of at most
+	// 1000 rows and 128 kB goes inline, in a segment of type "inline" (SpoolingConfig's
+	// inlining defaults).
+	NoInlining bool
 	// MaxRunning, when positive, runs at most this many statements at once,
 	// as a Presto resource group's hard concurrency limit does: the others
-	// wait in order of submission (QUEUED, their latency not yet counting)
-	// until one finishes. 0 runs every statement at once.
+	// wait on the queued resource, QUEUED, until one finishes.
+	// 0 runs every statement at once.
 	MaxRunning int
 	// QueuedPolls is how many GETs of a query's queued nextUri answer QUEUED before its
 	// links move to /v1/statement/executing, as under a busy dispatcher (trino:
@@ -182,8 +187,8 @@ type Request struct {
 	// Wire tells how the HTTP request arrived.
 	Wire
 	// Rejected reports that the statement was refused or never ran: empty SQL, a bad or
-	// duplicate pre-minted query id, or a submission to a starting coordinator or one
-	// without workers (answered 200, failed at dispatch; see SetStarting).
+	// duplicate pre-minted query id, or a submission dispatched by a starting coordinator
+	// or one without workers (answered 200, failed at dispatch; see SetStarting).
 	Rejected bool
 	// Reset reports that the statement was read whole and its connection then reset,
 	// unanswered (see SetResetting): it reached the coordinator, and may have run.
@@ -344,6 +349,7 @@ func Start(opts Options) (*Coordinator, error) {
 	}
 	if opts.Spooling != SpoolingOff {
 		c.spool = newSpooler(opts.Spooling)
+		c.spool.inline = !opts.NoInlining
 	}
 	c.latency.Store(int64(opts.Latency))
 	c.pageDelay.Store(int64(opts.PageDelay))
@@ -534,13 +540,13 @@ func (c *Coordinator) SetResetting(on bool) { c.resetting.Store(on) }
 func (c *Coordinator) OpenConns() int64 { return c.openConns.Load() }
 
 // SetNoWorkers switches the state of a coordinator whose workers are all gone: statements
-// submitted meanwhile fail at dispatch with NO_NODES_AVAILABLE, as SetStarting's do with
+// dispatched meanwhile fail at dispatch with NO_NODES_AVAILABLE, as SetStarting's do with
 // SERVER_STARTING_UP; /v1/info does not say so, as on the servers.
 func (c *Coordinator) SetNoWorkers(on bool) { c.noWorkers.Store(on) }
 
 // SetStarting switches the starting state: while starting, /v1/info says "starting": true,
-// /v1/info/state INACTIVE, and a statement submitted is answered 200 and QUEUED like any
-// other, then fails at the first GET of its nextUri (its dispatch) with SERVER_STARTING_UP,
+// /v1/info/state INACTIVE, and a statement dispatched meanwhile (answered 200 and QUEUED
+// like any other, then the first GET of its nextUri) fails there with SERVER_STARTING_UP,
 // never having run, as on Trino and PrestoDB; nothing answers 503.
 func (c *Coordinator) SetStarting(starting bool) { c.starting.Store(starting) }
 
@@ -620,6 +626,18 @@ func (c *Coordinator) record(r Request) {
 	}
 	c.records[c.recHead] = r
 	c.recHead = (c.recHead + 1) % len(c.records)
+}
+
+// markNeverRan sets Rejected on the record of the submission of query id: it failed at
+// dispatch and never ran.
+func (c *Coordinator) markNeverRan(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.records {
+		if c.records[i].QueryID == id {
+			c.records[i].Rejected = true
+		}
+	}
 }
 
 // recordCall stores an HTTP request to the statement or query resources.

@@ -441,6 +441,26 @@ func TestStartingFailsAtDispatch(t *testing.T) {
 	}
 	c.SetNoWorkers(false)
 
+	// Decided at dispatch, not at the POST: submitted while starting and fetched once
+	// started, it runs; submitted once started and fetched while starting, it fails.
+	c.SetStarting(true)
+	early := submit(t, c, "SELECT 'early'", http.StatusOK)
+	c.SetStarting(false)
+	if exec := dispatch(t, early); exec == "" {
+		t.Fatal("a statement submitted while starting and dispatched after did not run")
+	}
+	late := submit(t, c, "SELECT 'late'", http.StatusOK)
+	c.SetStarting(true)
+	getJSON(t, late.NextURI, http.StatusOK, &failed)
+	if failed.Error == nil || failed.Error.ErrorName != "SERVER_STARTING_UP" {
+		t.Fatalf("dispatched while starting = %+v, want SERVER_STARTING_UP", failed)
+	}
+	for _, r := range c.Requests() {
+		if want := r.SQL == "SELECT 'late'" || r.SQL == "SELECT 1"; r.Rejected != want {
+			t.Errorf("%q: Rejected %v, want %v", r.SQL, r.Rejected, want)
+		}
+	}
+
 	c.SetStarting(false)
 	if info := getInfo(t, c); info.Starting || info.NodeVersion.Version != "9.9" {
 		t.Fatalf("/v1/info after start-up = %+v", info)

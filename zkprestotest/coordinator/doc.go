@@ -22,8 +22,10 @@
 // # Statements
 //
 // The simulator does not parse SQL. These session statements (the whole statement text,
-// case-insensitive) answer FINISHED with one boolean row and the response header real
-// servers send, named with the flavour's prefix:
+// case-insensitive) answer one boolean row, then FINISHED, each executing answer with the
+// response header real servers send, named with the flavour's prefix (the servers rebuild
+// these headers from the query's info on every answer: trino: server/protocol/Query.java,
+// getNextResult, and ExecutingStatementResource.toResponse):
 //
 //   - SET SESSION a.b = 'v' → Set-Session: a.b=v (URL-encoded); RESET SESSION a.b →
 //     Clear-Session.
@@ -41,8 +43,18 @@
 //     → Clear-Transaction-Id. A statement carrying an unknown Transaction-Id fails with
 //     UNKNOWN_TRANSACTION; Stop forgets every transaction, as a dead node does.
 //
+// A statement that begins with INSERT, DELETE, UPDATE, MERGE or CREATE TABLE ... AS changes
+// data: its executing answers carry updateType (INSERT, CREATE TABLE, ...), its one row (of
+// column rows) is the count, N of a rows(N) in it or 0, and from that answer on updateCount
+// is the count, the last answer included (trino: Query.getNextResult).
+//
 // Any other statement is read for markers anywhere in its text (case-insensitive):
 //
+//   - warn('message') — every answer after dispatch carries a warning with that message
+//     and the code TOO_MANY_STAGES (1), as an analyzer's warning is (trino: ProtocolUtil
+//     toClientWarning; spi/StandardWarningCode.java on both servers).
+//   - syntax(L, C) — the query fails with SYNTAX_ERROR (1), message "line L:C: ...", and
+//     error.errorLocation {lineNumber: L, columnNumber: C}, as a parser error does.
 //   - fail('message') — the query fails with a Presto query error whose message is the
 //     given text (a doubled single quote stands for one), with errorName
 //     GENERIC_USER_ERROR and errorType USER_ERROR, as Presto's own fail() function does.
@@ -80,18 +92,26 @@
 // /v1/statement/{phase}/{id}/{token}?slug=..., one slug per query. A wrong slug is 404, with a
 // text/plain body as the servers' "not found" answers have.
 //
+// With Options.MaxRunning, a dispatched statement without a slot stays on the queued
+// resource, each poll waiting up to maxWait for a slot and answering QUEUED with the next
+// queued token, as in a resource group's queue.
+//
 // Each GET of an executing nextUri then waits until the statement's latency
-// (Options.Latency, measured from dispatch) has passed, but at most one second per poll, and
-// answers RUNNING without data while it has not; after that each poll returns the next batch,
-// and the last one is FINISHED (or FAILED) without a nextUri. Executing answers carry a
+// (Options.Latency, measured from dispatch) has passed, but at most maxWait (a query
+// parameter; 1 s, its default, at most) per poll, and answers RUNNING without data while it
+// has not; targetResultSize (a query parameter, such as 16kB) bounds the bytes of rows of a
+// page, at least one row, and a page is at most Options.BatchRows rows; after that each poll
+// returns the next batch, and the last one is FINISHED (or FAILED) without a nextUri. Executing answers carry a
 // partialCancelUri (/v1/statement/executing/partialCancel/...); DELETE on it ends the output,
 // and the query finishes with the rows sent. The token rules are the servers'
 // (server/protocol/Query.java, getNextResult): the last token again replays its answer, so an
 // idempotent retry of a page is safe; an older token is 410; one past the next, or past the
 // end, is 404. DELETE on a nextUri, queued or executing, cancels the query and answers 204
-// without a body. HEAD on a link answers the status a GET would get without consuming the
-// page. A finished query is forgotten, apart from a bounded record of recent final answers; a
-// query that nobody polls for Options.AbandonAfter is dropped, as Presto abandons queries
+// without a body. HEAD on a link runs as a GET and drops the body, as on the JAX-RS servers:
+// it consumes the page, and a GET of the same token then replays it. Executing answers carry
+// stats.progressPercentage (pages done over pages) and a stats.rootStage (trino:
+// client/StageStats.java). A finished query is forgotten, apart from a bounded record of
+// recent final answers; a query that nobody polls for Options.AbandonAfter is dropped, as Presto abandons queries
 // whose client went away, and so is a submission never fetched.
 //
 // GET /v1/query/{queryId} answers the query's state (QUEUED, RUNNING, FINISHED or FAILED)
@@ -117,20 +137,23 @@
 // from the coordinator (SpoolingCoordinator), from object storage through a presigned URI
 // (SpoolingStorage: a second loopback server standing in for S3, which refuses a download
 // without the segment's headers), or from the coordinator that answers 303 to the storage
-// (SpoolingRedirect); GET on ackUri deletes the segment. Only the json encoding is offered
-// (no zstd or lz4), and segments are never inline.
+// (SpoolingRedirect); GET on ackUri deletes the segment, and the metadata of a spooled
+// segment says when it expires (expiresAt). A page of at most 1000 rows and 128 kB goes
+// inline instead, a segment of type "inline" with the rows base64 in data, as Trino's
+// defaults inline them (server/protocol/spooling/SpoolingConfig.java), unless
+// Options.NoInlining is set. Only the json encoding is offered (no zstd or lz4).
 //
 // # What is not simulated
 //
 // There is no SQL, no types beyond varchar, bigint and boolean, no authentication, no
-// web UI behind infoUri, no resource groups or queueing, and a transaction neither isolates
+// web UI behind infoUri, no resource groups beyond Options.MaxRunning, and a transaction neither isolates
 // nor aborts anything: it is an id the coordinator hands out and checks.
 //
 // # Failure simulation
 //
-// SetStarting(true) makes /v1/info report "starting": true, and a statement submitted
-// meanwhile is accepted (200, QUEUED) and fails at its dispatch, the first GET of its
-// nextUri, with SERVER_STARTING_UP ("... server is still initializing"), as on the servers;
+// SetStarting(true) makes /v1/info report "starting": true, and a statement dispatched
+// meanwhile (accepted, 200 QUEUED, then the first GET of its nextUri) fails there with
+// SERVER_STARTING_UP ("... server is still initializing"), as on the servers;
 // SetNoWorkers(true) fails it there with NO_NODES_AVAILABLE. Neither answers 503. Stop closes the listener and every
 // connection and forgets all queries, like a node that died; Restart listens again on the
 // same port. /v1/info answers like Presto's NodeInfo resource and /v1/info/state with

@@ -17,8 +17,82 @@ import (
 	"time"
 )
 
-// maxPollWait caps how long one poll waits for a statement's latency, like Presto's maxWait.
+// maxPollWait caps how long one poll waits for data or a state change, and is the wait of a
+// poll without maxWait (trino: ExecutingStatementResource and QueuedStatementResource,
+// MAX_WAIT_TIME of 1 s, WAIT_ORDERING.min(MAX_WAIT_TIME, maxWait); prestodb:
+// ExecutingStatementResource, MAX_WAIT_TIME).
 const maxPollWait = time.Second
+
+// Bounds of targetResultSize (trino: ExecutingStatementResource, DEFAULT_TARGET_RESULT_SIZE
+// 1 MB and MAX_TARGET_RESULT_SIZE 128 MB; prestodb: the same).
+const (
+	defaultTargetResultSize = 1 << 20
+	maxTargetResultSize     = 128 << 20
+)
+
+// pollParams are the query parameters a client may add to a nextUri.
+type pollParams struct {
+	maxWait    time.Duration // how long the poll may wait for data; at most maxPollWait
+	targetSize int64         // bytes of rows a page aims at; 0 when the client asked for none
+}
+
+// readPollParams reads maxWait (an airlift Duration: "10ms", "1.5s", "2m") and
+// targetResultSize (an airlift DataSize: "1kB", "16MB") from a poll's query string; an
+// unreadable one is 400, as JAX-RS answers a parameter it cannot convert.
+func readPollParams(w http.ResponseWriter, r *http.Request) (pollParams, bool) {
+	p := pollParams{maxWait: maxPollWait}
+	q := r.URL.Query()
+	if v := q.Get("maxWait"); v != "" {
+		d, err := parseAirliftDuration(v)
+		if err != nil {
+			writeText(w, http.StatusBadRequest, "maxWait: "+err.Error())
+			return p, false
+		}
+		p.maxWait = min(d, maxPollWait)
+	}
+	if v := q.Get("targetResultSize"); v != "" {
+		n, err := parseDataSize(v)
+		if err != nil {
+			writeText(w, http.StatusBadRequest, "targetResultSize: "+err.Error())
+			return p, false
+		}
+		p.targetSize = min(n, maxTargetResultSize)
+	}
+	return p, true
+}
+
+// parseAirliftDuration reads a duration as airlift's Duration.valueOf does: a decimal number
+// and a unit among ns, us, ms, s, m, h, d.
+func parseAirliftDuration(v string) (time.Duration, error) {
+	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i <= 0 {
+		return 0, fmt.Errorf("%q is not a duration", v)
+	}
+	n, err := strconv.ParseFloat(v[:i], 64)
+	units := map[string]time.Duration{"ns": time.Nanosecond, "us": time.Microsecond, "ms": time.Millisecond,
+		"s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
+	unit, ok := units[strings.TrimSpace(v[i:])]
+	if err != nil || !ok || n < 0 {
+		return 0, fmt.Errorf("%q is not a duration", v)
+	}
+	return time.Duration(min(n*float64(unit), float64(maxMarkerWait))), nil
+}
+
+// parseDataSize reads a size as airlift's DataSize.valueOf does: a decimal number and a unit
+// among B, kB, MB, GB, TB, PB (powers of 1024).
+func parseDataSize(v string) (int64, error) {
+	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i <= 0 {
+		return 0, fmt.Errorf("%q is not a data size", v)
+	}
+	n, err := strconv.ParseFloat(v[:i], 64)
+	units := map[string]float64{"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40, "PB": 1 << 50}
+	unit, ok := units[strings.TrimSpace(v[i:])]
+	if err != nil || !ok || n < 0 {
+		return 0, fmt.Errorf("%q is not a data size", v)
+	}
+	return int64(min(n*unit, float64(maxTargetResultSize))), nil
+}
 
 // progressInterval is how often a poll of a sleep(ms) statement answers while it runs, so
 // that a progress display has something to show.
@@ -44,9 +118,12 @@ func (c *Coordinator) routes(s *serving) http.Handler {
 	mux.HandleFunc("GET "+statementPath, c.recorded(func(w http.ResponseWriter, r *http.Request) {
 		c.handlePoll(w, r, s)
 	}))
+	// HEAD on a nextUri is served by the GET pattern: JAX-RS runs the @GET method for a HEAD
+	// and drops the entity, so a HEAD waits, consumes and advances the token as a GET does,
+	// and a GET of the same token then replays that page (trino:
+	// ExecutingStatementResource.getQueryResults and QueuedStatementResource.getStatus are
+	// @GET only; prestodb: the same).
 	mux.HandleFunc("HEAD /v1/statement", c.recorded(c.handleStatementHead))
-	// Registered apart from GET, which would otherwise serve HEAD and consume the page.
-	mux.HandleFunc("HEAD "+statementPath, c.recorded(c.handleHead))
 	mux.HandleFunc("DELETE "+statementPath, c.recorded(c.handleCancel))
 	mux.HandleFunc("DELETE "+partialCancelPath, c.recorded(c.handlePartialCancel))
 	mux.HandleFunc("GET /v1/query/{queryId}", c.recorded(c.handleQueryInfo))
@@ -63,7 +140,9 @@ func (c *Coordinator) routes(s *serving) http.Handler {
 		mux.HandleFunc("GET /v1/cluster", c.handleClusterStats)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such resource: "+r.Method+" "+r.URL.Path)
+		// JAX-RS answers a path no resource matches 404 with a text/plain body, as the
+		// servers' NotFoundException does (trino: ExecutingStatementResource.queryNotFound).
+		writeNotFound(w, "no such resource: "+r.Method+" "+r.URL.Path)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.enter() {
@@ -399,30 +478,12 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 		q.columns = bigrowsColumns
 	case p.kind == generateRows:
 		q.columns = rowsColumns
+	case p.kind == dataChange:
+		q.columns = updateColumns
 	case p.kind == sessionStatement:
 		q.columns = resultColumns
 	case p.kind == tstzValues:
 		q.columns = tstzColumns(c.flavour)
-	}
-	// A starting coordinator, or one without workers, accepts the POST like any other
-	// and fails the query when it dispatches it: no 503 (trino:
-	// dispatcher/DispatchManager.createQueryInternal fails it with SERVER_STARTING_UP
-	// "Trino server is still initializing" until ServerConfig's startup finishes;
-	// NodeScheduler's NO_NODES_AVAILABLE without workers; prestodb: the same codes). It
-	// is decided at the POST, when the statement arrived.
-	server := "Presto"
-	if c.flavour == Trino {
-		server = "Trino"
-	}
-	switch {
-	case c.starting.Load():
-		q.dispatchFailure = q.newError(errServerStartingUp, "SERVER_STARTING_UP", server+" server is still initializing")
-	case c.noWorkers.Load():
-		q.dispatchFailure = q.newError(errNoNodesAvailable, "NO_NODES_AVAILABLE", "No nodes available to run query")
-	}
-	if q.dispatchFailure != nil {
-		q.dispatchFailure.ErrorType = "INTERNAL_ERROR"
-		req.Rejected = true // it never runs
 	}
 	req.Gzipped = c.gzipFor(r)
 	q.req = req
@@ -530,8 +591,12 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 		writeNotFound(w, "Query not found")
 		return
 	}
+	params, ok := readPollParams(w, r)
+	if !ok {
+		return
+	}
 	if phase == phaseQueued {
-		c.pollQueued(w, r, q, token)
+		c.pollQueued(w, r, q, token, params)
 		return
 	}
 
@@ -560,7 +625,7 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 	// Waiting less than the abandonment limit keeps a polled query from being dropped.
 	var wait time.Duration
 	if until := time.Until(q.readyAt()); until > 0 {
-		wait = min(until, maxPollWait, c.abandon/2)
+		wait = min(until, params.maxWait, c.abandon/2)
 		if q.plan.sleep > 0 {
 			wait = min(wait, progressInterval)
 		}
@@ -593,7 +658,7 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 		return
 	}
 
-	ans, final := q.nextAnswer(c.links(r), time.Now())
+	ans, final := q.nextAnswer(c.links(r), time.Now(), params.targetSize)
 	q.last = ans
 	q.token++
 	q.tokenNow.Store(q.token)
@@ -604,12 +669,64 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 	c.writeAnswer(w, r, ans)
 }
 
+// waitingForSlot reports whether q was dispatched and waits for a slot (Options.MaxRunning).
+func (q *query) waitingForSlot() bool { return q.ready.Load() == queuedNanos }
+
+// waitForSlot waits up to wait for q to get its slot, or to end.
+func (c *Coordinator) waitForSlot(r *http.Request, q *query, wait time.Duration) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for q.waitingForSlot() && !q.isCanceled() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return
+		case <-q.canceled:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// dispatchFailure is how the first GET of q's queued nextUri fails, nil when q may run: a
+// starting coordinator, or one without workers, accepts the POST like any other and fails
+// the query when it dispatches it, never with a 503 (trino:
+// dispatcher/DispatchManager.createQueryInternal fails it with SERVER_STARTING_UP "Trino
+// server is still initializing" until ServerConfig's startup finishes; NodeScheduler's
+// NO_NODES_AVAILABLE without workers; prestodb: the same codes). It is decided at dispatch,
+// as the servers decide it, so a coordinator that finished starting between the POST and
+// the GET runs the query. The caller holds q.mu.
+func (c *Coordinator) dispatchFailure(q *query) *queryError {
+	if q.dispatched.Load() {
+		return nil
+	}
+	server := "Presto"
+	if c.flavour == Trino {
+		server = "Trino"
+	}
+	var qe *queryError
+	switch {
+	case c.starting.Load():
+		qe = q.newError(errServerStartingUp, "SERVER_STARTING_UP", server+" server is still initializing")
+	case c.noWorkers.Load():
+		qe = q.newError(errNoNodesAvailable, "NO_NODES_AVAILABLE", "No nodes available to run query")
+	default:
+		return nil
+	}
+	qe.ErrorType = "INTERNAL_ERROR"
+	c.markNeverRan(q.id)
+	return qe
+}
+
 // pollQueued answers a GET of a queued nextUri. The first dispatches the query; the queued
 // resource then answers QUEUED, pointing to the next queued token while Options.QueuedPolls
 // lasts and then to executing token 0 (trino: QueuedStatementResource.java, getStatus and
 // Query.getQueryResults: the last token or the next one, anything else 410 "Invalid token";
 // the redirect to /v1/statement/executing/{id}/{slug}/0).
-func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *query, token int64) {
+func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *query, token int64, params pollParams) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := time.Now()
@@ -630,7 +747,7 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 		c.writeAnswer(w, r, q.last)
 		return
 	}
-	if qe := q.dispatchFailure; qe != nil {
+	if qe := c.dispatchFailure(q); qe != nil {
 		// The queued resource answers the failure: FAILED, no nextUri (trino:
 		// QueuedStatementResource.Query.createQueryResults with the dispatch's failure).
 		res := q.results(c.links(r), "FAILED", now)
@@ -649,10 +766,29 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 		}
 		return
 	}
+	// A statement waiting for a slot (Options.MaxRunning) stays on the queued resource, as
+	// one in a resource group's queue does: each poll waits up to maxWait for its slot and
+	// answers QUEUED with the next queued token while it has none (trino:
+	// QueuedStatementResource.getStatus waits on Query.waitForDispatched; the redirect to
+	// the executing resource comes once DispatchManager has dispatched it).
+	if q.waitingForSlot() {
+		c.waitForSlot(r, q, params.maxWait)
+		now = time.Now()
+		if q.isCanceled() {
+			if _, done := c.lookup(q.id); done != nil {
+				c.writeAnswer(w, r, done.final)
+			} else {
+				c.writeAnswer(w, r, q.canceledAnswer())
+			}
+			return
+		}
+	}
 	l := c.links(r)
 	var ans *answer
-	if q.queuedLeft > 0 {
-		q.queuedLeft--
+	if waiting := q.waitingForSlot(); waiting || q.queuedLeft > 0 {
+		if !waiting {
+			q.queuedLeft--
+		}
 		ans = q.queuedAnswer(l, now, phaseQueued, token+1)
 		q.last, q.token = ans, token+1
 		q.tokenNow.Store(q.token)
@@ -666,7 +802,7 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 	c.writeAnswer(w, r, ans)
 }
 
-// pageDelay is how long// pageDelay is how long a poll of q waits once q is ready: slow(ms), or the coordinator's.
+// pageDelay is how long a poll of q waits once q is ready: slow(ms), or the coordinator's.
 func (q *query) pageDelay(c *Coordinator) time.Duration {
 	if q.plan.hasPageDelay {
 		return q.plan.pageDelay
@@ -698,36 +834,6 @@ func (c *Coordinator) handleStatementHead(w http.ResponseWriter, _ *http.Request
 		return
 	}
 	w.WriteHeader(http.StatusOK)
-}
-
-// handleHead answers HEAD on a nextUri with the status a GET would get, without waiting
-// and without consuming the page, so a proxy can probe a link safely.
-func (c *Coordinator) handleHead(w http.ResponseWriter, r *http.Request) {
-	phase, _, slug, token, ok := pollToken(w, r)
-	if !ok {
-		return
-	}
-	status := http.StatusOK
-	q, done := c.lookup(r.PathValue("queryId"))
-	switch {
-	case q != nil && q.validLink(phase, slug, token):
-		switch executing := q.executing.Load(); {
-		case phase == phaseExecuting && !executing:
-			status = http.StatusNotFound
-		case phase == phaseQueued && executing:
-			// The queued resource answers its last tokens with the redirect again.
-		default:
-			if st := tokenStatus(token, q.tokenNow.Load(), true); st != 0 {
-				status = st
-			}
-		}
-	case q != nil || done == nil || !done.validLink(phase, slug, token):
-		status = http.StatusNotFound
-	case !done.anyToken && (done.phase != phase || done.token != token):
-		status = http.StatusGone
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
 }
 
 // handleCancel is DELETE on a nextUri, queued or executing: it cancels the query, also one

@@ -83,36 +83,63 @@ func TestCancelByQueryID(t *testing.T) {
 	}
 }
 
-func TestHeadDoesNotConsumeThePage(t *testing.T) {
-	c := start(t, Options{BatchRows: 5})
-	head := func(uri string) int {
-		resp, _ := exchange(t, http.MethodHead, uri, nil, "")
-		return resp.StatusCode
-	}
-	exec := dispatch(t, submit(t, c, "SELECT * FROM rows(10)", http.StatusOK))
-	for range 3 {
-		if s := head(exec); s != http.StatusOK {
-			t.Fatalf("HEAD of the current link: %d", s)
-		}
-	}
-	var page wireResults
-	getJSON(t, exec, http.StatusOK, &page)
-	if len(page.Data) != 5 || page.Data[0][0] != float64(1) {
-		t.Fatalf("first page after HEADs = %v", page.Data)
-	}
-	if s := head(exec); s != http.StatusOK { // the previous link replays
-		t.Fatalf("HEAD of the previous link: %d", s)
-	}
-	var second wireResults
-	getJSON(t, page.NextURI, http.StatusOK, &second)
-	if s := head(exec); s != http.StatusGone {
-		t.Fatalf("HEAD of a stale link: %d, want 410", s)
-	}
-	if s := head(c.URL() + "/v1/statement/executing/nope/x/1"); s != http.StatusNotFound {
-		t.Fatalf("HEAD of an unknown query: %d, want 404", s)
-	}
-	if s := head(page.NextURI); s != http.StatusOK { // the final answer replays
-		t.Fatalf("HEAD of the final link: %d", s)
+// HEAD on a nextUri runs as the GET would and drops the body, as on the JAX-RS servers:
+// it consumes the page, and the GET of the same token that follows replays it, so a client
+// that sends HEAD as a heartbeat (trino-go-client while it downloads spooled segments)
+// loses no rows.
+func TestHeadRunsAsGet(t *testing.T) {
+	for _, flavour := range []Flavour{Presto, Trino} {
+		t.Run(string(flavour), func(t *testing.T) {
+			c := start(t, Options{Flavour: flavour, BatchRows: 5})
+			head := func(uri string) (int, int64) {
+				resp, body := exchange(t, http.MethodHead, uri, nil, "")
+				if len(body) != 0 {
+					t.Fatalf("HEAD %s has a body: %q", uri, body)
+				}
+				return resp.StatusCode, resp.ContentLength
+			}
+			exec := dispatch(t, submit(t, c, "SELECT * FROM rows(12)", http.StatusOK))
+			if s, _ := head(exec); s != http.StatusOK {
+				t.Fatalf("HEAD of the current link: %d", s)
+			}
+			var page wireResults
+			getJSON(t, exec, http.StatusOK, &page) // the same token: the HEAD's page again
+			if len(page.Data) != 5 || page.Data[0][0] != float64(1) {
+				t.Fatalf("GET after HEAD = %v, want rows 1..5", page.Data)
+			}
+			if s, _ := head(page.NextURI); s != http.StatusOK {
+				t.Fatalf("HEAD of the next link: %d", s)
+			}
+			// The HEAD advanced the query: the first link is now stale.
+			if s, _ := head(exec); s != http.StatusGone {
+				t.Fatalf("HEAD of a link two tokens old: %d, want 410", s)
+			}
+			var second wireResults
+			getJSON(t, page.NextURI, http.StatusOK, &second)
+			if len(second.Data) != 5 || second.Data[0][0] != float64(6) {
+				t.Fatalf("GET after the second HEAD = %v, want rows 6..10", second.Data)
+			}
+			unknown := c.URL() + "/v1/statement/executing/nope/x/1"
+			if flavour == Presto {
+				unknown = c.URL() + "/v1/statement/executing/nope/1?slug=x"
+			}
+			if s, _ := head(unknown); s != http.StatusNotFound {
+				t.Fatalf("HEAD of an unknown query: %d, want 404", s)
+			}
+			last := drain(t, second)
+			if last.Stats.State != "FINISHED" {
+				t.Fatalf("last answer %+v", last)
+			}
+			heads := 0
+			for _, call := range c.Calls() {
+				if call.Method == http.MethodHead {
+					heads++
+				}
+			}
+			if heads != 4 {
+				t.Errorf("Calls lists %d HEADs, want 4", heads)
+			}
+		})
 	}
 }
 

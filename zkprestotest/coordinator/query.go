@@ -28,6 +28,11 @@ var (
 	sleepMarker   = regexp.MustCompile(`(?i)\bsleep\s*\(\s*(\d+)\s*\)`)
 	slowMarker    = regexp.MustCompile(`(?i)\bslow\s*\(\s*(\d+)\s*\)`)
 	tstzMarker    = regexp.MustCompile(`(?i)\btstz\s*\(\s*'([A-Za-z0-9_/+:-]+)'\s*\)`)
+	warnMarker    = regexp.MustCompile(`(?i)\bwarn\s*\(\s*'((?:[^']|'')*)'\s*\)`)
+	syntaxMarker  = regexp.MustCompile(`(?i)\bsyntax\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)`)
+	// dmlStatement is an INSERT, CREATE TABLE ... AS, DELETE, UPDATE or MERGE: the
+	// statements whose answers carry updateType and an updateCount.
+	dmlStatement = regexp.MustCompile(`(?is)^\s*(INSERT|DELETE|UPDATE|MERGE|CREATE\s+TABLE\b.*?\bAS\b)`)
 )
 
 // Presto's standard error codes for the failures the simulator produces; the internal
@@ -37,6 +42,7 @@ const (
 	errServerStartingUp = 65548
 
 	errGenericUser        = 0
+	errSyntax             = 1
 	errAbandoned          = 2
 	errUserCanceled       = 3
 	errNotFound           = 5
@@ -68,6 +74,14 @@ const (
 	failQuery                             // fail('msg') or a refused session statement
 	sessionStatement                      // SET SESSION, USE, PREPARE, START TRANSACTION, ...
 	tstzValues                            // tstz('zone'): timestamp with time zone values
+	dataChange                            // INSERT, CREATE TABLE AS, DELETE, ...: an update count
+)
+
+// warnTooManyStages is the warning code warn('message') reports, the first of
+// spi/StandardWarningCode.java on both servers.
+const (
+	warnTooManyStages     = 1
+	warnTooManyStagesName = "TOO_MANY_STAGES"
 )
 
 // plan is what the simulator decided to do with a statement.
@@ -78,9 +92,12 @@ type plan struct {
 	width int    // bigrows: bytes of the string column; 0 for rows(N)
 	zone  string // tstz('zone'): the zone the values are written in
 
-	failCode int
-	failName string
-	failure  string
+	failCode     int
+	failName     string
+	failure      string
+	failLocation *errorLocation // syntax(line, column)
+
+	warning string // warn('message'): the message of a warning on every answer
 
 	sleep        time.Duration // sleep(ms): extra running time, with progress in the stats
 	pageDelay    time.Duration // slow(ms): wait before each page once ready
@@ -105,8 +122,17 @@ func planMarkers(sql string) plan {
 	// prepared statement header allows 2 MB), and most hold no marker at all.
 	lower := strings.ToLower(sql)
 	has := func(name string) bool { return strings.Contains(lower, name) }
-	if !has("sleep") && !has("slow") && !has("fail") && !has("rows") && !has("tstz") {
+	if m := dmlStatement.FindStringSubmatch(sql); m != nil {
+		p.kind, p.updateType = dataChange, strings.ToUpper(strings.Join(strings.Fields(m[1]), " "))
+		if strings.HasPrefix(p.updateType, "CREATE TABLE") {
+			p.updateType = "CREATE TABLE"
+		}
+	}
+	if !has("sleep") && !has("slow") && !has("fail") && !has("rows") && !has("tstz") && !has("warn") && !has("syntax") {
 		return p
+	}
+	if m := warnMarker.FindStringSubmatch(sql); m != nil {
+		p.warning = strings.ReplaceAll(m[1], "''", "'")
 	}
 	if m := sleepMarker.FindStringSubmatch(sql); m != nil {
 		d, ok := markerMillis(m[1])
@@ -122,9 +148,23 @@ func planMarkers(sql string) plan {
 		}
 		p.pageDelay, p.hasPageDelay = d, true
 	}
+	if m := syntaxMarker.FindStringSubmatch(sql); m != nil {
+		line, err1 := strconv.Atoi(m[1])
+		col, err2 := strconv.Atoi(m[2])
+		if err1 != nil || err2 != nil || line < 1 || col < 1 {
+			return failPlan(errGenericUser, "GENERIC_USER_ERROR", fmt.Sprintf("syntax(%s, %s): out of range", m[1], m[2]))
+		}
+		// As the parser reports it (trino: sql/parser/ErrorHandler and
+		// ParsingException: "line L:C: message", the location in the error).
+		f := failPlan(errSyntax, "SYNTAX_ERROR", fmt.Sprintf("line %d:%d: mismatched input 'syntax'. Expecting: <query>", line, col))
+		f.failLocation = &errorLocation{LineNumber: line, ColumnNumber: col}
+		f.warning = p.warning
+		return f
+	}
 	if m := failMarker.FindStringSubmatch(sql); m != nil {
 		f := failPlan(errGenericUser, "GENERIC_USER_ERROR", strings.ReplaceAll(m[1], "''", "'"))
 		f.sleep, f.pageDelay, f.hasPageDelay = p.sleep, p.pageDelay, p.hasPageDelay
+		f.warning = p.warning
 		return f
 	}
 	if m := tstzMarker.FindStringSubmatch(sql); m != nil {
@@ -137,7 +177,10 @@ func planMarkers(sql string) plan {
 		if err1 != nil || err2 != nil || w > maxRowBytes {
 			return failPlan(errGenericUser, "GENERIC_USER_ERROR", fmt.Sprintf("bigrows(%s, %s): out of range (at most %d bytes a row)", m[1], m[2], maxRowBytes))
 		}
-		p.kind, p.rows, p.width = generateRows, n, w
+		if p.kind != dataChange {
+			p.kind = generateRows
+		}
+		p.rows, p.width = n, w
 		return p
 	}
 	if m := rowsMarker.FindStringSubmatch(sql); m != nil {
@@ -145,7 +188,10 @@ func planMarkers(sql string) plan {
 		if err != nil {
 			return failPlan(errGenericUser, "GENERIC_USER_ERROR", fmt.Sprintf("rows(%s): row count out of range", m[1]))
 		}
-		p.kind, p.rows = generateRows, n
+		if p.kind != dataChange {
+			p.kind = generateRows
+		}
+		p.rows = n
 	}
 	return p
 }
@@ -180,9 +226,6 @@ type query struct {
 	tokenNow    atomic.Int64 // token of the current phase, readable by HEAD without a poll's lock
 	partial     atomic.Bool  // partialCancelUri was deleted: no more rows are produced
 	spool       *spooler     // set when the rows go out as spooled segments
-	// dispatchFailure, when set, is how the first GET of the queued nextUri fails: the
-	// coordinator was starting, or had no workers, when the statement arrived.
-	dispatchFailure *queryError
 
 	canceled   chan struct{}
 	cancelOnce sync.Once
@@ -351,9 +394,20 @@ type (
 		Data             any         `json:"data,omitempty"`
 		Stats            stats       `json:"stats"`
 		Error            *queryError `json:"error,omitempty"`
-		Warnings         []struct{}  `json:"warnings"`
+		Warnings         []warning   `json:"warnings"`
 		UpdateType       string      `json:"updateType,omitempty"`
+		UpdateCount      *int64      `json:"updateCount,omitempty"`
 		rows             *page       // streamed in place of Data
+	}
+	// warning is a client Warning (trino: client/Warning.java, a warningCode of code and
+	// name, and a message; prestodb: presto-client's PrestoWarning).
+	warning struct {
+		WarningCode warningCode `json:"warningCode"`
+		Message     string      `json:"message"`
+	}
+	warningCode struct {
+		Code int    `json:"code"`
+		Name string `json:"name"`
 	}
 	column struct {
 		Name          string        `json:"name"`
@@ -376,22 +430,53 @@ type (
 		Kind  string `json:"kind"`
 		Value any    `json:"value"`
 	}
-	// stats is the protocol's, as clients read it.
-	stats = wire.QueryStats
+	// stats is a StatementStats: the protocol's, as clients read it, and the root stage
+	// (trino: client/StatementStats.java, rootStage a StageStats; prestodb: the same).
+	stats struct {
+		wire.QueryStats
+		RootStage *stageStats `json:"rootStage,omitempty"`
+	}
+	// stageStats is a client StageStats (trino: client/StageStats.java).
+	stageStats struct {
+		StageID         string       `json:"stageId"`
+		State           string       `json:"state"`
+		Done            bool         `json:"done"`
+		Nodes           int          `json:"nodes"`
+		TotalSplits     int          `json:"totalSplits"`
+		QueuedSplits    int          `json:"queuedSplits"`
+		RunningSplits   int          `json:"runningSplits"`
+		CompletedSplits int          `json:"completedSplits"`
+		CPUTimeMillis   int64        `json:"cpuTimeMillis"`
+		WallTimeMillis  int64        `json:"wallTimeMillis"`
+		ProcessedRows   int64        `json:"processedRows"`
+		ProcessedBytes  int64        `json:"processedBytes"`
+		PhysicalInput   int64        `json:"physicalInputBytes"`
+		FailedTasks     int          `json:"failedTasks"`
+		CoordinatorOnly bool         `json:"coordinatorOnly"`
+		SubStages       []stageStats `json:"subStages"`
+	}
+	// errorLocation is where in the statement a syntax error is (trino:
+	// client/ErrorLocation.java).
+	errorLocation struct {
+		LineNumber   int `json:"lineNumber"`
+		ColumnNumber int `json:"columnNumber"`
+	}
 
 	queryError struct {
-		Message     string      `json:"message"`
-		ErrorCode   int         `json:"errorCode"`
-		ErrorName   string      `json:"errorName"`
-		ErrorType   string      `json:"errorType"`
-		Retriable   bool        `json:"retriable"`
-		FailureInfo failureInfo `json:"failureInfo"`
+		Message       string         `json:"message"`
+		ErrorCode     int            `json:"errorCode"`
+		ErrorName     string         `json:"errorName"`
+		ErrorType     string         `json:"errorType"`
+		Retriable     bool           `json:"retriable"`
+		ErrorLocation *errorLocation `json:"errorLocation,omitempty"`
+		FailureInfo   failureInfo    `json:"failureInfo"`
 	}
 	failureInfo struct {
-		Type       string     `json:"type"`
-		Message    string     `json:"message"`
-		Suppressed []struct{} `json:"suppressed"`
-		Stack      []string   `json:"stack"`
+		Type          string         `json:"type"`
+		Message       string         `json:"message"`
+		Suppressed    []struct{}     `json:"suppressed"`
+		Stack         []string       `json:"stack"`
+		ErrorLocation *errorLocation `json:"errorLocation,omitempty"`
 	}
 )
 
@@ -407,6 +492,7 @@ var (
 		varchar("schema"), varchar("source"), varchar("query"),
 	}
 	rowsColumns    = []column{typed("n", "bigint")}
+	updateColumns  = []column{typed("rows", "bigint")}
 	bigrowsColumns = []column{typed("n", "bigint"), varchar("s")}
 	resultColumns  = []column{typed("result", "boolean")}
 )
@@ -460,8 +546,8 @@ func (q *query) results(l linker, state string, now time.Time) queryResults {
 	r := queryResults{
 		ID:       q.id,
 		InfoURI:  l.abs("/ui/query.html?" + q.id),
-		Warnings: []struct{}{},
-		Stats: stats{
+		Warnings: []warning{},
+		Stats: stats{QueryStats: wire.QueryStats{
 			State:             state,
 			Queued:            state == "QUEUED",
 			Scheduled:         state != "QUEUED",
@@ -469,20 +555,79 @@ func (q *query) results(l linker, state string, now time.Time) queryResults {
 			WallTimeMillis:    elapsed,
 			ElapsedTimeMillis: elapsed,
 			ProcessedRows:     q.sent.Load(),
-		},
+		}},
 	}
+	if q.plan.warning != "" && q.dispatched.Load() {
+		// The analyzer's warnings are in the query's info from then on, and every answer
+		// carries them (trino: Query.getNextResult, queryInfo.getWarnings through
+		// ProtocolUtil.toClientWarning).
+		r.Warnings = []warning{{WarningCode: warningCode{Code: warnTooManyStages, Name: warnTooManyStagesName}, Message: q.plan.warning}}
+	}
+	if state == "QUEUED" {
+		return r
+	}
+	r.Columns = q.columns
+	// The executing resource's answers carry the updateType from the query's info on every
+	// page (trino: Query.getNextResult, queryInfo.getUpdateType()).
+	r.UpdateType = q.plan.updateType
 	if q.plan.sleep > 0 {
-		q.progress(&r.Stats, now)
+		q.progress(&r.Stats.QueryStats, now)
+	} else {
+		q.splitProgress(&r.Stats.QueryStats, state)
 	}
-	if state != "QUEUED" {
-		r.Columns = q.columns
-	}
+	r.Stats.RootStage = rootStage(&r.Stats.QueryStats)
 	return r
+}
+
+// splitProgress fills the split counts and progressPercentage of a running or ended
+// statement other than sleep(ms): one split a page of rows, progress the share of them
+// done, as the servers compute it once the query is scheduled (trino:
+// execution/QueryStats.getProgressPercentage, completed over total drivers).
+func (q *query) splitProgress(s *wire.QueryStats, state string) {
+	total := 1
+	if q.plan.kind == generateRows && q.batchRows > 0 {
+		total = int(max(1, min((q.plan.rows+int64(q.batchRows)-1)/int64(q.batchRows), 1<<20)))
+	}
+	done := 0
+	switch {
+	case state == "FINISHED" || state == "FAILED":
+		done = total
+	case q.plan.kind == generateRows && q.batchRows > 0:
+		done = int(min(q.sent.Load()/int64(q.batchRows), int64(total)))
+	}
+	s.TotalSplits, s.CompletedSplits = total, done
+	s.RunningSplits = min(1, total-done)
+	s.QueuedSplits = total - done - s.RunningSplits
+	s.CPUTimeMillis = s.WallTimeMillis
+	pct := 100 * float64(done) / float64(total)
+	s.ProgressPercentage = &pct
+}
+
+// rootStage is the output stage of a statement with s's figures (trino:
+// ProtocolUtil.toStageStats of the query's output stage), with one source stage under it
+// for the statements that read rows; the coordinator runs them all on its one node.
+func rootStage(s *wire.QueryStats) *stageStats {
+	state := s.State
+	done := state == "FINISHED" || state == "FAILED"
+	if state == "FINISHING" {
+		state = "RUNNING"
+	}
+	st := stageStats{
+		StageID: "0", State: state, Done: done, Nodes: 1,
+		TotalSplits: s.TotalSplits, QueuedSplits: s.QueuedSplits, RunningSplits: s.RunningSplits,
+		CompletedSplits: s.CompletedSplits, CPUTimeMillis: s.CPUTimeMillis, WallTimeMillis: s.WallTimeMillis,
+		ProcessedRows: s.ProcessedRows, ProcessedBytes: s.ProcessedBytes, PhysicalInput: s.ProcessedBytes,
+		SubStages: []stageStats{},
+	}
+	if state == "FAILED" {
+		st.FailedTasks = 1
+	}
+	return &st
 }
 
 // progress fills in the stats of a sleep(ms) statement: from submission until it is ready,
 // splits complete and rows and bytes are processed at an even pace, as a CLI shows them.
-func (q *query) progress(s *stats, now time.Time) {
+func (q *query) progress(s *wire.QueryStats, now time.Time) {
 	f := 1.0
 	if span := q.readyAt().Sub(q.created); span > 0 {
 		f = min(1, max(0, float64(now.Sub(q.created))/float64(span)))
@@ -535,8 +680,26 @@ func (q *query) queuedAnswer(l linker, now time.Time, phase string, token int64)
 }
 
 // nextAnswer builds the answer to the executing poll carrying q.token and reports whether it
-// is final. The caller holds q.mu.
-func (q *query) nextAnswer(l linker, now time.Time) (*answer, bool) {
+// is final. targetSize, when not 0, bounds the bytes of rows of the page, which holds at
+// least one row (trino: Query.removePagesFromExchange takes pages until targetResultSize is
+// reached). The caller holds q.mu.
+func (q *query) nextAnswer(l linker, now time.Time, targetSize int64) (*answer, bool) {
+	a, final := q.nextPage(l, now, targetSize)
+	if q.plan.kind == sessionStatement && a.err == nil {
+		// Every executing answer carries the session changes of the statement once its
+		// task has run, which it does when it starts: the servers rebuild the headers from
+		// the query's info on each answer (trino: Query.getNextResult copies setCatalog,
+		// setSessionProperties, addedPreparedStatements, startedTransactionId, ... from
+		// QueryInfo; ExecutingStatementResource.toResponse writes them; prestodb:
+		// ExecutingStatementResource and QueryResourceUtil the same). The queued
+		// resource's answers have none.
+		a.header = prefixed(q.flavour, q.plan.header)
+	}
+	return a, final
+}
+
+// nextPage is nextAnswer without the session headers.
+func (q *query) nextPage(l linker, now time.Time, targetSize int64) (*answer, bool) {
 	next, partialCancel := q.link(l, phaseExecuting, q.token+1), q.partialCancelLink(l, q.token+1)
 	if now.Before(q.readyAt()) {
 		r := q.results(l, "RUNNING", now)
@@ -545,10 +708,34 @@ func (q *query) nextAnswer(l linker, now time.Time) (*answer, bool) {
 	}
 	switch q.plan.kind {
 	case failQuery:
-		return q.failedAnswer(l, now, q.newError(q.plan.failCode, q.plan.failName, q.plan.failure)), true
+		qe := q.newError(q.plan.failCode, q.plan.failName, q.plan.failure)
+		qe.ErrorLocation, qe.FailureInfo.ErrorLocation = q.plan.failLocation, q.plan.failLocation
+		return q.failedAnswer(l, now, qe), true
+	case dataChange:
+		// The count comes as the one row of column rows, and from then on the answers
+		// carry it as updateCount, the last one included (trino: Query.getNextResult keeps
+		// updateCount once resultRows.getUpdateCount() gave it).
+		count := q.plan.rows
+		if q.sent.Swap(1) == 0 {
+			r := q.results(l, "RUNNING", now)
+			r.Data, r.UpdateCount = [][]int64{{count}}, &count
+			r.NextURI, r.PartialCancelURI = next, partialCancel
+			return encode(r), false
+		}
+		r := q.results(l, "FINISHED", now)
+		r.UpdateCount = &count
+		return encode(r), true
 	case generateRows:
 		sent := q.sent.Load()
 		count := min(q.plan.rows-sent, int64(q.batchRows))
+		if targetSize > 0 {
+			// A row is its number, its string and the JSON around them.
+			rowBytes := int64(len(strconv.FormatInt(sent+1, 10)) + 3)
+			if q.plan.width > 0 {
+				rowBytes += int64(q.plan.width) + 3
+			}
+			count = min(count, max(1, targetSize/rowBytes))
+		}
 		stopped := q.partial.Load()
 		if stopped {
 			count = 0
@@ -578,12 +765,14 @@ func (q *query) nextAnswer(l linker, now time.Time) (*answer, bool) {
 		r.Data = TstzValues(q.plan.zone)
 		return encode(r), true
 	case sessionStatement:
-		r := q.results(l, "FINISHED", now)
-		r.Data = [][]bool{{true}}
-		r.UpdateType = q.plan.updateType
-		a := encode(r)
-		a.header = prefixed(q.flavour, q.plan.header)
-		return a, true
+		// Its result row, then the final answer: two answers, both with the headers.
+		if q.sent.Swap(1) == 0 {
+			r := q.results(l, "RUNNING", now)
+			r.Data = [][]bool{{true}}
+			r.NextURI, r.PartialCancelURI = next, partialCancel
+			return encode(r), false
+		}
+		return encode(q.results(l, "FINISHED", now)), true
 	default:
 		q.sent.Store(1)
 		r := q.results(l, "FINISHED", now)
@@ -636,8 +825,8 @@ func encode(r queryResults) *answer {
 	if err != nil {
 		b, _ = json.Marshal(queryResults{
 			ID:       r.ID,
-			Warnings: []struct{}{},
-			Stats:    stats{State: "FAILED"},
+			Warnings: []warning{},
+			Stats:    stats{QueryStats: wire.QueryStats{State: "FAILED"}},
 			Error:    &queryError{Message: "encode results: " + err.Error(), ErrorName: "GENERIC_INTERNAL_ERROR", ErrorType: "INTERNAL_ERROR"},
 		})
 		a.head, a.state = b, "FAILED"

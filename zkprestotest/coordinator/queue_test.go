@@ -2,9 +2,18 @@ package coordinator
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
+
+// maxWaitParam is the query string that adds maxWait=d to link.
+func maxWaitParam(link, d string) string {
+	if strings.Contains(link, "?") {
+		return "&maxWait=" + d
+	}
+	return "?maxWait=" + d
+}
 
 // clusterStats is what /v1/cluster reports, as PrestoDB's ClusterStats.
 type clusterStats struct {
@@ -20,10 +29,22 @@ func TestMaxRunningQueuesInOrder(t *testing.T) {
 		t.Run(string(flavour), func(t *testing.T) {
 			c := start(t, Options{Flavour: flavour, MaxRunning: 2, Latency: time.Hour})
 			var ids []string
-			for range 4 {
+			var waitingLinks []string
+			for i := range 4 {
 				first := submit(t, c, "SELECT 1", http.StatusOK)
-				dispatch(t, first) // a query takes a slot once dispatched
 				ids = append(ids, first.ID)
+				if i < 2 {
+					dispatch(t, first) // a query takes a slot once dispatched
+					continue
+				}
+				// No slot: it stays on the queued resource, QUEUED, as in a resource
+				// group's queue; maxWait bounds the wait for a slot.
+				var r wireResults
+				getJSON(t, first.NextURI+maxWaitParam(first.NextURI, "20ms"), http.StatusOK, &r)
+				if r.Stats.State != "QUEUED" || !strings.Contains(r.NextURI, "/v1/statement/queued/") {
+					t.Fatalf("first GET without a slot = %+v, want QUEUED on the queued resource", r)
+				}
+				waitingLinks = append(waitingLinks, r.NextURI)
 			}
 			figures := func() (int64, int64) {
 				if flavour == Presto {
@@ -63,6 +84,15 @@ func TestMaxRunningQueuesInOrder(t *testing.T) {
 			resp.Body.Close()
 			if queued(ids[2]) || !queued(ids[3]) {
 				t.Error("the slot went to the wrong statement")
+			}
+			var r wireResults
+			getJSON(t, waitingLinks[0], http.StatusOK, &r)
+			if r.Stats.State != "QUEUED" || !strings.Contains(r.NextURI, "/v1/statement/executing/") {
+				t.Errorf("poll once it has a slot = %+v, want the redirect to the executing resource", r)
+			}
+			getJSON(t, waitingLinks[1]+maxWaitParam(waitingLinks[1], "10ms"), http.StatusOK, &r)
+			if !strings.Contains(r.NextURI, "/v1/statement/queued/") {
+				t.Errorf("poll still without a slot = %+v, want the queued resource", r)
 			}
 			if r, q := figures(); r != 2 || q != 1 {
 				t.Errorf("after one ended: %d running, %d queued", r, q)

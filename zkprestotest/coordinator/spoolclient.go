@@ -14,10 +14,14 @@ type SpooledSegment struct {
 	URI, AckURI string
 	// Headers are the headers its download needs, as the answer gave them.
 	Headers map[string][]string
-	// RowOffset, RowsCount and SegmentSize are its metadata.
+	// RowOffset, RowsCount and SegmentSize are its metadata, and ExpiresAt a spooled
+	// one's expiry as the metadata gave it.
 	RowOffset, RowsCount int64
 	SegmentSize          int
-	// Downloaded is the number of bytes its download gave.
+	ExpiresAt            string
+	// Inline tells that the rows came in the answer (type "inline"), not downloaded.
+	Inline bool
+	// Downloaded is the number of bytes its download gave, or its inline data had.
 	Downloaded int
 }
 
@@ -74,7 +78,16 @@ func RunSpooled(base, sql string) (*SpooledResult, error) {
 // download fetches seg, appends its rows and acknowledges it.
 func (res *SpooledResult) download(seg segment) (SpooledSegment, error) {
 	got := SpooledSegment{URI: seg.URI, AckURI: seg.AckURI, Headers: seg.Headers,
-		RowOffset: seg.Metadata.RowOffset, RowsCount: seg.Metadata.RowsCount, SegmentSize: seg.Metadata.SegmentSize}
+		RowOffset: seg.Metadata.RowOffset, RowsCount: seg.Metadata.RowsCount, SegmentSize: seg.Metadata.SegmentSize,
+		ExpiresAt: seg.Metadata.ExpiresAt, Inline: seg.Type == "inline"}
+	switch seg.Type {
+	case "inline":
+		got.Downloaded = len(seg.Data)
+		return got, res.appendRows(got, seg.Data)
+	case "spooled":
+	default:
+		return got, fmt.Errorf("segment of type %q", seg.Type)
+	}
 	req, err := http.NewRequest(http.MethodGet, seg.URI, nil)
 	if err != nil {
 		return got, err
@@ -92,11 +105,9 @@ func (res *SpooledResult) download(seg segment) (SpooledSegment, error) {
 		return got, fmt.Errorf("segment %s: %s %q, %v", seg.URI, resp.Status, b, err)
 	}
 	got.Downloaded = len(b)
-	var part [][]any
-	if err := json.Unmarshal(b, &part); err != nil || int64(len(part)) != got.RowsCount || got.RowOffset != int64(len(res.Rows)) {
-		return got, fmt.Errorf("segment %s: %d rows after %d (%v), metadata offset %d, count %d", seg.URI, len(part), len(res.Rows), err, got.RowOffset, got.RowsCount)
+	if err := res.appendRows(got, b); err != nil {
+		return got, err
 	}
-	res.Rows = append(res.Rows, part...)
 	ack, err := http.Get(seg.AckURI)
 	if err != nil {
 		return got, err
@@ -106,6 +117,16 @@ func (res *SpooledResult) download(seg segment) (SpooledSegment, error) {
 		return got, fmt.Errorf("ack %s: %s", seg.AckURI, ack.Status)
 	}
 	return got, nil
+}
+
+// appendRows appends the rows of seg, b, checking them against its metadata.
+func (res *SpooledResult) appendRows(seg SpooledSegment, b []byte) error {
+	var part [][]any
+	if err := json.Unmarshal(b, &part); err != nil || int64(len(part)) != seg.RowsCount || seg.RowOffset != int64(len(res.Rows)) {
+		return fmt.Errorf("segment %s: %d rows after %d (%v), metadata offset %d, count %d", seg.URI, len(part), len(res.Rows), err, seg.RowOffset, seg.RowsCount)
+	}
+	res.Rows = append(res.Rows, part...)
+	return nil
 }
 
 // decodeAnswer sends req and decodes its 200 answer into v.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // SpoolingMode is how a Trino coordinator hands out the rows of a client that asks for the
@@ -42,6 +43,7 @@ const (
 // spooler keeps the segments of one coordinator until they are acknowledged.
 type spooler struct {
 	mode    SpoolingMode
+	inline  bool             // pages under the inlining limits go inline
 	storage *httptest.Server // SpoolingStorage and SpoolingRedirect
 
 	mu       sync.Mutex
@@ -89,21 +91,41 @@ type segmentData struct {
 
 type segment struct {
 	Type     string              `json:"type"`
-	URI      string              `json:"uri"`
-	AckURI   string              `json:"ackUri"`
+	URI      string              `json:"uri,omitempty"`
+	AckURI   string              `json:"ackUri,omitempty"`
+	Data     []byte              `json:"data,omitempty"` // an inline segment's rows, base64 in JSON
 	Metadata segmentMetadata     `json:"metadata"`
 	Headers  map[string][]string `json:"headers,omitempty"`
 }
 
 type segmentMetadata struct {
-	RowOffset   int64 `json:"rowOffset"`
-	RowsCount   int64 `json:"rowsCount"`
-	SegmentSize int   `json:"segmentSize"`
+	RowOffset   int64  `json:"rowOffset"`
+	RowsCount   int64  `json:"rowsCount"`
+	SegmentSize int    `json:"segmentSize"`
+	ExpiresAt   string `json:"expiresAt,omitempty"` // a spooled segment's: when storage drops it
 }
+
+// Inlining limits and the life of a spooled segment, Trino's defaults (trino:
+// server/protocol/spooling/SpoolingConfig.java, inlining.max-rows 1000 and
+// inlining.max-size 128 kB; the file system spooling manager's segment TTL of 12 h).
+const (
+	maxInlinedRows  = 1000
+	maxInlinedBytes = 128 << 10
+	segmentTTL      = 12 * time.Hour
+)
 
 // spool keeps p as a segment and returns the data member that points at it, with links
 // made by l for the coordinator's own URIs.
 func (s *spooler) spool(l linker, p *page) segmentData {
+	meta := segmentMetadata{RowOffset: p.first - 1, RowsCount: p.count}
+	if s.inline && p.count <= maxInlinedRows && int64(p.count)*int64(p.width) <= maxInlinedBytes {
+		// A small page goes inline, its encoded rows base64 in the answer (trino:
+		// SpoolingQueryDataProducer inlines below the limits; client/spooling/InlineSegment).
+		if rows := p.bytes(); len(rows) <= maxInlinedBytes {
+			meta.SegmentSize = len(rows)
+			return segmentData{Encoding: "json", Segments: []segment{{Type: "inline", Data: rows, Metadata: meta}}}
+		}
+	}
 	id := fmt.Sprintf("seg%d", s.seq.Add(1))
 	s.mu.Lock()
 	s.segments[id] = p
@@ -112,8 +134,12 @@ func (s *spooler) spool(l linker, p *page) segmentData {
 		Type:     "spooled",
 		URI:      l.abs("/v1/spooled/download/" + id),
 		AckURI:   l.abs("/v1/spooled/ack/" + id),
-		Metadata: segmentMetadata{RowOffset: p.first - 1, RowsCount: p.count, SegmentSize: p.size()},
+		Metadata: meta,
 	}
+	seg.Metadata.SegmentSize = p.size()
+	// When the storage drops the segment, as an ISO-8601 instant (trino:
+	// SpooledSegment metadata "expiresAt", from the segment handle's expiration).
+	seg.Metadata.ExpiresAt = time.Now().Add(segmentTTL).UTC().Format(time.RFC3339Nano)
 	if s.mode == SpoolingStorage {
 		seg.URI = s.storageURI(id)
 		seg.Headers = map[string][]string{StorageKeyHeader: {storageKey}}
@@ -195,12 +221,15 @@ func writeSegment(w http.ResponseWriter, p *page) {
 }
 
 // size is the length of p's rows as a JSON array.
-func (p *page) size() int {
+func (p *page) size() int { return len(p.bytes()) }
+
+// bytes is p's rows as a JSON array.
+func (p *page) bytes() []byte {
 	var b bytes.Buffer
 	bw := bufio.NewWriter(&b)
 	p.writeTo(bw)
 	_ = bw.Flush()
-	return b.Len()
+	return b.Bytes()
 }
 
 // SegmentDownloads reports how many spooled segments clients downloaded from the

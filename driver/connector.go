@@ -73,6 +73,7 @@ type Connector struct {
 	httpClient   *http.Client // routes every request to its statement's coordinator
 	checkClient  *http.Client // the coordinator transport without the routing
 	ownTransport *http.Transport
+	ownDialer    *protocol.Dialer // ownTransport's: its spares and raced dials close with it
 	session      driver.Connector // the Presto client's connector
 	request      strategy.Request // what Pick sees without a routing key; read-only
 	// connectMu holds Connect's call of the Presto connector, whose session
@@ -109,14 +110,14 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 		// and a dial that times out after the caller's deadline is the only
 		// news of a coordinator that drops connections. The router is set
 		// below, before any dial.
-		t, err := newTransport(c.cfg, func(addr string, err error) {
+		t, d, err := newTransport(c.cfg, func(addr string, err error) {
 			c.log.Debug("dialing a coordinator failed", "node", addr, "err", err)
 			c.router.Health().Failure(addr, err)
 		})
 		if err != nil {
 			return nil, err
 		}
-		c.ownTransport = t
+		c.ownTransport, c.ownDialer = t, d
 		base = &http.Client{Transport: t}
 	}
 	next := transportOf(base)
@@ -146,7 +147,7 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 		rt.dialRace = race
 	}
 	if c.ownTransport != nil {
-		rt.closeIdle = c.ownTransport.CloseIdleConnections
+		rt.closeIdle = c.closeIdleConnections
 	}
 	rt.releasedFn = rt.released
 	c.httpClient = &http.Client{
@@ -332,14 +333,23 @@ func (c *Connector) prestoDSN() string {
 func (c *Connector) Close() error {
 	err := c.router.Close()
 	if c.ownTransport != nil {
-		c.ownTransport.CloseIdleConnections()
+		c.closeIdleConnections()
 	}
 	return err
 }
 
+// closeIdleConnections closes the idle connections of the driver's own
+// transport and the dial race's spares, and stops the dials the race gave
+// up on.
+func (c *Connector) closeIdleConnections() {
+	c.ownTransport.CloseIdleConnections()
+	c.ownDialer.CloseIdleConnections()
+}
+
 // newTransport builds the transport the driver owns, with the DSN's time
-// limits and TLS keys; onDialFailure hears of every failed dial.
-func newTransport(cfg *Config, onDialFailure func(addr string, err error)) (*http.Transport, error) {
+// limits and TLS keys, and its dialer; onDialFailure hears of every failed
+// dial.
+func newTransport(cfg *Config, onDialFailure func(addr string, err error)) (*http.Transport, *protocol.Dialer, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second
@@ -358,11 +368,11 @@ func newTransport(cfg *Config, onDialFailure func(addr string, err error)) (*htt
 	if cfg.hasTLS() {
 		tlsCfg, err := presto.BuildTLSConfig(cfg.SSLCA, cfg.SSLCert, cfg.SSLKey, cfg.SSLSkipVerify)
 		if err != nil {
-			return nil, fmt.Errorf("zkpresto: TLS settings: %w", err)
+			return nil, nil, fmt.Errorf("zkpresto: TLS settings: %w", err)
 		}
 		t.TLSClientConfig = tlsCfg
 	}
-	return t, nil
+	return t, d, nil
 }
 
 // orDefault returns d, or def when d is zero (a hand-built Config's

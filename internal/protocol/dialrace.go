@@ -199,6 +199,14 @@ func (r *dialRace) take(addr string) net.Conn {
 	return c
 }
 
+// holds reports whether the first pick's winning connection still waits
+// for the statement.
+func (r *dialRace) holds() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conn != nil
+}
+
 type dialResult struct {
 	c   net.Conn
 	err error
@@ -212,7 +220,9 @@ func (d *Dialer) dialRaced(ctx context.Context, network, addr string, e *Exchang
 	if r != nil {
 		switch r.winner.Load() {
 		case raceFirst:
-			if addr != r.first && e.tryState.CompareAndSwap(tryWaiting, tryGivenUp) {
+			// The statement goes back to the first pick while its
+			// connection waits for it; once taken, the race is over.
+			if addr != r.first && r.holds() && e.tryState.CompareAndSwap(tryWaiting, tryGivenUp) {
 				return nil, &OvertakenError{Addr: addr, By: r.first}
 			}
 			r = nil

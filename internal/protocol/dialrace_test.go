@@ -254,3 +254,26 @@ func TestDialRaceCostsAPooledSubmissionNothing(t *testing.T) {
 		t.Errorf("a pooled submission armed with the dial race allocates %.1f, without it %.1f; want no more", armed, unarmed)
 	}
 }
+
+// Once the statement took the first pick's winning connection, the race
+// is over: a later try of the statement, to another coordinator (the
+// first pick failed it before accepting it), dials as any other does
+// instead of being sent back again.
+func TestDialRaceIsOverOnceTheWinningConnectionIsTaken(t *testing.T) {
+	srv := startRecording(t)
+	d := &Dialer{Timeout: time.Second}
+	defer d.CloseIdleConnections()
+	first := make(chan struct{})
+	close(first)
+	r := &dialRace{dialer: d, first: "192.0.2.1:8080", firstUp: first}
+	r.winner.Store(raceFirst) // and its connection taken: r.conn is nil
+	e := new(Exchange)
+	e.ArmDialRace(time.Second)
+	e.race.Store(r)
+	e.startTry()
+	c, err := d.DialContext(WithExchange(context.Background(), e), "tcp", srv.addr())
+	if err != nil {
+		t.Fatalf("a later try after the race: %v; want a connection", err)
+	}
+	c.Close()
+}

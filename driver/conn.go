@@ -196,6 +196,9 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		a.session = c.clientSession
 		a.WholePages = true // the Presto client decodes whole pages anyway
 		a.splitPages = true
+		if last != nil {
+			a.JoinDialRace(&last.Exchange)
+		}
 		last = a
 		err := do(a.context())
 		failure, sent := a.Failure()
@@ -221,9 +224,14 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 			return routing.MaybeSent, failure
 		case errors.As(failure, new(*pool.DialRaceError)), errors.As(failure, new(*writeStallError)):
 			return routing.Unreached, failure
+		case errors.As(failure, new(*pool.OvertakenError)):
+			return routing.Returned, failure
 		}
 		return routing.NotSent, failure
 	})
+	if last != nil {
+		last.EndDialRace()
+	}
 	c.retireUnpinnedTransaction(last)
 	if err != nil {
 		return nil, err

@@ -100,8 +100,11 @@ type Connector struct {
 	httpClient   *http.Client // routes every request to its statement's coordinator
 	checkClient  *http.Client // the coordinator transport without the routing
 	ownTransport *http.Transport
-	session      driver.Connector // the Presto client's connector
-	request      strategy.Request // what Pick sees without a routing key; read-only
+	// closeIdle closes ownTransport's idle connections and its dialer's
+	// spares, and stops the dials the race gave up on.
+	closeIdle func()
+	session   driver.Connector // the Presto client's connector
+	request   strategy.Request // what Pick sees without a routing key; read-only
 	// connectMu holds Connect's call of the Presto connector, whose session
 	// setup hook hands the new session over in connecting.
 	connectMu  sync.Mutex
@@ -127,6 +130,7 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 		return nil, err
 	}
 	c.router, c.checkClient, c.ownTransport = routed.Router, routed.Client, routed.Transport
+	c.closeIdle = routed.CloseIdleConnections
 	next := routed.Client.Transport
 	base := o.httpClient
 	if base == nil {
@@ -143,7 +147,7 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	}
 	rt.dialRace = c.cfg.DialRace()
 	if c.ownTransport != nil {
-		rt.closeIdle = c.ownTransport.CloseIdleConnections
+		rt.closeIdle = c.closeIdle
 	}
 	rt.releasedFn = rt.released
 	c.httpClient = &http.Client{
@@ -298,7 +302,7 @@ func (c *Connector) prestoDSN() string {
 func (c *Connector) Close() error {
 	err := c.router.Close()
 	if c.ownTransport != nil {
-		c.ownTransport.CloseIdleConnections()
+		c.closeIdle()
 	}
 	return err
 }

@@ -78,8 +78,11 @@ func (c *attemptContext) Deadline() (time.Time, bool) { return time.Time{}, fals
 func (c *attemptContext) Done() <-chan struct{}       { return nil }
 func (c *attemptContext) Err() error                  { return nil }
 func (c *attemptContext) Value(key any) any {
-	if key == (attemptKey{}) {
+	switch key {
+	case attemptKey{}:
 		return c.a
+	case pool.ExchangeKey{}:
+		return &c.a.Exchange // the Dialer's dial race
 	}
 	return c.a.caller.Value(key)
 }
@@ -227,13 +230,11 @@ func (t *routingTransport) target(req *http.Request, a *attempt, submission bool
 	ctx := req.Context()
 	if submission {
 		ctx = a.Trace(ctx)
-		if t.dialRace > 0 && a.caller.Done() == nil {
-			// The race cancels the request; a caller's context would be
-			// cancelled through submitCancellable's, which arms it there.
-			// The parent is never done, so nothing needs this one ended.
-			var cancel context.CancelCauseFunc
-			ctx, cancel = context.WithCancelCause(ctx)
-			a.ArmDialRace(t.dialRace, cancel)
+		if t.dialRace > 0 {
+			// Armed in the Dialer, which finds the exchange in the dial's
+			// context (attemptContext answers for it): only a try that
+			// dials pays for the race.
+			a.ArmDialRace(t.dialRace)
 		}
 	}
 	r := req.WithContext(ctx)
@@ -275,9 +276,6 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 	ctx, cancel := context.WithCancelCause(req.Context())
 	req = req.WithContext(ctx)
 	a.GateBody(req)
-	if t.dialRace > 0 {
-		a.ArmDialRace(t.dialRace, cancel)
-	}
 	type result struct {
 		resp *http.Response
 		err  error

@@ -136,13 +136,13 @@ type Config struct {
 	// dial that fails fails the statement over and counts against the
 	// coordinator, even after the caller gave up.
 	DialTimeout time.Duration
-	// DialRaceDelay is how long a statement waits for a connection to its
-	// coordinator (500ms by default) before it goes to another coordinator,
-	// provably unsent: the slow coordinator is charged a failure (three in
-	// a row eject it) and its dial goes on in the background, within
-	// DialTimeout, so that a coordinator whose dials are only slow gets
-	// its connection for the next statement. A value of DialTimeout or
-	// more turns the race off.
+	// DialRaceDelay is how long a statement waits for a new connection to
+	// its coordinator (500ms by default) before it dials the next pick as
+	// well, provably unsent, and goes on whichever connection comes up
+	// first: the slow coordinator is charged a failure (three in a row
+	// eject it) and its dial goes on, within DialTimeout; a connection
+	// that loses the race is kept for the next statement to its
+	// coordinator. A value of DialTimeout or more turns the race off.
 	DialRaceDelay time.Duration
 	// WriteTimeout bounds each write of a request (10s by default): a
 	// coordinator that stops reading fails it; before the statement was

@@ -201,7 +201,7 @@ var dsnKeys = []*dsnKey{
 	},
 	{
 		name: dsnKeyDialRaceDelay, kind: dsnOwn, section: dsnSectionMain, def: "`500ms`",
-		doc:    "how long a statement waits for a connection to its coordinator before it goes, provably unsent, to another one; the slow coordinator is charged a failure and its dial goes on in the background; `dialTimeout` or more turns the race off (see [RELIABILITY.md](../RELIABILITY.md))",
+		doc:    "how long a statement waits for a new connection to its coordinator before it dials the next pick as well, provably unsent, and goes on whichever connection comes up first; the slow coordinator is charged a failure and its dial goes on; `dialTimeout` or more turns the race off (see [RELIABILITY.md](../RELIABILITY.md))",
 		parse:  func(c *Config, v string) error { return dsnSetDuration(&c.DialRaceDelay, v) },
 		format: func(c *Config) (string, bool) { return dsnFormatDuration(c.DialRaceDelay, dsnDefaultDialRaceDelay) },
 	},

@@ -9,6 +9,7 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
 	"github.com/zkpresto/zkpresto/internal/infoprobe"
+	"github.com/zkpresto/zkpresto/internal/pool"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
 )
@@ -101,6 +102,8 @@ type Routing struct {
 	Transport *http.Transport
 	// TLS is true when the Config asks for https to every coordinator.
 	TLS bool
+
+	dialer *pool.Dialer // Transport's
 }
 
 // Open returns the routing core and coordinator client cfg describes. It
@@ -131,23 +134,21 @@ func Open(cfg *Config, opts OpenOptions) (*Routing, error) {
 		}
 	default:
 		// The Router is set below, before any dial.
-		t, err := cfg.NewTransport(func(addr string, err error) {
+		t, d, err := cfg.newTransport(func(addr string, err error) {
 			log.Debug("dialing a coordinator failed", "node", addr, "err", err)
 			r.Router.Health().Failure(addr, err)
 		})
 		if err != nil {
 			return nil, err
 		}
-		r.Transport, next = t, t
+		r.Transport, r.dialer, next = t, d, t
 	}
 	r.Client = &http.Client{Transport: next}
 	router, err := routing.New(cfg.RoutingConfig(RoutingOptions{
 		Strategy: opts.Strategy, Health: opts.Health, Probe: infoprobe.New(r.Client), Logger: log,
 	}))
 	if err != nil {
-		if r.Transport != nil {
-			r.Transport.CloseIdleConnections()
-		}
+		r.CloseIdleConnections()
 		return nil, err
 	}
 	if opts.Logger == nil && opts.Strategy == nil && cfg.Strategy != "" {
@@ -165,8 +166,19 @@ func Open(cfg *Config, opts OpenOptions) (*Routing, error) {
 // the transport Open made.
 func (r *Routing) Close() error {
 	err := r.Router.Close()
+	r.CloseIdleConnections()
+	return err
+}
+
+// CloseIdleConnections closes the idle connections of the transport Open
+// made and the spares of its dial race (connections that came up after
+// their statement went elsewhere), and stops the dials the race gave up
+// on. It does nothing with OpenOptions.Client.
+func (r *Routing) CloseIdleConnections() {
 	if r.Transport != nil {
 		r.Transport.CloseIdleConnections()
 	}
-	return err
+	if r.dialer != nil {
+		r.dialer.CloseIdleConnections()
+	}
 }

@@ -32,8 +32,16 @@ func (c *Config) DialRace() time.Duration {
 // describes: its dial, write and response time limits, and its TLS keys.
 // onDialFailure, when not nil, hears of every failed dial, even one that
 // ends after the request that asked for it (see pool.Dialer). It does
-// no network I/O; it reads the TLS files.
+// no network I/O; it reads the TLS files. The dial race (dialRaceDelay)
+// runs only for the driver's statements, which Open's Routing serves.
 func (c *Config) NewTransport(onDialFailure func(addr string, err error)) (*http.Transport, error) {
+	t, _, err := c.newTransport(onDialFailure)
+	return t, err
+}
+
+// newTransport is NewTransport, with the transport's dialer, whose spares
+// (connections that lost a dial race) close with it.
+func (c *Config) newTransport(onDialFailure func(addr string, err error)) (*http.Transport, *pool.Dialer, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second
@@ -52,11 +60,11 @@ func (c *Config) NewTransport(onDialFailure func(addr string, err error)) (*http
 	if c.UsesTLS() {
 		tlsCfg, err := buildTLSConfig(c.SSLCA, c.SSLCert, c.SSLKey, c.SSLSkipVerify)
 		if err != nil {
-			return nil, fmt.Errorf("zkpresto: TLS settings: %w", err)
+			return nil, nil, fmt.Errorf("zkpresto: TLS settings: %w", err)
 		}
 		t.TLSClientConfig = tlsCfg
 	}
-	return t, nil
+	return t, d, nil
 }
 
 // buildTLSConfig reads the ssl_* files as the Presto Go client's

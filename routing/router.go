@@ -287,6 +287,11 @@ const (
 	// is charged a failure (three in a row eject it), and the caller gets
 	// its error; the statement is not sent again.
 	Unanswered
+	// Returned: the statement was not sent here: the coordinator tried
+	// just before, given up as Unreached, got its connection first after
+	// all (the dial race), and the statement goes back to it. Neither
+	// this coordinator nor the retries are charged.
+	Returned
 )
 
 // Attempt is one try of one statement on one coordinator.
@@ -325,17 +330,23 @@ func (a *Attempt) Failed(err error) *StatementError {
 // caller's for Abandoned.
 //
 // NotSent ejects the coordinator and tries another one, up to the retries
-// (Unreached charges it a failure instead of ejecting it);
-// when none accepts the statement Run returns a *NoCoordinatorError and no
+// (Unreached charges it a failure instead of ejecting it; Returned sends
+// the statement back to the coordinator of the Unreached attempt just
+// before, charging nothing); when none accepts the statement Run returns a *NoCoordinatorError and no
 // attempt. MaybeSent returns a *StatementError. Otherwise Run returns try's
 // error. The attempt returned with a nil error is still open (the
 // statement may stream results): the caller calls End. Every other attempt
 // is ended.
 func (r *Router) Run(ctx context.Context, req *strategy.Request, pinned *discovery.Node, try func(*Attempt) (Outcome, error)) (*Attempt, error) {
 	var tried []NodeFailure
+	// unreached is the coordinator of the latest Unreached attempt, which
+	// a Returned attempt hands the statement back to.
+	var unreached, back *discovery.Node
 	for {
 		node := pinned
-		if node == nil {
+		if back != nil {
+			node, back = back, nil
+		} else if node == nil {
 			var err error
 			node, err = r.Pick(ctx, req, tried)
 			if err != nil {
@@ -366,9 +377,16 @@ func (r *Router) Run(ctx context.Context, req *strategy.Request, pinned *discove
 			return a, a.Failed(err)
 		}
 		a.End(err)
-		if outcome == Unreached {
+		switch outcome {
+		case Returned:
+			if unreached != nil {
+				back, unreached = unreached, nil
+				continue
+			}
+		case Unreached:
+			unreached = node
 			r.health.Failure(node.Addr, err)
-		} else {
+		default:
 			r.health.Eject(node.Addr, err)
 		}
 		tried = append(tried, NodeFailure{Node: node.Addr, Err: err})

@@ -492,3 +492,32 @@ func TestActiveChecksUseTheCallersProbe(t *testing.T) {
 		}
 	}
 }
+
+// A Returned attempt sends the statement back to the coordinator the dial
+// race gave up on just before (its connection came up first after all),
+// without Pick, without charging the coordinator it leaves, and without
+// using up a retry: with one retry, a:1 unreached, b:1 returned, a:1
+// answers.
+func TestReturnedGoesBackToTheUnreachedCoordinator(t *testing.T) {
+	r := newRouter(t, routing.Config{Discoverer: discovery.NewStatic("static", nodesOf("a:1", "b:1", "c:1")), StrategyName: "poll", Retries: 1})
+	var visits []string
+	_, err := r.Run(context.Background(), &strategy.Request{}, nil, func(a *routing.Attempt) (routing.Outcome, error) {
+		visits = append(visits, a.Node.Addr)
+		switch len(visits) {
+		case 1:
+			return routing.Unreached, errors.New("no connection within the dial race's delay")
+		case 2:
+			return routing.Returned, errors.New("overtaken in the dial race")
+		}
+		return routing.Answered, nil
+	})
+	if err != nil || strings.Join(visits, " ") != "a:1 b:1 a:1" {
+		t.Fatalf("visited %v, %v; want a:1 b:1 a:1 and success", visits, err)
+	}
+	if st := r.Health().State("b:1"); st.ConsecutiveFailures != 0 || st.Ejected {
+		t.Errorf("the coordinator overtaken was charged: %+v", st)
+	}
+	if st := r.Health().State("a:1"); st.ConsecutiveFailures != 0 {
+		t.Errorf("a:1 answered, yet has %d failures in a row", st.ConsecutiveFailures)
+	}
+}

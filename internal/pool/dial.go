@@ -43,6 +43,15 @@ type Dialer struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	peers sync.Map // address → *peer
+
+	// The dial race's connections (see dialrace.go): spares that came
+	// up after their statement went elsewhere, and what ends the dials
+	// the race gave up on.
+	mu       sync.Mutex
+	spares   map[string][]*spareConn
+	nspares  atomic.Int64
+	closing  context.Context
+	closeAll context.CancelFunc
 }
 
 // defaultDialer is Dialer's dial without Dial: http.DefaultTransport's
@@ -58,7 +67,30 @@ const writeChunk = 64 << 10
 // wrapped so that writes have d.WriteTimeout and a reused connection can be
 // checked before a submission is written on it (see the GotConn hook of
 // Exchange.Trace).
+//
+// A dial for a submission armed with a dial race (see ArmDialRace) is
+// raced; any other takes a spare connection to addr the race left, if one
+// is up, before it dials.
 func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if e := exchangeFrom(ctx); e != nil && e.raceDelay > 0 && e.tryState.Load() == tryWaiting {
+		if c := e.race.Load(); c != nil {
+			if conn := c.take(addr); conn != nil {
+				return conn, nil
+			}
+		}
+		if c := d.takeSpare(addr); c != nil {
+			return c, nil
+		}
+		return d.dialRaced(ctx, network, addr, e)
+	}
+	if c := d.takeSpare(addr); c != nil {
+		return c, nil
+	}
+	return d.dial(ctx, network, addr)
+}
+
+// dial dials addr within d.Timeout and wraps the connection.
+func (d *Dialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	if d.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d.Timeout)

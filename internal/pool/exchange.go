@@ -47,9 +47,13 @@ type Exchange struct {
 	unwritten atomic.Bool             // the transport proved that nothing of the try was written
 	bodyLen   atomic.Int64            // the submission's ContentLength (0: none or unknown)
 	gated     atomic.Bool             // the body passes the gate (GateBody)
-	race      dialRace                // see ArmDialRace
 	gate      atomic.Int32            // gateOpen, gateReleased or gateAborted: see GateBody
 	lastURL   atomic.Pointer[url.URL] // the latest nextUri requested, to cancel the query
+
+	// The dial race (see dialrace.go and ArmDialRace).
+	raceDelay time.Duration            // 0: no race
+	tryState  atomic.Int32             // tryIdle, tryWaiting, tryConnected or tryGivenUp
+	race      atomic.Pointer[dialRace] // the statement's race, shared by its tries (JoinDialRace)
 
 	mu      sync.Mutex
 	failure error // the transport failure, if any; set once
@@ -212,120 +216,6 @@ func (e *Exchange) Written() bool {
 // connection to write on.
 func (e *Exchange) Connected() bool { return e.connected.Load() }
 
-// dialRace is a submission's dial race: see ArmDialRace.
-type dialRace struct {
-	delay  time.Duration
-	cancel context.CancelCauseFunc
-	addr   string       // the current try's host:port; under mu
-	timer  *time.Timer  // armed by GetConn, stopped by GotConn; under mu
-	state  atomic.Int32 // racePending, raceConnected or raceLost, for the current try
-	lost   atomic.Bool  // some try lost the race
-	mu     sync.Mutex
-}
-
-// The states of dialRace.state: the connection and the delay race for
-// it, and the first wins.
-const (
-	racePending int32 = iota
-	raceConnected
-	raceLost
-)
-
-// DialRaceError is the failure of a submission that had no connection to
-// its coordinator within the dial-race delay (see ArmDialRace): nothing
-// of it was written, and it may go to another coordinator. The dial goes
-// on in the transport, and its own failure, if it fails, is reported as
-// dial failures are (Dialer.OnFailure).
-type DialRaceError struct {
-	// Addr is the coordinator's host:port.
-	Addr string
-	// After is the delay that passed.
-	After time.Duration
-}
-
-// Error implements error.
-func (e *DialRaceError) Error() string {
-	return "no connection to " + e.Addr + " within " + e.After.String() + " (dial race): not sent"
-}
-
-// Timeout reports true: it is a net.Error timeout.
-func (e *DialRaceError) Timeout() bool { return true }
-
-// Temporary reports true, as other timeouts do.
-func (e *DialRaceError) Temporary() bool { return true }
-
-// ArmDialRace makes each try of the submission give up its connection
-// when none is up delay after the try asked for one: cancel, the cancel
-// function of the request's context, is then called with the
-// *DialRaceError Submit records, as a failure before sending, so that the
-// caller can try another coordinator at once instead of waiting for the
-// dial's own timeout. Nothing is written before the transport has a
-// connection, and a connection that comes up just after the race was
-// lost fails its first write with nothing written, so the statement is
-// provably unsent. Call it before Submit.
-func (e *Exchange) ArmDialRace(delay time.Duration, cancel context.CancelCauseFunc) {
-	e.race.delay, e.race.cancel = delay, cancel
-}
-
-// startRace is the GetConn hook's part of the dial race.
-func (e *Exchange) startRace(addr string) {
-	r := &e.race
-	if r.delay <= 0 {
-		return
-	}
-	r.state.Store(racePending)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.addr = addr
-	if r.timer == nil {
-		r.timer = time.AfterFunc(r.delay, e.loseRace)
-	} else {
-		r.timer.Reset(r.delay)
-	}
-}
-
-// connectRace is the GotConn hook's part of the dial race: the
-// connection came up before the delay, or, when the race was lost just
-// before, it is made to fail its first write with nothing written (as a
-// retired idle connection is), so that the statement the race gave up on
-// is never written.
-func (e *Exchange) connectRace(nc net.Conn) {
-	r := &e.race
-	if r.delay <= 0 {
-		return
-	}
-	if !r.state.CompareAndSwap(racePending, raceConnected) && r.state.Load() == raceLost {
-		poison(nc)
-	}
-	e.stopRace()
-}
-
-// stopRace stops the race's timer.
-func (e *Exchange) stopRace() {
-	r := &e.race
-	if r.delay <= 0 {
-		return
-	}
-	r.mu.Lock()
-	if r.timer != nil {
-		r.timer.Stop()
-	}
-	r.mu.Unlock()
-}
-
-func (e *Exchange) loseRace() {
-	r := &e.race
-	if !r.state.CompareAndSwap(racePending, raceLost) {
-		return // connected first
-	}
-	r.mu.Lock()
-	addr := r.addr
-	r.mu.Unlock()
-	err := &DialRaceError{Addr: addr, After: r.delay}
-	r.lost.Store(true)
-	r.cancel(err)
-}
-
 // noteConn is the GotConn hook's record of the try's connection: a
 // connection the Dialer made (under TLS, or not) counts the bytes written
 // on it, so that a try that wrote none is known to be unsent.
@@ -345,6 +235,9 @@ func (e *Exchange) noteConn(nc net.Conn) {
 // (a transport tries again, on a fresh connection, only a request of
 // which nothing was written).
 func (e *Exchange) startTry() {
+	if e.raceDelay > 0 {
+		e.tryState.Store(tryWaiting)
+	}
 	e.connected.Store(false)
 	e.unwritten.Store(false)
 	e.conn.Store(nil)
@@ -409,15 +302,12 @@ func IsSubmission(req *http.Request) bool {
 // context for a submission's request.
 func (e *Exchange) Trace(ctx context.Context) context.Context {
 	if e.trace.GotConn == nil {
-		e.trace.GetConn = func(addr string) {
-			e.startTry()
-			e.startRace(addr)
-		}
+		e.trace.GetConn = func(string) { e.startTry() }
 		e.trace.GotConn = func(info httptrace.GotConnInfo) {
 			// Noted before the check: a retired connection's write fails
 			// with nothing written, and counts none.
 			e.noteConn(info.Conn)
-			e.connectRace(info.Conn)
+			e.connectRace()
 			checkReused(info)
 		}
 	}
@@ -452,19 +342,11 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()
 	}
 	e.bodyLen.Store(max(req.ContentLength, 0))
 	resp, err := rt.RoundTrip(req)
-	e.stopRace() // a try that failed before it had a connection
+	e.tryState.Store(tryIdle) // the dials of follow-ups are not raced
 	if err != nil {
-		var race *DialRaceError
-		switch {
-		case e.race.lost.Load() && errors.As(context.Cause(req.Context()), &race):
-			// The context's end is the race's, not the caller's.
-			if e.Written() {
-				e.Fail(err, true)
-			} else {
-				e.Fail(race, false)
-				err = race
-			}
-		case req.Context().Err() == nil:
+		// A try the Dialer gave up in the dial race fails as its dial
+		// does, with nothing written.
+		if req.Context().Err() == nil {
 			e.Fail(err, e.Written())
 		}
 		return nil, err

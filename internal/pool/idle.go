@@ -83,20 +83,6 @@ func checkReused(info httptrace.GotConnInfo) {
 	}
 }
 
-// poison makes nc's next write fail with nothing written: a connection
-// the Dialer made is retired, any other gets a write deadline in the past.
-func poison(nc net.Conn) {
-	inner := nc
-	if tc, ok := nc.(*tls.Conn); ok {
-		inner = tc.NetConn()
-	}
-	if c, ok := inner.(*conn); ok {
-		c.retired.Store(true)
-		return
-	}
-	_ = nc.SetWriteDeadline(pastDeadline)
-}
-
 // PeekState is what a peek without blocking found on a connection.
 type PeekState int
 

@@ -230,7 +230,7 @@ type LateReader struct {
 	conns []*LateConn
 }
 
-// Dial is a DialContext for http.Transport or protocol.Dialer.
+// Dial is a DialContext for http.Transport or pool.Dialer (the driver's).
 func (d *LateReader) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var nd net.Dialer
 	c, err := nd.DialContext(ctx, network, addr)

@@ -110,23 +110,34 @@ func (p LoadPublishing) withDefaults() (LoadPublishing, error) {
 	return p, nil
 }
 
-// loadGate decides when a figure is worth a write: never sooner than
-// minGap after the last (the budget), and then when it moved by threshold,
-// when the last write is refresh old, or when the figure appears or goes.
-type loadGate struct {
-	threshold       int
-	minGap, refresh time.Duration
+// LoadGate decides when a coordinator's figure is worth a write into its
+// znode: never sooner than MinGap after the last (the write budget), and
+// then when running+queued moved by Threshold, when the coordinator gained
+// its first free slot or lost its last one (with Slots known: running below
+// Slots or not), when the last write is Refresh old, or when the figure
+// appears or goes. The free/full crossing is what clients most need to see
+// soon (a free slot starts a statement at once, a full node queues it), so
+// it spends the budget even when the total moved by less than Threshold.
+// The registrar and the load simulator run this same gate. The zero value
+// with the fields set is ready; it is not safe for concurrent use.
+type LoadGate struct {
+	Threshold       int
+	MinGap, Refresh time.Duration
+	// Slots is the coordinator's concurrency; 0 unknown, and no crossing is
+	// tracked.
+	Slots int
 
-	wrote  bool // something was written since registering
-	known  bool // the last write carried a figure
-	last   int  // its running+queued
-	lastAt time.Time
+	wrote    bool // something was written since registering
+	known    bool // the last write carried a figure
+	last     int  // its running+queued
+	lastFree bool // its running was below Slots
+	lastAt   time.Time
 }
 
-// due reports whether to write now the figure total (known false: no
-// figure, the read failed).
-func (g *loadGate) due(now time.Time, total int, known bool) bool {
-	if g.wrote && now.Sub(g.lastAt) < g.minGap {
+// Due reports whether to write now the figures running and queued (known
+// false: no figure, the read failed).
+func (g *LoadGate) Due(now time.Time, running, queued int, known bool) bool {
+	if g.wrote && now.Sub(g.lastAt) < g.MinGap {
 		return false
 	}
 	switch {
@@ -136,13 +147,15 @@ func (g *loadGate) due(now time.Time, total int, known bool) bool {
 		return true
 	case !known:
 		return false // nothing to refresh
+	case g.Slots > 0 && (running < g.Slots) != g.lastFree:
+		return true
 	}
-	return abs(total-g.last) >= g.threshold || now.Sub(g.lastAt) >= g.refresh
+	return abs(running+queued-g.last) >= g.Threshold || now.Sub(g.lastAt) >= g.Refresh
 }
 
-// written records a write.
-func (g *loadGate) written(now time.Time, total int, known bool) {
-	g.wrote, g.known, g.last, g.lastAt = true, known, total, now
+// Written records a write of the figures.
+func (g *LoadGate) Written(now time.Time, running, queued int, known bool) {
+	g.wrote, g.known, g.last, g.lastFree, g.lastAt = true, known, running+queued, running < g.Slots, now
 }
 
 func abs(x int) int { return max(x, -x) }
@@ -292,7 +305,7 @@ func (r *Registrar) publishLoad(ctx context.Context) {
 	} else {
 		r.problems.recover(groupLoad, "reading the coordinator's load again", "coordinator", r.cfg.CoordinatorURL)
 	}
-	if !r.loadGate.due(now, running+queued, known) {
+	if !r.loadGate.Due(now, running, queued, known) {
 		return
 	}
 	node, err := r.desired()
@@ -306,7 +319,7 @@ func (r *Registrar) publishLoad(ctx context.Context) {
 		_ = r.fail(err, "publishing the load in "+r.znode) // transient: a fatal error shows in reconcile
 		return
 	}
-	r.loadGate.written(now, running+queued, known)
+	r.loadGate.Written(now, running, queued, known)
 	r.update(func(s *Status) {
 		s.LoadWrites++
 		s.Load = node.Load

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -36,14 +37,20 @@ const (
 // Defaults for the zero values of LoadPublishing, the settings the
 // simulator chose (zkpresto-lab simulate --json; see BENCHMARKS.md).
 const (
-	// DefaultLoadInterval is how often the registrar reads its coordinator.
-	DefaultLoadInterval = 100 * time.Millisecond
+	// DefaultLoadInterval is how often the registrar reads its coordinator:
+	// often enough that a coordinator gaining its first free slot or losing
+	// its last is written within a few tens of milliseconds.
+	DefaultLoadInterval = 25 * time.Millisecond
 	// DefaultLoadThreshold is how far running+queued must move from the
 	// figure last written for a new write.
 	DefaultLoadThreshold = 2
-	// DefaultLoadMinGap is the least time between two writes: the write
-	// budget, 10 a second.
+	// DefaultLoadMinGap is the mean least time between two writes: the
+	// write budget, 10 a second.
 	DefaultLoadMinGap = 100 * time.Millisecond
+	// DefaultLoadBurst is how many writes may come closer than MinGap
+	// after quieter spells (LoadGate.Burst), so that a free/full crossing
+	// right after a write is not held back.
+	DefaultLoadBurst = 3
 	// DefaultLoadRefresh is the longest an unchanged figure goes unwritten,
 	// so that clients can tell a quiet coordinator from a stale figure
 	// (strategy.DefaultPublishedStaleAfter is three of these).
@@ -64,8 +71,12 @@ type LoadPublishing struct {
 	// Threshold is how far running+queued must move for a write; default
 	// DefaultLoadThreshold.
 	Threshold int
-	// MinGap is the least time between writes; default DefaultLoadMinGap.
+	// MinGap is the mean least time between writes; default
+	// DefaultLoadMinGap.
 	MinGap time.Duration
+	// Burst is how many writes may come closer than MinGap after quieter
+	// spells; default DefaultLoadBurst.
+	Burst int
 	// Refresh is the longest an unchanged figure goes unwritten; default
 	// DefaultLoadRefresh. At least MinGap.
 	Refresh time.Duration
@@ -94,11 +105,14 @@ func (p LoadPublishing) withDefaults() (LoadPublishing, error) {
 	if p.MinGap == 0 {
 		p.MinGap = DefaultLoadMinGap
 	}
+	if p.Burst == 0 {
+		p.Burst = DefaultLoadBurst
+	}
 	if p.Refresh == 0 {
 		p.Refresh = max(DefaultLoadRefresh, p.MinGap)
 	}
 	switch {
-	case p.Interval < 0 || p.Threshold < 0 || p.MinGap < 0 || p.Refresh < 0 || p.Slots < 0:
+	case p.Interval < 0 || p.Threshold < 0 || p.MinGap < 0 || p.Burst < 0 || p.Refresh < 0 || p.Slots < 0:
 		return p, errors.New("load publishing: negative setting")
 	case p.Refresh < p.MinGap:
 		return p, fmt.Errorf("load publishing: refresh %s is shorter than the minimum gap %s", p.Refresh, p.MinGap)
@@ -123,6 +137,11 @@ func (p LoadPublishing) withDefaults() (LoadPublishing, error) {
 type LoadGate struct {
 	Threshold       int
 	MinGap, Refresh time.Duration
+	// Burst is how many writes may follow each other closer than MinGap
+	// when earlier gaps were longer: the budget is a bucket of Burst
+	// writes refilled at one per MinGap, so writes average at most one per
+	// MinGap over any long span. 0 means 1, every two writes MinGap apart.
+	Burst int
 	// Slots is the coordinator's concurrency; 0 unknown, and no crossing is
 	// tracked.
 	Slots int
@@ -132,12 +151,25 @@ type LoadGate struct {
 	last     int  // its running+queued
 	lastFree bool // its running was below Slots
 	lastAt   time.Time
+	tokens   float64 // writes left in the bucket at lastAt
+}
+
+// available returns the writes the budget allows at now.
+func (g *LoadGate) available(now time.Time) float64 {
+	burst := float64(max(g.Burst, 1))
+	if !g.wrote {
+		return burst
+	}
+	if g.MinGap <= 0 {
+		return math.Inf(1)
+	}
+	return min(burst, g.tokens+float64(now.Sub(g.lastAt))/float64(g.MinGap))
 }
 
 // Due reports whether to write now the figures running and queued (known
 // false: no figure, the read failed).
 func (g *LoadGate) Due(now time.Time, running, queued int, known bool) bool {
-	if g.wrote && now.Sub(g.lastAt) < g.MinGap {
+	if g.available(now) < 1 {
 		return false
 	}
 	switch {
@@ -155,6 +187,7 @@ func (g *LoadGate) Due(now time.Time, running, queued int, known bool) bool {
 
 // Written records a write of the figures.
 func (g *LoadGate) Written(now time.Time, running, queued int, known bool) {
+	g.tokens = max(g.available(now)-1, 0)
 	g.wrote, g.known, g.last, g.lastFree, g.lastAt = true, known, running+queued, running < g.Slots, now
 }
 

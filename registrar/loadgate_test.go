@@ -56,6 +56,39 @@ func TestLoadGateStaysWithinBudget(t *testing.T) {
 	}
 }
 
+// A burst lets writes come closer than MinGap after a quiet spell, yet over
+// any long span they stay within one per MinGap (plus the burst), and a
+// burst spent is not there again until the bucket refills.
+func TestLoadGateBurstKeepsTheBudget(t *testing.T) {
+	g := LoadGate{Threshold: 1, MinGap: 100 * time.Millisecond, Refresh: 5 * time.Second, Burst: 3, Slots: 4}
+	start := time.Unix(1_700_000_000, 0)
+	writes := 0
+	for i := range 100_000 { // the figure moves every millisecond for 100 s
+		now := start.Add(time.Duration(i) * time.Millisecond)
+		if g.Due(now, i%8, 0, true) {
+			g.Written(now, i%8, 0, true)
+			writes++
+		}
+	}
+	if limit := 1000 + g.Burst; writes > limit || writes < 990 {
+		t.Errorf("%d writes in 100 s at one per 100ms with bursts of %d: want about 1000, at most %d", writes, g.Burst, limit)
+	}
+	// Quiet, then three writes at once, then none until 100ms later.
+	now := start.Add(time.Hour)
+	for k := range 3 {
+		if !g.Due(now, k*2, 0, true) {
+			t.Fatalf("write %d of a burst after a quiet hour is not due", k+1)
+		}
+		g.Written(now, k*2, 0, true)
+	}
+	if g.Due(now.Add(99*time.Millisecond), 9, 0, true) {
+		t.Error("a fourth write within the burst's 100ms")
+	}
+	if !g.Due(now.Add(100*time.Millisecond), 9, 0, true) {
+		t.Error("no write 100ms after the burst")
+	}
+}
+
 // With Slots known, the crossing between "has a free slot" and "full" is
 // written at once (within the budget) even when the total moved by less
 // than the threshold, and only the crossing: moving within "full" by one is

@@ -645,7 +645,8 @@ func (r *Registrar) register(conn *zk.Conn, session int64, node discovery.Node, 
 	}
 	r.znode, r.znodeData, r.znodeSession = path, data, session
 	// A new znode carries no figure yet.
-	r.loadGate = LoadGate{Threshold: r.load.Threshold, MinGap: r.load.MinGap, Refresh: r.load.Refresh, Slots: r.load.Slots}
+	r.loadGate = LoadGate{Threshold: r.load.Threshold, MinGap: r.load.MinGap, Burst: r.load.Burst,
+		Refresh: r.load.Refresh, Slots: r.load.Slots}
 	again := r.lostToExpiry
 	r.lostToExpiry = false
 	r.update(func(s *Status) {

@@ -43,7 +43,7 @@ const (
 	DefaultLoadInterval = 25 * time.Millisecond
 	// DefaultLoadThreshold is how far running+queued must move from the
 	// figure last written for a new write.
-	DefaultLoadThreshold = 2
+	DefaultLoadThreshold = 3
 	// DefaultLoadMinGap is the mean least time between two writes: the
 	// write budget, 10 a second.
 	DefaultLoadMinGap = 100 * time.Millisecond

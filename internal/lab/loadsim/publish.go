@@ -45,7 +45,7 @@ type Publishing struct {
 }
 
 // DefaultPublishing is the registrar's shipped publishing
-// (registrar.DefaultLoadInterval and the rest): on a change by 2 or a
+// (registrar.DefaultLoadInterval and the rest): on a change by 3 or a
 // crossing between "has a free slot" and "full", read every 25 ms, at most
 // 10 writes a second in bursts of 3, rewritten at least every 5 s (three
 // such intervals are strategy.DefaultPublishedStaleAfter), with
@@ -73,15 +73,19 @@ func (p Publishing) tick() time.Duration {
 }
 
 // String says how figures are published, in a few words: "none", "every
-// 1s", "on change by 2 (read every 100ms, at most every 100ms)", with "+
-// idle list" when there is one.
+// 1s", "on change by 3 (read every 25ms, at most every 100ms in bursts of
+// 3)", with "+ idle list" when there is one.
 func (p Publishing) String() string {
 	var b strings.Builder
 	switch {
 	case p.Periodic > 0:
 		fmt.Fprintf(&b, "every %s", p.Periodic)
 	case p.Threshold > 0:
-		fmt.Fprintf(&b, "on change by %d (read every %s, at most every %s)", p.Threshold, p.Sample, p.MinGap)
+		fmt.Fprintf(&b, "on change by %d (read every %s, at most every %s", p.Threshold, p.Sample, p.MinGap)
+		if p.Burst > 1 {
+			fmt.Fprintf(&b, " in bursts of %d", p.Burst)
+		}
+		b.WriteString(")")
 	default:
 		return "none"
 	}

@@ -81,8 +81,9 @@ type LoadPublishing struct {
 	// DefaultLoadRefresh. At least MinGap.
 	Refresh time.Duration
 	// Slots, when positive, is published as the coordinator's concurrency
-	// (a resource group's hard limit), which clients then compare loads
-	// against instead of weights.
+	// (a resource group's hard limit): shared_p2c then counts a node's load
+	// as at least its slots, so that a free slot beats a queue, and the
+	// gate writes when the last slot fills or the first one frees.
 	Slots int
 	// User, when set, is sent as the user of the reads (X-Presto-User or
 	// X-Trino-User), and with Password as HTTP basic authentication.

@@ -148,8 +148,10 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 			delete(s.seen, addr) // back later means a fresh slow start
 		}
 	}
-	// The exact case: every node published and this client's statements
-	// were (nearly) all of it when the figures arrived.
+	// The exact case: no node unwatched, and this client's statements were
+	// (nearly) all the published load when the figures arrived. The window
+	// then compares local counts, so a figure that goes stale meanwhile
+	// changes nothing.
 	p.exact = watched == len(nodes) && published >= 1 && own >= sharedExactShare*published
 	for i := range nodes {
 		if watched < 2 || watched == len(nodes) || !nodes[i].Load.Unwatched {

@@ -27,6 +27,12 @@ type PublishedLoad struct {
 	// ReadAt is when the registrar read the figures, on the registrar's
 	// clock; zero means no figures.
 	ReadAt time.Time
+	// Unwatched says this client does not watch the coordinator's data
+	// (ZooKeeperConfig.LoadWatchSubset), so what it publishes is unknown
+	// here and the other fields are zero. shared_p2c then sends to the
+	// watched coordinators and keeps the unwatched ones for when fewer than
+	// two are watched.
+	Unwatched bool
 }
 
 // Known reports whether the coordinator published figures.
@@ -36,9 +42,10 @@ func (p PublishedLoad) Known() bool { return !p.ReadAt.IsZero() }
 func (p PublishedLoad) Total() int { return p.Running + p.Queued }
 
 // Equal reports whether p and q carry the same figures read at the same
-// instant.
+// instant (and are both watched or both not).
 func (p PublishedLoad) Equal(q PublishedLoad) bool {
-	return p.Running == q.Running && p.Queued == q.Queued && p.Slots == q.Slots && p.ReadAt.Equal(q.ReadAt)
+	return p.Running == q.Running && p.Queued == q.Queued && p.Slots == q.Slots && p.ReadAt.Equal(q.ReadAt) &&
+		p.Unwatched == q.Unwatched
 }
 
 // znodeMaxQueries bounds a published figure, far above any real coordinator,

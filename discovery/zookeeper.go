@@ -52,7 +52,20 @@ type ZooKeeperConfig struct {
 
 	// TLS, when set, connects to every server over TLS.
 	TLS *ZooKeeperTLS
+
+	// LoadWatchSubset, when positive and the namespace has more children,
+	// is how many children's data the session watches, chosen at random:
+	// the others are read once, when they join, without a watch, and their
+	// nodes carry PublishedLoad{Unwatched: true} instead of their load, so
+	// that their load= writes cost this client no notification. The
+	// children list is always watched; when a watched child leaves, a
+	// random unwatched one takes its place, and so does a new child while
+	// fewer than LoadWatchSubset are watched. 0 watches every child.
+	LoadWatchSubset int
 }
+
+// MaxLoadWatchSubset bounds ZooKeeperConfig.LoadWatchSubset.
+const MaxLoadWatchSubset = 100_000
 
 // ZooKeeperTLS configures TLS to ZooKeeper's secure client port. The files
 // hold PEM; they are read once, when the session is opened.
@@ -127,6 +140,9 @@ func (c *ZooKeeperConfig) key() string {
 	if c.TLS != nil {
 		k += fmt.Sprintf("|tls=%q,%q,%q,%q", c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile, c.TLS.ServerName)
 	}
+	if c.LoadWatchSubset > 0 {
+		k += fmt.Sprintf("|loadWatchSubset=%d", c.LoadWatchSubset)
+	}
 	return k
 }
 
@@ -168,6 +184,10 @@ func OpenZooKeeper(ctx context.Context, cfg ZooKeeperConfig) (*ZooKeeper, error)
 		return nil, fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: path %q: %w", cfg.Ensemble(), cfg.Path, err)
 	}
 	cfg.Path = path
+	if cfg.LoadWatchSubset < 0 || cfg.LoadWatchSubset > MaxLoadWatchSubset {
+		return nil, fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: load watch subset %d: want 0 (every child) to %d",
+			cfg.Ensemble(), cfg.LoadWatchSubset, MaxLoadWatchSubset)
+	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = 15 * time.Second
 	}
@@ -306,7 +326,10 @@ type zkChild struct {
 	ok       bool  // parsed
 	version  int32 // data version read
 	watching bool  // a data watch is set
+	plain    bool  // read without a watch (not in the load-watch subset)
 	dirty    bool  // data changed since read
+	selected bool  // in the load-watch subset (every child without one)
+	unread   bool  // listed, not read yet: no node to publish
 }
 
 func newZKWatch(key string, cfg ZooKeeperConfig) *zkWatch {
@@ -679,6 +702,7 @@ func (w *zkWatch) refresh() (<-chan zk.Event, error) {
 			delete(w.children, name)
 		}
 	}
+	w.selectSubset(names)
 	if err := w.readChildren(names); err != nil {
 		return nil, err
 	}
@@ -689,6 +713,72 @@ func (w *zkWatch) refresh() (<-chan zk.Event, error) {
 	}
 	w.publish()
 	return childCh, nil
+}
+
+// selectSubset decides which of names the session watches the data of:
+// all without a load-watch subset; else the ones already chosen that remain,
+// and random others until there are LoadWatchSubset. A child not yet read
+// is created here, unread, to carry its choice.
+func (w *zkWatch) selectSubset(names []string) {
+	limit := w.cfg.LoadWatchSubset
+	chosen := 0
+	var free []string
+	for _, name := range names {
+		c := w.children[name]
+		switch {
+		case limit <= 0 || (c != nil && c.selected):
+			if c != nil {
+				c.selected = true
+			}
+			chosen++
+		default:
+			free = append(free, name)
+		}
+	}
+	if limit <= 0 {
+		return
+	}
+	for chosen < limit && len(free) > 0 {
+		k := int(zkRandN(uint64(len(free))))
+		name := free[k]
+		free[k] = free[len(free)-1]
+		free = free[:len(free)-1]
+		if c := w.children[name]; c != nil {
+			c.selected = true
+		} else {
+			w.pending(name).selected = true
+		}
+		chosen++
+	}
+	for _, name := range free {
+		w.pending(name)
+	}
+}
+
+// pending returns the child name, creating an unread one.
+func (w *zkWatch) pending(name string) *zkChild {
+	c := w.children[name]
+	if c == nil {
+		c = &zkChild{unread: true}
+		w.children[name] = c
+	}
+	return c
+}
+
+// zkRandN returns a uniform random number below n, from crypto/rand: each
+// client's subset must differ from every other's, whatever their seeds.
+func zkRandN(n uint64) uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	v := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	return v % n
+}
+
+// selected reports whether the session watches c's data: every child
+// without a load-watch subset.
+func (w *zkWatch) selected(c *zkChild) bool {
+	return w.cfg.LoadWatchSubset <= 0 || (c != nil && c.selected)
 }
 
 // zkRead is the result of reading one child.
@@ -711,10 +801,14 @@ func (w *zkWatch) readChildren(names []string) error {
 	}
 	var todo []string
 	for _, name := range names {
-		if c := w.children[name]; c != nil && c.watching && !c.dirty {
+		if c := w.children[name]; c != nil && !c.unread && !c.dirty && (c.watching || (c.plain && !w.selected(c))) {
 			continue
 		}
 		todo = append(todo, name)
+	}
+	watch := make([]bool, len(todo))
+	for i, name := range todo {
+		watch[i] = w.selected(w.children[name])
 	}
 	reads := make([]zkRead, len(todo))
 	var next atomic.Int64
@@ -727,7 +821,12 @@ func (w *zkWatch) readChildren(names []string) error {
 					return
 				}
 				r := &reads[i]
-				r.data, r.stat, r.watch, r.err = w.conn.GetW(w.cfg.Path + "/" + todo[i])
+				if watch[i] {
+					r.data, r.stat, r.watch, r.err = w.conn.GetW(w.cfg.Path + "/" + todo[i])
+				} else {
+					// Outside the load-watch subset: its registration, once.
+					r.data, r.stat, r.err = w.conn.Get(w.cfg.Path + "/" + todo[i])
+				}
 			}
 		})
 	}
@@ -746,7 +845,7 @@ func (w *zkWatch) readChildren(names []string) error {
 			if c == nil || c.ok {
 				w.log.Warn("skipping a child this session may not read", "child", zkTruncate(name, zkMaxLoggedName), "err", r.err)
 			}
-			w.children[name] = &zkChild{watching: true}
+			w.children[name] = &zkChild{watching: true, selected: watch[i]}
 			continue
 		case r.err != nil:
 			if firstErr == nil {
@@ -754,13 +853,19 @@ func (w *zkWatch) readChildren(names []string) error {
 			}
 			continue
 		}
-		go w.forward(name, r.watch)
+		if watch[i] {
+			go w.forward(name, r.watch)
+		}
 		node, perr := ParseZnode(name, r.data)
 		// Logged once per child and data version, not on every re-read.
-		if perr != nil && (c == nil || c.ok || c.version != r.stat.Version) {
+		if perr != nil && (c == nil || c.unread || c.ok || c.version != r.stat.Version) {
 			w.log.Warn("skipping a child that is not a coordinator registration", "child", zkTruncate(name, zkMaxLoggedName), "err", perr)
 		}
-		w.children[name] = &zkChild{node: node, ok: perr == nil, version: r.stat.Version, watching: true}
+		if !watch[i] {
+			// Its load= is not followed here: no figure rather than a stale one.
+			node.Load = PublishedLoad{Unwatched: true}
+		}
+		w.children[name] = &zkChild{node: node, ok: perr == nil, version: r.stat.Version, watching: watch[i], plain: !watch[i], selected: watch[i]}
 	}
 	return firstErr
 }
@@ -793,9 +898,10 @@ func (w *zkWatch) publish() {
 	nodes := make([]Node, 0, len(w.children))
 	skipped := 0
 	for _, c := range w.children {
-		if c.ok {
+		switch {
+		case c.ok:
 			nodes = append(nodes, c.node)
-		} else {
+		case !c.unread:
 			skipped++
 		}
 	}

@@ -167,6 +167,12 @@ type Config struct {
 	// (strategy.DefaultSlowStart); negative turns it off. It must stay 0
 	// with any other strategy, none of which ramps.
 	SlowStart time.Duration
+	// LoadWatchSubset, when positive, is how many coordinators' data
+	// (their published load) the ZooKeeper session watches, chosen at
+	// random (discovery.ZooKeeperConfig.LoadWatchSubset); 0 means every
+	// coordinator's. shared_p2c sends to the watched ones. It must stay 0
+	// without ZooKeeper discovery and shared_p2c.
+	LoadWatchSubset int
 
 	// User is the Presto user.
 	User string

@@ -81,6 +81,7 @@ const (
 	dsnKeyHashKey   = "hashKey"
 	dsnKeyLoadBound = "hashLoadBound"
 	dsnKeySlowStart = "slowStart"
+	dsnKeyWatchSub  = "loadWatchSubset"
 
 	dsnKeyDialTimeout     = "dialTimeout"
 	dsnKeyDialRaceDelay   = "dialRaceDelay"
@@ -96,6 +97,10 @@ const (
 	dsnKeyClientInfo = "client_info"
 	dsnKeyTimeZone   = "timezone"
 )
+
+// dsnMaxWatchSubset is the largest loadWatchSubset, discovery's
+// MaxLoadWatchSubset.
+const dsnMaxWatchSubset = 100_000
 
 // dsnKeys is the table of DSN keys, in docs/dsn.md's order.
 var dsnKeys = []*dsnKey{
@@ -262,6 +267,26 @@ var dsnKeys = []*dsnKey{
 				return "off", true
 			}
 			return c.SlowStart.String(), c.SlowStart > 0
+		},
+	},
+
+	{
+		name: dsnKeyWatchSub, kind: dsnOwn, section: dsnSectionMain, def: "`all`",
+		doc: "`shared_p2c` with ZooKeeper only: watch the published load of this many coordinators (a whole number from 2, e.g. `2`), chosen at random and replaced when one leaves, and send to those; the others are left for when fewer than two are watched. It bounds the ZooKeeper notifications each client gets in a large fleet (see [load balancing](load-balancing.md)); `all` watches every coordinator",
+		parse: func(c *Config, v string) error {
+			if strings.EqualFold(v, "all") {
+				c.LoadWatchSubset = 0
+				return nil
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 2 || n > dsnMaxWatchSubset {
+				return errDSNWatchSubset
+			}
+			c.LoadWatchSubset = n
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return strconv.Itoa(c.LoadWatchSubset), c.LoadWatchSubset > 0
 		},
 	},
 
@@ -446,6 +471,8 @@ var (
 	errDSNRetries       = fmt.Errorf("want a whole number from 0 to %d", dsnMaxRetries)
 	errDSNLoadBound     = errors.New("want a number from 1 to 100, such as 1.25")
 	errDSNSlowStart     = errors.New("applies to strategy shared_p2c only, the one that ramps coordinators up")
+	errDSNWatchSubset   = fmt.Errorf("want all or a whole number from 2 to %d", dsnMaxWatchSubset)
+	errDSNWatchSubsetOf = errors.New("applies to strategy shared_p2c with serviceDiscoveryMode=zooKeeper only, which reads published load")
 	errDSNZooKeeperAuth = errors.New("want scheme:credentials, as in digest:user:password")
 )
 

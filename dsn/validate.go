@@ -94,6 +94,11 @@ func (c *Config) Validate() error {
 			return badValue(dsnKeySlowStart, v, errDSNSlowStart)
 		}
 	}
+	if c.LoadWatchSubset != 0 {
+		if name, _ := strategy.Lookup(c.Strategy); name != "shared_p2c" || !c.ZooKeeper {
+			return badValue(dsnKeyWatchSub, strconv.Itoa(c.LoadWatchSubset), errDSNWatchSubsetOf)
+		}
+	}
 	if err := c.validateZooKeeperSecurity(); err != nil {
 		return err
 	}

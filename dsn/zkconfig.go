@@ -9,11 +9,12 @@ import (
 // zooKeeperConfig is the discovery configuration the DSN describes.
 func (c *Config) zooKeeperConfig(logger *slog.Logger) discovery.ZooKeeperConfig {
 	cfg := discovery.ZooKeeperConfig{
-		Servers:        c.Hosts,
-		Path:           c.ZooKeeperPath(),
-		SessionTimeout: c.SessionTimeout,
-		ConnectTimeout: c.ConnectTimeout,
-		Logger:         logger,
+		Servers:         c.Hosts,
+		Path:            c.ZooKeeperPath(),
+		SessionTimeout:  c.SessionTimeout,
+		ConnectTimeout:  c.ConnectTimeout,
+		Logger:          logger,
+		LoadWatchSubset: c.LoadWatchSubset,
 	}
 	if c.ZooKeeperAuthScheme != "" {
 		cfg.AuthScheme, cfg.Auth = c.ZooKeeperAuthScheme, []byte(c.ZooKeeperAuth)

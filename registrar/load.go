@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -36,14 +37,20 @@ const (
 // Defaults for the zero values of LoadPublishing, the settings the
 // simulator chose (zkpresto-lab simulate --json; see BENCHMARKS.md).
 const (
-	// DefaultLoadInterval is how often the registrar reads its coordinator.
-	DefaultLoadInterval = 100 * time.Millisecond
+	// DefaultLoadInterval is how often the registrar reads its coordinator:
+	// often enough that a coordinator gaining its first free slot or losing
+	// its last is written within a few tens of milliseconds.
+	DefaultLoadInterval = 25 * time.Millisecond
 	// DefaultLoadThreshold is how far running+queued must move from the
 	// figure last written for a new write.
-	DefaultLoadThreshold = 2
-	// DefaultLoadMinGap is the least time between two writes: the write
-	// budget, 10 a second.
+	DefaultLoadThreshold = 3
+	// DefaultLoadMinGap is the mean least time between two writes: the
+	// write budget, 10 a second.
 	DefaultLoadMinGap = 100 * time.Millisecond
+	// DefaultLoadBurst is how many writes may come closer than MinGap
+	// after quieter spells (LoadGate.Burst), so that a free/full crossing
+	// right after a write is not held back.
+	DefaultLoadBurst = 3
 	// DefaultLoadRefresh is the longest an unchanged figure goes unwritten,
 	// so that clients can tell a quiet coordinator from a stale figure
 	// (strategy.DefaultPublishedStaleAfter is three of these).
@@ -64,14 +71,19 @@ type LoadPublishing struct {
 	// Threshold is how far running+queued must move for a write; default
 	// DefaultLoadThreshold.
 	Threshold int
-	// MinGap is the least time between writes; default DefaultLoadMinGap.
+	// MinGap is the mean least time between writes; default
+	// DefaultLoadMinGap.
 	MinGap time.Duration
+	// Burst is how many writes may come closer than MinGap after quieter
+	// spells; default DefaultLoadBurst.
+	Burst int
 	// Refresh is the longest an unchanged figure goes unwritten; default
 	// DefaultLoadRefresh. At least MinGap.
 	Refresh time.Duration
 	// Slots, when positive, is published as the coordinator's concurrency
-	// (a resource group's hard limit), which clients then compare loads
-	// against instead of weights.
+	// (a resource group's hard limit): shared_p2c then counts a node's load
+	// as at least its slots, so that a free slot beats a queue, and the
+	// gate writes when the last slot fills or the first one frees.
 	Slots int
 	// User, when set, is sent as the user of the reads (X-Presto-User or
 	// X-Trino-User), and with Password as HTTP basic authentication.
@@ -94,11 +106,14 @@ func (p LoadPublishing) withDefaults() (LoadPublishing, error) {
 	if p.MinGap == 0 {
 		p.MinGap = DefaultLoadMinGap
 	}
+	if p.Burst == 0 {
+		p.Burst = DefaultLoadBurst
+	}
 	if p.Refresh == 0 {
 		p.Refresh = max(DefaultLoadRefresh, p.MinGap)
 	}
 	switch {
-	case p.Interval < 0 || p.Threshold < 0 || p.MinGap < 0 || p.Refresh < 0 || p.Slots < 0:
+	case p.Interval < 0 || p.Threshold < 0 || p.MinGap < 0 || p.Burst < 0 || p.Refresh < 0 || p.Slots < 0:
 		return p, errors.New("load publishing: negative setting")
 	case p.Refresh < p.MinGap:
 		return p, fmt.Errorf("load publishing: refresh %s is shorter than the minimum gap %s", p.Refresh, p.MinGap)
@@ -110,23 +125,52 @@ func (p LoadPublishing) withDefaults() (LoadPublishing, error) {
 	return p, nil
 }
 
-// loadGate decides when a figure is worth a write: never sooner than
-// minGap after the last (the budget), and then when it moved by threshold,
-// when the last write is refresh old, or when the figure appears or goes.
-type loadGate struct {
-	threshold       int
-	minGap, refresh time.Duration
+// LoadGate decides when a coordinator's figure is worth a write into its
+// znode: never sooner than MinGap after the last (the write budget), and
+// then when running+queued moved by Threshold, when the coordinator gained
+// its first free slot or lost its last one (with Slots known: running below
+// Slots or not), when the last write is Refresh old, or when the figure
+// appears or goes. The free/full crossing is what clients most need to see
+// soon (a free slot starts a statement at once, a full node queues it), so
+// it spends the budget even when the total moved by less than Threshold.
+// The registrar and the load simulator run this same gate. The zero value
+// with the fields set is ready; it is not safe for concurrent use.
+type LoadGate struct {
+	Threshold       int
+	MinGap, Refresh time.Duration
+	// Burst is how many writes may follow each other closer than MinGap
+	// when earlier gaps were longer: the budget is a bucket of Burst
+	// writes refilled at one per MinGap, so writes average at most one per
+	// MinGap over any long span. 0 means 1, every two writes MinGap apart.
+	Burst int
+	// Slots is the coordinator's concurrency; 0 unknown, and no crossing is
+	// tracked.
+	Slots int
 
-	wrote  bool // something was written since registering
-	known  bool // the last write carried a figure
-	last   int  // its running+queued
-	lastAt time.Time
+	wrote    bool // something was written since registering
+	known    bool // the last write carried a figure
+	last     int  // its running+queued
+	lastFree bool // its running was below Slots
+	lastAt   time.Time
+	tokens   float64 // writes left in the bucket at lastAt
 }
 
-// due reports whether to write now the figure total (known false: no
-// figure, the read failed).
-func (g *loadGate) due(now time.Time, total int, known bool) bool {
-	if g.wrote && now.Sub(g.lastAt) < g.minGap {
+// available returns the writes the budget allows at now.
+func (g *LoadGate) available(now time.Time) float64 {
+	burst := float64(max(g.Burst, 1))
+	if !g.wrote {
+		return burst
+	}
+	if g.MinGap <= 0 {
+		return math.Inf(1)
+	}
+	return min(burst, g.tokens+float64(now.Sub(g.lastAt))/float64(g.MinGap))
+}
+
+// Due reports whether to write now the figures running and queued (known
+// false: no figure, the read failed).
+func (g *LoadGate) Due(now time.Time, running, queued int, known bool) bool {
+	if g.available(now) < 1 {
 		return false
 	}
 	switch {
@@ -136,13 +180,16 @@ func (g *loadGate) due(now time.Time, total int, known bool) bool {
 		return true
 	case !known:
 		return false // nothing to refresh
+	case g.Slots > 0 && (running < g.Slots) != g.lastFree:
+		return true
 	}
-	return abs(total-g.last) >= g.threshold || now.Sub(g.lastAt) >= g.refresh
+	return abs(running+queued-g.last) >= g.Threshold || now.Sub(g.lastAt) >= g.Refresh
 }
 
-// written records a write.
-func (g *loadGate) written(now time.Time, total int, known bool) {
-	g.wrote, g.known, g.last, g.lastAt = true, known, total, now
+// Written records a write of the figures.
+func (g *LoadGate) Written(now time.Time, running, queued int, known bool) {
+	g.tokens = max(g.available(now)-1, 0)
+	g.wrote, g.known, g.last, g.lastFree, g.lastAt = true, known, running+queued, running < g.Slots, now
 }
 
 func abs(x int) int { return max(x, -x) }
@@ -292,7 +339,7 @@ func (r *Registrar) publishLoad(ctx context.Context) {
 	} else {
 		r.problems.recover(groupLoad, "reading the coordinator's load again", "coordinator", r.cfg.CoordinatorURL)
 	}
-	if !r.loadGate.due(now, running+queued, known) {
+	if !r.loadGate.Due(now, running, queued, known) {
 		return
 	}
 	node, err := r.desired()
@@ -306,7 +353,7 @@ func (r *Registrar) publishLoad(ctx context.Context) {
 		_ = r.fail(err, "publishing the load in "+r.znode) // transient: a fatal error shows in reconcile
 		return
 	}
-	r.loadGate.written(now, running+queued, known)
+	r.loadGate.Written(now, running, queued, known)
 	r.update(func(s *Status) {
 		s.LoadWrites++
 		s.Load = node.Load

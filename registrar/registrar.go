@@ -199,7 +199,7 @@ type Registrar struct {
 	coordinatorVer string // version reported by /v1/info
 	load           LoadPublishing
 	loadReader     *loadReader // nil: not publishing
-	loadGate       loadGate
+	loadGate       LoadGate
 	watchArmed     atomic.Bool // the znode's watch is set
 }
 
@@ -645,7 +645,8 @@ func (r *Registrar) register(conn *zk.Conn, session int64, node discovery.Node, 
 	}
 	r.znode, r.znodeData, r.znodeSession = path, data, session
 	// A new znode carries no figure yet.
-	r.loadGate = loadGate{threshold: r.load.Threshold, minGap: r.load.MinGap, refresh: r.load.Refresh}
+	r.loadGate = LoadGate{Threshold: r.load.Threshold, MinGap: r.load.MinGap, Burst: r.load.Burst,
+		Refresh: r.load.Refresh, Slots: r.load.Slots}
 	again := r.lostToExpiry
 	r.lostToExpiry = false
 	r.update(func(s *Status) {

@@ -20,22 +20,46 @@ const DefaultSlowStart = 30 * time.Second
 // its slow-start window, so that it is tried at once and its caches warm.
 const slowStartFloor = 0.1
 
+// sharedExtraDraws is how many more nodes shared_p2c draws, by weight, when
+// the better of its two is full by its figure: the first of them that is
+// better still wins, typically one with a free slot (join-idle-queue on the
+// published figures, without a list of idle nodes). Bounded, so that
+// clients reading the same figures still spread rather than herd onto one.
+const sharedExtraDraws = 2
+
+// sharedExactShare is the share of the published load this client's own
+// statements must be for shared_p2c to take its estimates as exact: then
+// nobody else moves the figures and it compares a window of activeWindow
+// nodes, as least_active does, instead of two.
+const sharedExactShare = 0.9
+
 // sharedP2CStrategy is shared_p2c, the power of two choices on load the
 // coordinators publish: two distinct nodes drawn with probability
-// proportional to weight, and the one with the lower load relative to its
-// capacity wins. A node's load is what it published (running plus queued
-// queries, all clients together) plus the change in this client's
-// statements in flight there since it received that figure (those it
-// started since, less those of its own that ended since, which the figure
-// counted); its capacity is the concurrency it published when both nodes
-// published one, its weight otherwise.
+// proportional to weight, and the better wins. A node's estimated load is
+// what it published (running plus queued queries, all clients together)
+// plus the change in this client's statements in flight there since it
+// received that figure (those it started since, less those of its own that
+// ended since, which the figure counted). A node with a free slot by that
+// estimate (below the slots it published) beats one without; otherwise the
+// lower estimate relative to the node's weight (its relative capacity) wins.
+// When the winner is full and a node published its slots, up to
+// sharedExtraDraws more nodes are drawn by weight and the first with a free
+// slot takes the statement.
 //
 // When either node's figure is missing or older than StaleAfter, both are
 // compared by this client's statements in flight per weight, as least_active
-// does: a figure is never mixed with a local count. Never the least loaded
-// of all nodes, even with few: on figures every client reads at the same
-// time, that herds everyone onto one node (Mitzenmacher, "How useful is old
+// does: a figure is never mixed with a local count. When this client's own
+// statements are nearly all the published load (one client: its estimates
+// are exact), it compares a window of activeWindow nodes from a random
+// start, as least_active does. Otherwise never the least loaded of all
+// nodes, even with few: on figures every client reads at the same time, that
+// herds everyone onto one node (Mitzenmacher, "How useful is old
 // information?", 2000), where the better of two degrades gracefully.
+//
+// When some nodes are unwatched (discovery's load-watch subset) and at
+// least two are watched, the draws are among the watched nodes; the
+// unwatched ones take statements, on local counts, only when fewer than two
+// are watched.
 //
 // A node that joins, or comes back after being left out of a build (an
 // ejection), ramps up over the slow-start window: its capacity counts from
@@ -84,13 +108,14 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 	loads := s.loadsFor(nodes)
 	p := &sharedP2CPicker{
 		cands:      make([]sharedCandidate, len(nodes)),
-		draw:       newWeightedPicker(nodes, s.rng),
 		rng:        s.rng,
 		now:        s.now,
 		staleAfter: int64(s.staleAfter),
 		slowStart:  int64(s.slowStart),
 	}
 	present := make(map[string]bool, len(nodes))
+	watched := 0
+	var own, published float64
 	for i := range nodes {
 		n := &nodes[i]
 		present[n.Addr] = true
@@ -111,6 +136,11 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 			c.readAt = n.Load.ReadAt.UnixNano()
 			c.published = float64(n.Load.Total())
 			c.slots = float64(n.Load.Slots)
+			own += float64(max(seen.base, 0))
+			published += c.published
+		}
+		if !n.Load.Unwatched {
+			watched++
 		}
 	}
 	for addr := range s.seen {
@@ -118,6 +148,24 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 			delete(s.seen, addr) // back later means a fresh slow start
 		}
 	}
+	// The exact case: no node unwatched, and this client's statements were
+	// (nearly) all the published load when the figures arrived. The window
+	// then compares local counts, so a figure that goes stale meanwhile
+	// changes nothing.
+	p.exact = watched == len(nodes) && published >= 1 && own >= sharedExactShare*published
+	for i := range nodes {
+		if watched < 2 || watched == len(nodes) || !nodes[i].Load.Unwatched {
+			p.pool = append(p.pool, int32(i))
+		}
+	}
+	drawn := nodes
+	if len(p.pool) < len(nodes) {
+		drawn = make([]discovery.Node, len(p.pool))
+		for k, i := range p.pool {
+			drawn[k] = nodes[i]
+		}
+	}
+	p.draw = newWeightedPicker(drawn, s.rng)
 	return p
 }
 
@@ -134,8 +182,12 @@ type sharedCandidate struct {
 }
 
 type sharedP2CPicker struct {
-	cands      []sharedCandidate
-	draw       *weightedPicker
+	cands []sharedCandidate
+	// pool holds the indices into cands the draws are among: every node,
+	// or the watched ones when there are two or more and some are not.
+	pool       []int32
+	draw       *weightedPicker // over pool
+	exact      bool            // this client's estimates are exact: compare a window
 	rng        *rng
 	now        func() time.Time
 	staleAfter int64 // ns
@@ -143,12 +195,16 @@ type sharedP2CPicker struct {
 }
 
 func (p *sharedP2CPicker) Pick(*Request) (*discovery.Node, error) {
-	n := len(p.cands)
+	n := len(p.pool)
 	switch n {
 	case 0:
 		return nil, ErrNoNodes
 	case 1:
-		return p.cands[0].node, nil
+		return p.cands[p.pool[0]].node, nil
+	}
+	now := p.now().UnixNano()
+	if p.exact {
+		return p.window(now), nil
 	}
 	i, j := p.draw.index(p.rng.float64()), p.draw.index(p.rng.float64())
 	if j == i {
@@ -159,12 +215,42 @@ func (p *sharedP2CPicker) Pick(*Request) (*discovery.Node, error) {
 			j++
 		}
 	}
-	a, b := &p.cands[i], &p.cands[j]
-	now := p.now().UnixNano()
+	a, b := &p.cands[p.pool[i]], &p.cands[p.pool[j]]
+	best := a
 	if p.cheaper(b, a, now) {
-		return b.node, nil
+		best = b
 	}
-	return a.node, nil
+	if best.slots > 0 && p.fresh(best, now) && p.estimate(best) >= best.slots {
+		// Full by its figure: a few more draws for a better one.
+		for range sharedExtraDraws {
+			if c := &p.cands[p.pool[p.draw.index(p.rng.float64())]]; p.cheaper(c, best, now) {
+				return c.node, nil
+			}
+		}
+	}
+	return best.node, nil
+}
+
+// window returns the best of activeWindow nodes of the pool from a random
+// start, for when this client's estimates are exact.
+func (p *sharedP2CPicker) window(now int64) *discovery.Node {
+	n := len(p.pool)
+	w := min(n, activeWindow)
+	start := p.rng.intN(n)
+	best := &p.cands[p.pool[start]]
+	for k := 1; k < w; k++ {
+		at := start + k
+		if at >= n {
+			at -= n
+		}
+		// This client's counts are exact here: compared as they are, as
+		// least_active does.
+		c := &p.cands[p.pool[at]]
+		if p.better(c, best, float64(max(c.load.InFlight(), 0)+1), float64(max(best.load.InFlight(), 0)+1), false, now) {
+			best = c
+		}
+	}
+	return best.node
 }
 
 // fresh reports whether c's figure is known and not older than staleAfter
@@ -176,6 +262,12 @@ func (p *sharedP2CPicker) fresh(c *sharedCandidate, now int64) bool {
 	}
 	age := now - c.readAt
 	return age <= p.staleAfter && -age <= p.staleAfter
+}
+
+// estimate returns c's published load plus the change in this client's
+// statements there since the figure arrived.
+func (p *sharedP2CPicker) estimate(c *sharedCandidate) float64 {
+	return max(c.published+float64(c.load.InFlight()-c.base), 0)
 }
 
 // ramp returns the share of its capacity c gets in its slow-start window.
@@ -190,24 +282,34 @@ func (p *sharedP2CPicker) ramp(c *sharedCandidate, now int64) float64 {
 	return max(slowStartFloor, float64(age)/float64(p.slowStart))
 }
 
-// cheaper reports whether x's load relative to its capacity, with this
-// statement added, is lower than y's. It cross-multiplies rather than
-// divides.
+// cheaper reports whether x is the better node for this statement than y:
+// the lower load relative to weight (the node's relative throughput), with
+// this statement added. On fresh figures with slots known, a node's load
+// counts as at least its slots: the statement's expected time there is its
+// service time while a slot is free, at 1/speed ∝ slots/weight, and grows
+// with the queue once none is, (load+1)/weight. So a free slot beats a
+// queue on equal nodes, yet a fast node's short queue can beat a slow
+// node's free slot, as in a central queue. Ties go to the lower load. It
+// cross-multiplies rather than divides.
 func (p *sharedP2CPicker) cheaper(x, y *sharedCandidate, now int64) bool {
-	var lx, ly, cx, cy float64
 	if p.fresh(x, now) && p.fresh(y, now) {
-		lx = max(x.published+float64(x.load.InFlight()-x.base), 0) + 1
-		ly = max(y.published+float64(y.load.InFlight()-y.base), 0) + 1
-		cx, cy = x.weight, y.weight
-		if x.slots > 0 && y.slots > 0 {
-			cx, cy = x.slots, y.slots
-		}
-	} else {
-		lx = float64(max(x.load.InFlight(), 0) + 1)
-		ly = float64(max(y.load.InFlight(), 0) + 1)
-		cx, cy = x.weight, y.weight
+		return p.better(x, y, p.estimate(x)+1, p.estimate(y)+1, true, now)
 	}
-	cx *= p.ramp(x, now)
-	cy *= p.ramp(y, now)
+	return p.better(x, y, float64(max(x.load.InFlight(), 0)+1), float64(max(y.load.InFlight(), 0)+1), false, now)
+}
+
+// better compares loads lx and ly of x and y (this statement included)
+// relative to their weights, floored at their slots when slotted and both
+// published theirs, as cheaper says.
+func (p *sharedP2CPicker) better(x, y *sharedCandidate, lx, ly float64, slotted bool, now int64) bool {
+	kx, ky := lx, ly
+	if slotted && x.slots > 0 && y.slots > 0 {
+		kx, ky = max(lx, x.slots), max(ly, y.slots)
+	}
+	cx := x.weight * p.ramp(x, now)
+	cy := y.weight * p.ramp(y, now)
+	if a, b := kx*cy, ky*cx; a != b {
+		return a < b
+	}
 	return lx*cy < ly*cx
 }

@@ -92,8 +92,8 @@ func TestSharedP2CPublishedPlusOwn(t *testing.T) {
 	}
 }
 
-// Capacity is the published concurrency when both nodes have one, the
-// weight otherwise.
+// Capacity is the weight; published slots floor the load, so that a slow
+// node's free slot does not beat a fast node's short queue.
 func TestSharedP2CCapacity(t *testing.T) {
 	f := newSharedFixture(t, Options{SlowStart: -1})
 	nodes := makeNodes(2, 1, 4) // b weighs 4
@@ -104,12 +104,142 @@ func TestSharedP2CCapacity(t *testing.T) {
 	if c := counts(t, f.s.Build(nodes), 100); c[b] != 100 {
 		t.Fatalf("by weight: picks %v, want all on %s", c, b)
 	}
-	// By published slots 4 and 4 (the weight was wrong): 3/4 against 9/4.
+	// a idle: 1/1 against 2.25, a wins without slots ...
 	nodes2 := makeNodes(2, 1, 4)
-	nodes2[0].Load = f.published(2, 4, 0)
-	nodes2[1].Load = f.published(8, 4, 0)
+	nodes2[0].Load = f.published(0, 0, 0)
+	nodes2[1].Load = f.published(8, 0, 0)
 	if c := counts(t, f.s.Build(nodes2), 100); c[a] != 100 {
-		t.Fatalf("by slots: picks %v, want all on %s", c, a)
+		t.Fatalf("idle a, no slots: picks %v, want all on %s", c, a)
+	}
+	// ... but with 4 slots each, a's statement takes a whole slot of a
+	// node a quarter as fast: max(1, 4)/1 = 4 against max(9, 4)/4 = 2.25.
+	nodes3 := makeNodes(2, 1, 4)
+	nodes3[0].Load = f.published(0, 4, 0)
+	nodes3[1].Load = f.published(8, 4, 0)
+	if c := counts(t, f.s.Build(nodes3), 100); c[b] != 100 {
+		t.Fatalf("idle a, 4 slots each: picks %v, want all on %s", c, b)
+	}
+	// Equal nodes: a free slot beats a queue.
+	nodes4 := makeNodes(2)
+	nodes4[0].Load = f.published(3, 4, 0)
+	nodes4[1].Load = f.published(5, 4, 0)
+	if c := counts(t, f.s.Build(nodes4), 100); c[a] != 100 {
+		t.Fatalf("3 of 4 against 5 of 4: picks %v, want all on %s", c, a)
+	}
+}
+
+// When the better of the two drawn is full by its figure, more draws find a
+// node with a free slot: with two full nodes of three and one free, the free
+// one gets the pairs that include it (2/3) and most of the others, where
+// plain p2c gives it 2/3. Without slots there are no extra draws.
+func TestSharedP2CExtraDrawsFindAFreeSlot(t *testing.T) {
+	const picks = 6000
+	for _, slots := range []int{4, 0} {
+		f := newSharedFixture(t, Options{SlowStart: -1})
+		nodes := makeNodes(3)
+		nodes[0].Load = f.published(9, slots, 0)
+		nodes[1].Load = f.published(9, slots, 0)
+		nodes[2].Load = f.published(0, slots, 0)
+		share := float64(counts(t, f.s.Build(nodes), picks)[nodes[2].Addr]) / picks
+		// 2/3 + 1/3·(1-(2/3)²) = 0.85 with two extra draws.
+		if slots > 0 && (share < 0.81 || share > 0.89) {
+			t.Errorf("with slots: the free node got %.3f of the picks, want about 0.85", share)
+		}
+		if slots == 0 && (share < 0.63 || share > 0.70) {
+			t.Errorf("without slots: the idle node got %.3f of the picks, want about 2/3", share)
+		}
+	}
+}
+
+// When this client's statements are the whole published load (one client),
+// its counts are exact and it compares a window of nodes as least_active
+// does; when they are a small share, never the least loaded of all.
+func TestSharedP2COneClientComparesAWindow(t *testing.T) {
+	for _, exact := range []bool{true, false} {
+		f := newSharedFixture(t, Options{SlowStart: -1})
+		nodes := makeNodes(activeWindow)
+		for i := range nodes {
+			own := 5
+			if i == 3 {
+				own = 0
+			}
+			l := f.loads.For(nodes[i].Addr)
+			for range own {
+				l.Begin()
+			}
+			published := own
+			if !exact {
+				published = own * 20 // other clients' statements too
+			}
+			nodes[i].Load = f.published(published, 4, 0)
+		}
+		c := counts(t, f.s.Build(nodes), 400)
+		least := nodes[3].Addr
+		if exact && c[least] != 400 {
+			t.Errorf("one client: picks %v, want all on the idle %s", c, least)
+		}
+		if !exact && (c[least] == 400 || c[least] < 50) {
+			t.Errorf("a small share: picks %v, want the idle %s in about a quarter (the pairs with it)", c, least)
+		}
+	}
+}
+
+// With some nodes unwatched (discovery's load-watch subset), the draws are
+// among the watched ones; with fewer than two watched, among all, on local
+// counts.
+func TestSharedP2CUnwatchedNodes(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	nodes := makeNodes(4)
+	nodes[0].Load = f.published(3, 4, 0)
+	nodes[1].Load = f.published(3, 4, 0)
+	nodes[2].Load = discovery.PublishedLoad{Unwatched: true}
+	nodes[3].Load = discovery.PublishedLoad{Unwatched: true}
+	c := counts(t, f.s.Build(nodes), 400)
+	if c[nodes[2].Addr]+c[nodes[3].Addr] != 0 || c[nodes[0].Addr] == 0 || c[nodes[1].Addr] == 0 {
+		t.Errorf("two watched of four: picks %v, want both watched and no unwatched", c)
+	}
+	nodes[1].Load = discovery.PublishedLoad{Unwatched: true}
+	c = counts(t, f.s.Build(nodes), 400)
+	for i := range nodes {
+		if c[nodes[i].Addr] == 0 {
+			t.Errorf("one watched of four: picks %v, want every node (local counts)", c)
+			break
+		}
+	}
+}
+
+// Pick allocates nothing on any path: fresh figures, extra draws, the
+// exact window, local counts, a subset.
+func TestSharedP2CPickDoesNotAllocateOnAnyPath(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	for name, load := range map[string]func(i int) discovery.PublishedLoad{
+		"full":      func(i int) discovery.PublishedLoad { return f.published(9, 4, 0) },
+		"free":      func(i int) discovery.PublishedLoad { return f.published(i%5, 4, 0) },
+		"stale":     func(i int) discovery.PublishedLoad { return f.published(1, 4, time.Hour) },
+		"subset":    func(i int) discovery.PublishedLoad { return discovery.PublishedLoad{Unwatched: i > 3} },
+		"no figure": func(i int) discovery.PublishedLoad { return discovery.PublishedLoad{} },
+	} {
+		nodes := makeNodes(20)
+		for i := range nodes {
+			nodes[i].Load = load(i)
+		}
+		p := f.s.Build(nodes)
+		if allocs := testing.AllocsPerRun(1000, func() { _, _ = p.Pick(nil) }); allocs != 0 {
+			t.Errorf("%s: %v allocations per Pick, want 0", name, allocs)
+		}
+	}
+	// The exact window: this client's statements are the figures.
+	nodes := makeNodes(20)
+	for i := range nodes {
+		f.loads.For(nodes[i].Addr).Begin()
+		nodes[i].Load = f.published(1, 4, 0)
+	}
+	p := f.s.Build(nodes)
+	if !p.(*sharedP2CPicker).exact {
+		t.Fatal("one client's own figures are not taken as exact")
+	}
+	if allocs := testing.AllocsPerRun(1000, func() { _, _ = p.Pick(nil) }); allocs != 0 {
+		t.Errorf("exact window: %v allocations per Pick, want 0", allocs)
 	}
 }
 

@@ -46,8 +46,11 @@
 //     each write reaches the clients watching the coordinator a
 //     notification delay later, and their pickers are rebuilt, as the
 //     driver's watched cache does. Only PublishedReaders are given figures.
-//     A client may watch a random subset of the coordinators
-//     (Scenario.Watch), and sends only to those.
+//     The registrars decide when to write with the registrar's own gate
+//     (registrar.LoadGate). A client may watch the data of a random subset
+//     of the coordinators (Scenario.Watch, the driver's loadWatchSubset):
+//     it knows every coordinator, and its strategy is given the others as
+//     unwatched, as discovery gives them.
 //   - RunIdeal replaces the strategy and the per-node queues by one central
 //     FIFO queue over all the slots (a statement starts at once on the
 //     fastest free node), the reference the many-client suite (Suite) is

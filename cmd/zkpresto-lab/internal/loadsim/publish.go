@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/zkpresto/zkpresto/registrar"
 )
 
 // Publishing is how the simulated registrars publish their coordinator's
@@ -24,9 +26,11 @@ type Publishing struct {
 	// Sample is how often the registrar reads its coordinator when it
 	// writes on change.
 	Sample time.Duration
-	// MinGap is the least time between two writes of one registrar: the
-	// write budget is one per MinGap.
+	// MinGap is the least time between two writes of one registrar on
+	// average: the write budget is one per MinGap, in bursts of up to
+	// Burst (registrar.LoadGate).
 	MinGap time.Duration
+	Burst  int
 	// Refresh is the longest a registrar writing on change leaves its
 	// figure unwritten; 0 means never rewrite an unchanged figure.
 	Refresh time.Duration
@@ -40,17 +44,19 @@ type Publishing struct {
 	IdleList bool
 }
 
-// DefaultPublishing is the publishing chosen with the many-client suite for
-// the product: on a change by 2, read every 100 ms, at most 10 writes a
-// second, rewritten at least every 5 s (three such intervals are
-// strategy.DefaultPublishedStaleAfter), with ZooKeeper's notifications 5 ms
-// late.
+// DefaultPublishing is the registrar's shipped publishing
+// (registrar.DefaultLoadInterval and the rest): on a change by 3 or a
+// crossing between "has a free slot" and "full", read every 25 ms, at most
+// 10 writes a second in bursts of 3, rewritten at least every 5 s (three
+// such intervals are strategy.DefaultPublishedStaleAfter), with
+// ZooKeeper's notifications 5 ms late.
 func DefaultPublishing() Publishing {
 	return Publishing{
-		Threshold: 2,
-		Sample:    100 * time.Millisecond,
-		MinGap:    100 * time.Millisecond,
-		Refresh:   5 * time.Second,
+		Threshold: registrar.DefaultLoadThreshold,
+		Sample:    registrar.DefaultLoadInterval,
+		MinGap:    registrar.DefaultLoadMinGap,
+		Burst:     registrar.DefaultLoadBurst,
+		Refresh:   registrar.DefaultLoadRefresh,
 		Delay:     5 * time.Millisecond,
 	}
 }
@@ -67,15 +73,19 @@ func (p Publishing) tick() time.Duration {
 }
 
 // String says how figures are published, in a few words: "none", "every
-// 1s", "on change by 2 (read every 100ms, at most every 100ms)", with "+
-// idle list" when there is one.
+// 1s", "on change by 3 (read every 25ms, at most every 100ms in bursts of
+// 3)", with "+ idle list" when there is one.
 func (p Publishing) String() string {
 	var b strings.Builder
 	switch {
 	case p.Periodic > 0:
 		fmt.Fprintf(&b, "every %s", p.Periodic)
 	case p.Threshold > 0:
-		fmt.Fprintf(&b, "on change by %d (read every %s, at most every %s)", p.Threshold, p.Sample, p.MinGap)
+		fmt.Fprintf(&b, "on change by %d (read every %s, at most every %s", p.Threshold, p.Sample, p.MinGap)
+		if p.Burst > 1 {
+			fmt.Fprintf(&b, " in bursts of %d", p.Burst)
+		}
+		b.WriteString(")")
 	default:
 		return "none"
 	}
@@ -87,7 +97,7 @@ func (p Publishing) String() string {
 
 func (p Publishing) validate() error {
 	switch {
-	case p.Periodic < 0 || p.Threshold < 0 || p.Sample < 0 || p.MinGap < 0 || p.Refresh < 0 || p.Delay < 0:
+	case p.Periodic < 0 || p.Threshold < 0 || p.Sample < 0 || p.MinGap < 0 || p.Burst < 0 || p.Refresh < 0 || p.Delay < 0:
 		return fmt.Errorf("publishing %+v: negative setting", p)
 	case p.Periodic == 0 && p.Threshold > 0 && p.Sample <= 0:
 		return fmt.Errorf("publishing on change by %d: no sample interval", p.Threshold)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/registrar"
 	"github.com/zkpresto/zkpresto/strategy"
 )
 
@@ -84,10 +85,12 @@ type Scenario struct {
 	// *sql.DB or gateway replicas; every arrival comes from one of them
 	// uniformly at random. 0 means 1.
 	Clients int
-	// Watch, when positive, is how many coordinators each client watches
-	// and sends to: a random subset of that size per client, as a large
-	// fleet would configure to bound ZooKeeper's notifications. 0 means
-	// every coordinator.
+	// Watch, when positive, is how many coordinators' data each client
+	// watches: a random subset of that size per client, as a large fleet
+	// configures to bound ZooKeeper's notifications (the driver's
+	// loadWatchSubset). The client knows every coordinator; the others are
+	// given to its strategy as unwatched (discovery.PublishedLoad.Unwatched),
+	// as discovery does. 0 means every coordinator.
 	Watch int
 	// Publish is how coordinators publish their load through ZooKeeper, for
 	// the strategies that read it (PublishedReaders). The zero value
@@ -314,18 +317,16 @@ type nodeState struct {
 	area  float64
 	since time.Duration
 
-	// Publishing: what the registrar wrote last and when, how many writes
-	// it made, and what the clients see now (the last write older than
-	// the notification delay) with its version.
-	written   int
-	writtenAt time.Duration
-	wrote     bool
-	writes    int
-	watchers  int
-	visible   discovery.PublishedLoad
-	version   uint64
-	idle      bool // as last written to the idle list
-	idleSeen  bool // as the clients see the idle list
+	// Publishing: the registrar's gate (the product's), how many writes it
+	// made, and what the clients see now (the last write older than the
+	// notification delay) with its version.
+	gate     registrar.LoadGate
+	writes   int
+	watchers int
+	visible  discovery.PublishedLoad
+	version  uint64
+	idle     bool // as last written to the idle list
+	idleSeen bool // as the clients see the idle list
 }
 
 // event is a statement finishing on a node or a registrar's tick.
@@ -345,15 +346,17 @@ type write struct {
 }
 
 // client is one independent client: its own strategy, load table and
-// picker over the coordinators it watches.
+// picker over every coordinator, of which it watches some.
 type client struct {
 	strategy strategy.Strategy
 	loads    *strategy.Loads
 	picker   strategy.Picker
-	watched  []int    // node indices, sorted by address
-	built    []uint64 // each watched node's version at the last build
+	nodes    []int    // node indices, sorted by address
+	watching []bool   // parallel to nodes: the client watches the node's data
+	watched  []int    // indices into nodes of the watched ones
+	built    []uint64 // parallel to watched: the node's version at the last build
 	nodeLoad []*strategy.Load
-	byAddr   map[string]int // address → index into watched
+	byAddr   map[string]int // address → index into nodes
 }
 
 type simulation struct {
@@ -420,8 +423,14 @@ func newSimulation(s Scenario, name string) *simulation {
 	for i := range sim.users {
 		sim.users[i] = fmt.Sprintf("user%04d", i)
 	}
+	refresh := s.Publish.Refresh
+	if refresh == 0 {
+		refresh = math.MaxInt64 // never rewrite an unchanged figure
+	}
 	for i, n := range s.Nodes {
-		sim.nodes[i] = nodeState{slots: n.Slots, speed: n.Speed, idle: true, idleSeen: true}
+		sim.nodes[i] = nodeState{slots: n.Slots, speed: n.Speed, idle: true, idleSeen: true,
+			gate: registrar.LoadGate{Threshold: s.Publish.Threshold, MinGap: s.Publish.MinGap, Burst: s.Publish.Burst,
+				Refresh: refresh, Slots: n.Slots}}
 	}
 	if name == "" {
 		return sim
@@ -435,27 +444,34 @@ func newSimulation(s Scenario, name string) *simulation {
 	sim.clients = make([]client, max(s.Clients, 1))
 	for k := range sim.clients {
 		c := &sim.clients[k]
-		c.watched = order
+		c.nodes = order
+		c.watching = make([]bool, len(order))
 		if s.Watch > 0 && s.Watch < len(order) {
 			pick := sim.clientRNG.Perm(len(order))[:s.Watch]
 			slices.Sort(pick)
-			c.watched = make([]int, s.Watch)
-			for j, p := range pick {
-				c.watched[j] = order[p]
+			for _, p := range pick {
+				c.watching[p] = true
+			}
+		} else {
+			for j := range c.watching {
+				c.watching[j] = true
 			}
 		}
-		for _, n := range c.watched {
-			sim.nodes[n].watchers++
+		for j, n := range c.nodes {
+			if c.watching[j] {
+				sim.nodes[n].watchers++
+				c.watched = append(c.watched, j)
+			}
 		}
 		c.loads = strategy.NewLoads()
-		c.byAddr = make(map[string]int, len(c.watched))
+		c.byAddr = make(map[string]int, len(c.nodes))
 		c.built = make([]uint64, len(c.watched))
-		watched := make([]discovery.Node, len(c.watched))
-		for j, n := range c.watched {
+		all := make([]discovery.Node, len(c.nodes))
+		for j, n := range c.nodes {
 			c.byAddr[s.Nodes[n].addr()] = j
-			watched[j].Addr = s.Nodes[n].addr()
+			all[j].Addr = s.Nodes[n].addr()
 		}
-		c.nodeLoad = c.loads.ForNodes(watched) // one copy of the table, not one per node
+		c.nodeLoad = c.loads.ForNodes(all) // one copy of the table, not one per node
 		// Seed 0 would give the strategy the unseeded global source; derive
 		// a non-zero seed of its own from the scenario's (client 0's is what
 		// a one-client run has always used).
@@ -472,10 +488,10 @@ func newSimulation(s Scenario, name string) *simulation {
 	return sim
 }
 
-// build rebuilds c's picker over its watched nodes as the clients see them.
+// build rebuilds c's picker over its nodes as the client sees them.
 func (sim *simulation) build(c *client) {
-	nodes := make([]discovery.Node, len(c.watched))
-	for j, i := range c.watched {
+	nodes := make([]discovery.Node, len(c.nodes))
+	for j, i := range c.nodes {
 		n := sim.scenario.Nodes[i]
 		nodes[j] = discovery.Node{
 			Addr:   n.addr(),
@@ -485,10 +501,15 @@ func (sim *simulation) build(c *client) {
 			ID:     n.addr(),
 			Format: discovery.FormatStatic,
 		}
-		if sim.reads {
+		switch {
+		case !c.watching[j]:
+			nodes[j].Load = discovery.PublishedLoad{Unwatched: true}
+		case sim.reads:
 			nodes[j].Load = sim.nodes[i].visible
 		}
-		c.built[j] = sim.nodes[i].version
+	}
+	for k, j := range c.watched {
+		c.built[k] = sim.nodes[c.nodes[j]].version
 	}
 	c.picker = c.strategy.Build(nodes)
 }
@@ -569,8 +590,8 @@ func (sim *simulation) pick(i int, req *strategy.Request) (int, error) {
 	c := &sim.clients[k]
 	if sim.reads {
 		sim.deliver()
-		for j, n := range c.watched {
-			if c.built[j] != sim.nodes[n].version {
+		for k, j := range c.watched {
+			if c.built[k] != sim.nodes[c.nodes[j]].version {
 				sim.build(c)
 				break
 			}
@@ -578,7 +599,7 @@ func (sim *simulation) pick(i int, req *strategy.Request) (int, error) {
 		if sim.publish.IdleList {
 			if j, ok := sim.idleChoice(c); ok {
 				sim.reqLoad[i] = c.nodeLoad[j]
-				return c.watched[j], nil
+				return c.nodes[j], nil
 			}
 		}
 	}
@@ -594,15 +615,15 @@ func (sim *simulation) pick(i int, req *strategy.Request) (int, error) {
 		return 0, fmt.Errorf("statement %d: picked %q, which is not a node", i, picked.Addr)
 	}
 	sim.reqLoad[i] = c.nodeLoad[j]
-	return c.watched[j], nil
+	return c.nodes[j], nil
 }
 
 // idleChoice returns a watched node the idle list shows with a free slot,
 // uniformly at random, if there is one.
 func (sim *simulation) idleChoice(c *client) (int, bool) {
 	seen, choice := 0, -1
-	for j, n := range c.watched {
-		if sim.nodes[n].idleSeen {
+	for _, j := range c.watched {
+		if sim.nodes[c.nodes[j]].idleSeen {
 			seen++
 			if sim.clientRNG.IntN(seen) == 0 { // reservoir sampling
 				choice = j
@@ -624,7 +645,8 @@ func (sim *simulation) deliver() {
 		}
 		node.version++
 		running := min(int(w.total), node.slots)
-		node.visible = discovery.PublishedLoad{Running: running, Queued: int(w.total) - running, ReadAt: simEpoch.Add(w.at)}
+		node.visible = discovery.PublishedLoad{Running: running, Queued: int(w.total) - running, Slots: node.slots,
+			ReadAt: simEpoch.Add(w.at)}
 	}
 	if sim.inboxHead > 4096 && sim.inboxHead*2 > len(sim.inbox) {
 		sim.inbox = append(sim.inbox[:0], sim.inbox[sim.inboxHead:]...)
@@ -638,18 +660,12 @@ func (sim *simulation) tick(e event) {
 	p := sim.publish
 	now := e.at
 	total := node.inFlight
-	since := now - node.writtenAt
-	var due bool
-	switch {
-	case p.Periodic > 0, !node.wrote:
-		due = true
-	case since >= p.MinGap && abs(total-node.written) >= p.Threshold:
-		due = true
-	case p.Refresh > 0 && since >= p.Refresh:
-		due = true
-	}
+	running := min(total, node.slots)
+	// On change, the registrar's own gate decides (registrar.LoadGate);
+	// periodic publishing writes every tick.
+	due := p.Periodic > 0 || node.gate.Due(simEpoch.Add(now), running, total-running, true)
 	if due {
-		node.written, node.writtenAt, node.wrote = total, now, true
+		node.gate.Written(simEpoch.Add(now), running, total-running, true)
 		node.writes++
 		sim.notifications += node.watchers
 		sim.inbox = append(sim.inbox, write{at: now, node: e.node, total: int32(total)})
@@ -660,8 +676,6 @@ func (sim *simulation) tick(e event) {
 	sim.push(event{at: now + p.tick(), seq: sim.seq, req: -1, node: e.node})
 	sim.seq++
 }
-
-func abs(x int) int { return max(x, -x) }
 
 // idleChanged writes the idle list when node n gained or lost its last free
 // slot.

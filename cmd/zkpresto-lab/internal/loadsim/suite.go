@@ -91,7 +91,7 @@ func equalNodes(n int) []Node {
 }
 
 // SuiteWatch is how many coordinators each client watches in the suite's
-// 10,000 × 200 case.
+// 10,000 × 200 case: the driver's loadWatchSubset=2.
 const SuiteWatch = 2
 
 // Suite returns the many-client cases: capacities 1:1:4 and twelve equal
@@ -126,8 +126,7 @@ func Suite(o SuiteOptions) ([]Case, error) {
 		for k, p := range publishings {
 			c := s
 			c.Publish = p
-			cases = append(cases, Case{Scenario: c, Variation: variation, Strategy: Shared,
-				Defaults: k == 0 && variation != "10000x200"})
+			cases = append(cases, Case{Scenario: c, Variation: variation, Strategy: Shared, Defaults: k == 0})
 		}
 	}
 	for _, nodes := range [][]Node{unequal, equalNodes(12)} {

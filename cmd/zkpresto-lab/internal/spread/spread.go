@@ -164,7 +164,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	defer procs.stopAll()
 	for _, c := range coords {
 		cmd := exec.CommandContext(ctx, o.Zkpresto, "register", "--zookeeper", zk.Addr(), "--advertise", c.URL(),
-			"--interval", "1s", "--load-source", "presto", "--log-level", "warn")
+			"--interval", "1s", "--load-source", "presto", "--load-slots", fmt.Sprint(o.Slots), "--log-level", "warn")
 		if _, err := procs.start(cmd, nil); err != nil {
 			return nil, fmt.Errorf("spread: zkpresto register for %s: %w", c.Name(), err)
 		}

@@ -108,8 +108,11 @@ func TestDialFailureAfterTheCallersDeadlineCounts(t *testing.T) {
 		}
 	}
 	callers := time.Since(start)
-	if ns := nodeStats(t, connector, dead); ns.LastError != "" {
-		t.Fatalf("a failure was recorded before any dial timed out: %+v", ns)
+	// What is charged is the dial's own failure, never the caller's
+	// deadline: on a loaded machine the first dials may have timed out
+	// already, so a failure may be there, but only a dial's.
+	if ns := nodeStats(t, connector, dead); ns.LastError != "" && !strings.Contains(ns.LastError, "i/o timeout") {
+		t.Fatalf("a failure other than a dial's timeout was recorded: %+v", ns)
 	}
 	testutil.Eventually(t, 5*time.Second, 20*time.Millisecond, "the coordinator ejected", func() bool { return nodeStats(t, connector, dead).Ejected })
 	ns := nodeStats(t, connector, dead)

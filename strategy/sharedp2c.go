@@ -33,6 +33,12 @@ const sharedExtraDraws = 2
 // nodes, as least_active does, instead of two.
 const sharedExactShare = 0.9
 
+// sharedBuildMarks is how many recent builds shared_p2c remembers per node
+// (when, and how many of this client's statements had ended there), to
+// bound from above how many of its statements a figure read between two
+// builds counted.
+const sharedBuildMarks = 4
+
 // sharedP2CStrategy is shared_p2c, the power of two choices on load the
 // coordinators publish: two distinct nodes drawn with probability
 // proportional to weight, and the better wins. A node's estimated load is
@@ -50,8 +56,11 @@ const sharedExactShare = 0.9
 // compared by this client's statements in flight per weight, as least_active
 // does: a figure is never mixed with a local count. When this client's own
 // statements are nearly all the published load (one client: its estimates
-// are exact), it compares a window of activeWindow nodes from a random
-// start, as least_active does. Otherwise never the least loaded of all
+// are exact), or no node published a figure at all, it compares a window of
+// activeWindow nodes from a random start on its own counts, as least_active
+// does. Its own statements are bounded as of when each figure was read, not
+// when it arrived, so that its statements that ended in between do not pass
+// for another client's. Otherwise never the least loaded of all
 // nodes, even with few: on figures every client reads at the same time, that
 // herds everyone onto one node (Mitzenmacher, "How useful is old
 // information?", 2000), where the better of two degrades gracefully.
@@ -71,6 +80,9 @@ type sharedP2CStrategy struct {
 	slowStart  time.Duration
 	// seen is per node what outlives builds (Build is never concurrent).
 	seen map[string]*sharedSeen
+	// exact is the last verdict on whether this client's estimates are
+	// exact, kept while every figure reads 0, which says nothing either way.
+	exact bool
 }
 
 // sharedSeen is what shared_p2c remembers of a node between builds.
@@ -78,6 +90,39 @@ type sharedSeen struct {
 	since  time.Time // first build that had the node, for slow start
 	figure time.Time // ReadAt of the figure base belongs to
 	base   int64     // the node's Load.InFlight when that figure arrived
+	// ownAtRead bounds from above this client's statements the figure
+	// counted: base plus those that ended since the last build before the
+	// figure was read. A figure is read before it arrives, so statements
+	// that ended in between are in the figure and no longer in base; taken
+	// as another client's load, they made one client alone look like one
+	// of many.
+	ownAtRead int64
+	marks     [sharedBuildMarks]sharedMark // recent builds, a ring
+	nextMark  int
+}
+
+// sharedMark is one build as one node saw it.
+type sharedMark struct {
+	at    int64 // Unix ns; 0 for none
+	ended int64 // this client's statements ended on the node by then
+}
+
+// endedBy returns how many of this client's statements had ended on the node
+// by the last remembered build at or before at, or ended when none was.
+func (seen *sharedSeen) endedBy(at int64, ended int64) int64 {
+	best, by := int64(0), ended
+	for _, m := range seen.marks {
+		if m.at != 0 && m.at <= at && m.at > best {
+			best, by = m.at, m.ended
+		}
+	}
+	return by
+}
+
+// mark remembers this build.
+func (seen *sharedSeen) mark(at, ended int64) {
+	seen.marks[seen.nextMark] = sharedMark{at: at, ended: ended}
+	seen.nextMark = (seen.nextMark + 1) % sharedBuildMarks
 }
 
 func newSharedP2C(opts Options) Strategy {
@@ -114,7 +159,7 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 		slowStart:  int64(s.slowStart),
 	}
 	present := make(map[string]bool, len(nodes))
-	watched := 0
+	watched, known := 0, 0
 	var own, published float64
 	for i := range nodes {
 		n := &nodes[i]
@@ -124,11 +169,15 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 			seen = &sharedSeen{since: now}
 			s.seen[n.Addr] = seen
 		}
+		inFlight := loads[i].InFlight()
+		ended := int64(loads[i].Started()) - inFlight
 		if !seen.figure.Equal(n.Load.ReadAt) {
 			// A new figure counts this client's statements up to now; only
 			// the change after it is added to it.
-			seen.figure, seen.base = n.Load.ReadAt, loads[i].InFlight()
+			seen.figure, seen.base = n.Load.ReadAt, inFlight
+			seen.ownAtRead = inFlight + ended - seen.endedBy(n.Load.ReadAt.UnixNano(), ended)
 		}
+		seen.mark(now.UnixNano(), ended)
 		c := &p.cands[i]
 		c.node, c.load, c.weight = n, loads[i], float64(nodeWeight(n))
 		c.since, c.base = seen.since.UnixNano(), seen.base
@@ -136,8 +185,9 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 			c.readAt = n.Load.ReadAt.UnixNano()
 			c.published = float64(n.Load.Total())
 			c.slots = float64(n.Load.Slots)
-			own += float64(max(seen.base, 0))
+			own += min(float64(max(seen.ownAtRead, 0)), c.published)
 			published += c.published
+			known++
 		}
 		if !n.Load.Unwatched {
 			watched++
@@ -149,10 +199,21 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 		}
 	}
 	// The exact case: no node unwatched, and this client's statements were
-	// (nearly) all the published load when the figures arrived. The window
-	// then compares local counts, so a figure that goes stale meanwhile
-	// changes nothing.
-	p.exact = watched == len(nodes) && published >= 1 && own >= sharedExactShare*published
+	// (nearly) all the published load when the figures were read. The
+	// window then compares local counts, so a figure that goes stale
+	// meanwhile changes nothing. With no figure at all there are only local
+	// counts, which no other client reads, so nothing to herd on either.
+	// Figures that all read 0 keep the last verdict: an idle cluster shows
+	// nobody's share.
+	switch {
+	case watched < len(nodes):
+		s.exact = false
+	case known == 0:
+		s.exact = true
+	case published >= 1:
+		s.exact = own >= sharedExactShare*published
+	}
+	p.exact = s.exact
 	for i := range nodes {
 		if watched < 2 || watched == len(nodes) || !nodes[i].Load.Unwatched {
 			p.pool = append(p.pool, int32(i))

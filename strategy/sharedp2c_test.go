@@ -184,6 +184,111 @@ func TestSharedP2COneClientComparesAWindow(t *testing.T) {
 	}
 }
 
+// One client alone stays exact when some of its statements end after the
+// registrar read the figure and before the figure arrived: the figure still
+// counts them, this client no longer does, and they are not another
+// client's load. When they ended before the read (a build in between saw
+// them ended), the figure's rest is another client's.
+func TestSharedP2COneClientExactAcrossStatementsEndedInFlight(t *testing.T) {
+	for _, alone := range []bool{true, false} {
+		f := newSharedFixture(t, Options{SlowStart: -1})
+		nodes := makeNodes(activeWindow)
+		for i := range nodes {
+			l := f.loads.For(nodes[i].Addr)
+			for range 5 {
+				l.Begin()
+			}
+			nodes[i].Load = f.published(5, 4, 0)
+		}
+		if !f.s.Build(nodes).(*sharedP2CPicker).exact {
+			t.Fatal("figures equal to this client's counts are not taken as exact")
+		}
+		// Four of this client's statements end on every node but the
+		// fourth: 15 ms on, after the registrars read 5 at 10 ms (alone),
+		// or 5 ms on, seen by a build, before they read 5 that another
+		// client's 4 make up (not alone). The figures arrive at 20 ms.
+		end := func() {
+			for i := range nodes {
+				if i != 3 {
+					l := f.loads.For(nodes[i].Addr)
+					for range 4 {
+						l.End(time.Millisecond, nil)
+					}
+				}
+			}
+		}
+		f.now = f.now.Add(5 * time.Millisecond)
+		if !alone {
+			end()
+			f.s.Build(nodes)
+		}
+		f.now = f.now.Add(5 * time.Millisecond)
+		for i := range nodes {
+			nodes[i].Load = f.published(5, 4, 0)
+		}
+		f.now = f.now.Add(5 * time.Millisecond)
+		if alone {
+			end()
+		}
+		f.now = f.now.Add(5 * time.Millisecond)
+		p := f.s.Build(nodes)
+		if got := p.(*sharedP2CPicker).exact; got != alone {
+			t.Fatalf("alone %v: exact %v", alone, got)
+		}
+		if !alone {
+			continue
+		}
+		// The window on exact counts: 1 in flight everywhere but the
+		// fourth node's 5, which never wins.
+		if c := counts(t, p, 400); c[nodes[3].Addr] != 0 {
+			t.Errorf("exact window: picks %v, want none on %s, the only node still running 5", c, nodes[3].Addr)
+		}
+	}
+}
+
+// With no figure at all there are only this client's own counts, which no
+// other client reads: it compares least_active's window on them.
+func TestSharedP2CNoFigureComparesAWindow(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	nodes := makeNodes(activeWindow)
+	for i := range nodes {
+		if i != 3 {
+			f.loads.For(nodes[i].Addr).Begin()
+		}
+	}
+	if c := counts(t, f.s.Build(nodes), 400); c[nodes[3].Addr] != 400 {
+		t.Errorf("no figures: picks %v, want all on the idle %s", c, nodes[3].Addr)
+	}
+}
+
+// Figures that all read 0 say nothing of this client's share: the last
+// verdict stands, exact or not.
+func TestSharedP2CZeroFiguresKeepTheVerdict(t *testing.T) {
+	for _, exact := range []bool{true, false} {
+		f := newSharedFixture(t, Options{SlowStart: -1})
+		nodes := makeNodes(4)
+		for i := range nodes {
+			if exact {
+				f.loads.For(nodes[i].Addr).Begin()
+			}
+			nodes[i].Load = f.published(1, 4, 0)
+		}
+		if got := f.s.Build(nodes).(*sharedP2CPicker).exact; got != exact {
+			t.Fatalf("figures of 1 with this client's %v: exact %v", exact, got)
+		}
+		f.now = f.now.Add(time.Second)
+		for i := range nodes {
+			if exact {
+				f.loads.For(nodes[i].Addr).End(time.Millisecond, nil)
+			}
+			nodes[i].Load = f.published(0, 4, 0)
+		}
+		if got := f.s.Build(nodes).(*sharedP2CPicker).exact; got != exact {
+			t.Errorf("then figures of 0: exact %v, want the verdict before, %v", got, exact)
+		}
+	}
+}
+
 // With some nodes unwatched (discovery's load-watch subset), the draws are
 // among the watched ones; with fewer than two watched, among all, on local
 // counts.

@@ -19,9 +19,16 @@
 //     queue. A statement's work is drawn from an exponential distribution
 //     (so one node alone is an M/M/c queue, which the tests check against
 //     theory); on a node of speed s it takes MeanService/s on average. The
-//     work is drawn per statement, not per node, so every strategy sees the
-//     same arrivals, users and work (common random numbers), and differences
-//     between strategies are not sampling noise.
+//     work is drawn per statement, not per node.
+//   - The workload (arrival times, work, users and, with several clients,
+//     which client sends each statement) is drawn from the seed before the
+//     run, each from a stream of its own, apart from the simulation's other
+//     random choices (watched subsets, registrars' phases, idle-list
+//     choices): every strategy and the central queue get the same workload
+//     (common random numbers), so their figures differ by how they balance,
+//     not by what they were sent. Each client's strategy is seeded the same
+//     under every strategy, so two strategies that decide alike give the
+//     same figures to the nanosecond.
 //   - A node's capacity is Slots × Speed / MeanService statements a second.
 //     The default scenarios give every node 4 slots and get the capacity
 //     ratio 1:1:4 from speed: the big coordinator, like a cluster with four

@@ -77,8 +77,9 @@ type Scenario struct {
 	// Users is how many distinct users send statements, uniformly at random;
 	// 0 means DefaultUsers.
 	Users int
-	// Seed seeds the arrivals, the work, the users and the strategy's own
-	// random choices; 0 is a seed like any other.
+	// Seed seeds the arrivals, the work, the users, each statement's
+	// client and the strategy's own random choices; 0 is a seed like any
+	// other.
 	Seed uint64
 	// Clients is how many independent clients send the statements, each
 	// with its own strategy instance, picker and local counts, like as many
@@ -370,14 +371,22 @@ type simulation struct {
 	clients []client
 	users   []string
 
-	arrivalRNG *rand.Rand // inter-arrival times
-	workRNG    *rand.Rand // each statement's work
-	userRNG    *rand.Rand // each statement's user
-	clientRNG  *rand.Rand // each statement's client, the watched subsets, idle-list choices
+	// Random choices of the simulation itself, each from a stream of its
+	// own, so that what one strategy makes it draw (registrars' phases,
+	// idle-list choices) moves nothing another strategy sees.
+	subsetRNG *rand.Rand // the watched subsets
+	tickRNG   *rand.Rand // the registrars' phases
+	idleRNG   *rand.Rand // idle-list choices
 
+	// The workload, drawn from the seed alone before the run (common random
+	// numbers): every strategy and the central queue get the same
+	// statements, at the same times, with the same work, users and
+	// clients, so that their figures differ by how they balance alone.
 	meanService float64 // seconds at speed 1
 	arrived     []time.Duration
 	work        []float64 // in units of the mean service time at speed 1
+	user        []int32   // index into users
+	from        []int32   // the client that sends it
 	reqLoad     []*strategy.Load
 	events      []event
 	seq         uint64
@@ -410,16 +419,14 @@ func newSimulation(s Scenario, name string) *simulation {
 		publish:     s.Publish,
 		nodes:       make([]nodeState, len(s.Nodes)),
 		users:       make([]string, s.users()),
-		arrivalRNG:  rand.New(rand.NewPCG(s.Seed, 1)),
-		workRNG:     rand.New(rand.NewPCG(s.Seed, 2)),
-		userRNG:     rand.New(rand.NewPCG(s.Seed, 3)),
-		clientRNG:   rand.New(rand.NewPCG(s.Seed, 4)),
+		subsetRNG:   rand.New(rand.NewPCG(s.Seed, 5)),
+		tickRNG:     rand.New(rand.NewPCG(s.Seed, 6)),
+		idleRNG:     rand.New(rand.NewPCG(s.Seed, 7)),
 		meanService: s.meanService().Seconds(),
-		arrived:     make([]time.Duration, s.Requests),
-		work:        make([]float64, s.Requests),
 		reqLoad:     make([]*strategy.Load, s.Requests),
 		latencies:   make([]time.Duration, 0, s.Requests),
 	}
+	sim.arrived, sim.work, sim.user, sim.from = drawWorkload(s)
 	for i := range sim.users {
 		sim.users[i] = fmt.Sprintf("user%04d", i)
 	}
@@ -447,7 +454,7 @@ func newSimulation(s Scenario, name string) *simulation {
 		c.nodes = order
 		c.watching = make([]bool, len(order))
 		if s.Watch > 0 && s.Watch < len(order) {
-			pick := sim.clientRNG.Perm(len(order))[:s.Watch]
+			pick := sim.subsetRNG.Perm(len(order))[:s.Watch]
 			slices.Sort(pick)
 			for _, p := range pick {
 				c.watching[p] = true
@@ -488,6 +495,33 @@ func newSimulation(s Scenario, name string) *simulation {
 	return sim
 }
 
+// drawWorkload returns, for every statement of s, when it arrives, its
+// work, its user and its client, from s's seed alone: arrivals at the
+// scenario's rate, Poisson; work exponential with mean 1; users and clients
+// uniform. Each has a stream of its own.
+func drawWorkload(s Scenario) (arrived []time.Duration, work []float64, user, from []int32) {
+	arrivalRNG := rand.New(rand.NewPCG(s.Seed, 1))
+	workRNG := rand.New(rand.NewPCG(s.Seed, 2))
+	userRNG := rand.New(rand.NewPCG(s.Seed, 3))
+	clientRNG := rand.New(rand.NewPCG(s.Seed, 4))
+	rate, users, clients := s.ArrivalRate(), s.users(), max(s.Clients, 1)
+	arrived = make([]time.Duration, s.Requests)
+	work = make([]float64, s.Requests)
+	user = make([]int32, s.Requests)
+	from = make([]int32, s.Requests)
+	var now time.Duration
+	for i := range s.Requests {
+		now += seconds(arrivalRNG.ExpFloat64() / rate)
+		arrived[i] = now
+		work[i] = workRNG.ExpFloat64()
+		user[i] = int32(userRNG.IntN(users))
+		if clients > 1 {
+			from[i] = int32(clientRNG.IntN(clients))
+		}
+	}
+	return arrived, work, user, from
+}
+
 // build rebuilds c's picker over its nodes as the client sees them.
 func (sim *simulation) build(c *client) {
 	nodes := make([]discovery.Node, len(c.nodes))
@@ -516,7 +550,6 @@ func (sim *simulation) build(c *client) {
 
 func (sim *simulation) run() error {
 	s := sim.scenario
-	rate := s.ArrivalRate()
 	warmup := int(s.Warmup * float64(s.Requests))
 	slowAt := -1
 	if s.SlowFactor > 0 {
@@ -525,21 +558,20 @@ func (sim *simulation) run() error {
 	if sim.reads {
 		for n := range sim.nodes {
 			// Registrars start out of step, as real ones do.
-			sim.push(event{at: seconds(sim.clientRNG.Float64() * sim.publish.tick().Seconds()), seq: sim.seq, req: -1, node: int32(n)})
+			sim.push(event{at: seconds(sim.tickRNG.Float64() * sim.publish.tick().Seconds()), seq: sim.seq, req: -1, node: int32(n)})
 			sim.seq++
 		}
 	}
 	var (
 		req      strategy.Request // reused: Pick must not retain it
-		next     = seconds(sim.arrivalRNG.ExpFloat64() / rate)
 		arrived  int
-		first    = next
+		first    = sim.arrived[0]
 		lastSeen time.Duration
 	)
 	for arrived < s.Requests || len(sim.events) > 0 {
-		if arrived < s.Requests && (len(sim.events) == 0 || next < sim.events[0].at) {
-			sim.now = next
-			now := next
+		if arrived < s.Requests && (len(sim.events) == 0 || sim.arrived[arrived] < sim.events[0].at) {
+			now := sim.arrived[arrived]
+			sim.now = now
 			i := arrived
 			arrived++
 			if i == slowAt {
@@ -549,9 +581,7 @@ func (sim *simulation) run() error {
 			if i == warmup {
 				sim.startWindow(now)
 			}
-			sim.arrived[i] = now
-			sim.work[i] = sim.workRNG.ExpFloat64()
-			req.User = sim.users[sim.userRNG.IntN(len(sim.users))]
+			req.User = sim.users[sim.user[i]]
 			n, err := sim.pick(i, &req)
 			if err != nil {
 				return err
@@ -560,8 +590,6 @@ func (sim *simulation) run() error {
 			if arrived == s.Requests {
 				sim.endWindow(now)
 				lastSeen = now
-			} else {
-				next = now + seconds(sim.arrivalRNG.ExpFloat64()/rate)
 			}
 			continue
 		}
@@ -583,11 +611,7 @@ func (sim *simulation) pick(i int, req *strategy.Request) (int, error) {
 	if sim.name == "" {
 		return -1, nil
 	}
-	k := 0
-	if len(sim.clients) > 1 {
-		k = sim.clientRNG.IntN(len(sim.clients))
-	}
-	c := &sim.clients[k]
+	c := &sim.clients[sim.from[i]]
 	if sim.reads {
 		sim.deliver()
 		for k, j := range c.watched {
@@ -625,7 +649,7 @@ func (sim *simulation) idleChoice(c *client) (int, bool) {
 	for _, j := range c.watched {
 		if sim.nodes[c.nodes[j]].idleSeen {
 			seen++
-			if sim.clientRNG.IntN(seen) == 0 { // reservoir sampling
+			if sim.idleRNG.IntN(seen) == 0 { // reservoir sampling
 				choice = j
 			}
 		}

@@ -1,11 +1,13 @@
 // Package testutil holds the small helpers that the tests of several
 // packages share: a buffer that running goroutines may write while the test
-// reads it, and a bounded wait for a condition. Only tests import it.
+// reads it, a bounded wait for a condition, and an HTTP client whose
+// connections end with the test. Only tests import it.
 package testutil
 
 import (
 	"bytes"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
@@ -67,4 +69,15 @@ func RequireTool(tb testing.TB, what string, available error) {
 		tb.Fatalf("%s is required in CI: %v", what, available)
 	}
 	tb.Skipf("skipping: %v", available)
+}
+
+// NewClient returns an HTTP client with a transport of its own, a clone of
+// http.DefaultTransport, whose idle connections are closed when tb ends so
+// that no connection goroutine outlives the test (goleak). Its
+// CheckRedirect is the default one, which follows redirects.
+func NewClient(tb testing.TB) *http.Client {
+	tb.Helper()
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	tb.Cleanup(transport.CloseIdleConnections)
+	return &http.Client{Transport: transport}
 }

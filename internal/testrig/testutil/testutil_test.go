@@ -2,6 +2,12 @@ package testutil_test
 
 import (
 	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,4 +77,48 @@ func TestEventuallyFailsAtTheDeadline(t *testing.T) {
 	if want := "timed out after 20ms waiting for never"; rec.msg != want {
 		t.Fatalf("failure %q, want %q", rec.msg, want)
 	}
+}
+
+// A NewClient's pooled connection is closed when its test ends, not left
+// for the server or the next test.
+func TestNewClientClosesItsConnectionsAtTheEnd(t *testing.T) {
+	var mu sync.Mutex
+	states := map[net.Conn]http.ConnState{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		mu.Lock()
+		states[c] = s
+		mu.Unlock()
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	closed := func() (bool, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range states {
+			if s != http.StateClosed {
+				return false, len(states)
+			}
+		}
+		return true, len(states)
+	}
+	t.Run("client", func(t *testing.T) {
+		resp, err := testutil.NewClient(t).Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		testutil.Eventually(t, 5*time.Second, time.Millisecond, "the connection to go idle", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(states) == 1 && slices.Contains(slices.Collect(maps.Values(states)), http.StateIdle)
+		})
+	})
+	testutil.Eventually(t, 5*time.Second, time.Millisecond, "the client's connection to close", func() bool {
+		ok, n := closed()
+		return ok && n == 1
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	"github.com/zkpresto/zkpresto/zkprestotest/lostpage"
 )
@@ -23,21 +24,7 @@ func TestRetriedPageNeitherLostNorDuplicated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	want := int64(1)
-	for rows.Next() {
-		var n int64
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n != want {
-			t.Fatalf("row %d arrived as %d", want, n)
-		}
-		want++
-	}
-	if err := rows.Err(); err != nil || want != 21 {
-		t.Fatalf("%d rows, %v; want 20", want-1, err)
-	}
+	testutil.CheckNumbered(t, rows, 20)
 	if d := p.Lost(); d < 7 {
 		t.Fatalf("%d answers dropped, want one for each of the 7 pages", d)
 	}

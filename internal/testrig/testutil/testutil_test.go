@@ -1,6 +1,7 @@
 package testutil_test
 
 import (
+	"database/sql"
 	"fmt"
 	"io"
 	"maps"
@@ -14,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	presto "github.com/prestodb/presto-go-client/v2"
+
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 func TestBufferTakesConcurrentWrites(t *testing.T) {
@@ -121,4 +125,57 @@ func TestNewClientClosesItsConnectionsAtTheEnd(t *testing.T) {
 		ok, n := closed()
 		return ok && n == 1
 	})
+}
+
+// CheckNumbered passes rows(n) read whole and closes it; it fails on a count
+// other than n and on rows that are not one bigint.
+func TestCheckNumbered(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{BatchRows: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	connector, err := presto.NewConnector("presto://alice@"+c.Addr(), presto.WithHTTPClient(&http.Client{Transport: tr}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(connector)
+	t.Cleanup(func() { db.Close() })
+	query := func(stmt string) *sql.Rows {
+		rows, err := db.Query(stmt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+
+	rows := query("SELECT * FROM rows(5)")
+	testutil.CheckNumbered(t, rows, 5)
+	if err := rows.Scan(new(int64)); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("Scan after CheckNumbered: %v, want the rows closed", err)
+	}
+	for _, tc := range []struct {
+		stmt string
+		n    int64
+		want string
+	}{
+		{"SELECT * FROM rows(5)", 4, "5 rows, <nil>; want 4"},
+		{"SELECT * FROM rows(3)", 4, "3 rows, <nil>; want 4"},
+		{"SELECT who_served_me", 1, "row 1: sql: expected 6 destination arguments"},
+	} {
+		rec := &fatalRecorder{TB: t}
+		func() {
+			defer func() {
+				if p := recover(); p != nil && p != rec {
+					panic(p)
+				}
+			}()
+			testutil.CheckNumbered(rec, query(tc.stmt), tc.n)
+		}()
+		if !strings.Contains(rec.msg, tc.want) {
+			t.Errorf("%s as rows(%d): failure %q, want %q", tc.stmt, tc.n, rec.msg, tc.want)
+		}
+	}
 }

@@ -62,6 +62,10 @@ func Start(target string) (*Proxy, error) {
 	if _, _, err := net.SplitHostPort(target); err != nil {
 		return nil, fmt.Errorf("lostpage: target %q is not host:port: %w", target, err)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("lostpage: listen on 127.0.0.1 for %s: %w", target, err)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	p := &Proxy{
 		target: target,
@@ -71,8 +75,11 @@ func Start(target string) (*Proxy, error) {
 		stop: stop,
 		seen: map[string]bool{},
 	}
-	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(p.serve))
-	p.srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
+	// httptest's server, for its Close: it waits for every handler, where http.Server's does not.
+	p.srv = &httptest.Server{Listener: ln, Config: &http.Server{
+		Handler:     http.HandlerFunc(p.serve),
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	}}
 	p.srv.Config.SetKeepAlivesEnabled(false) // see the package doc: no replay by net/http
 	p.srv.Start()
 	return p, nil

@@ -2,7 +2,6 @@ package driver_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,7 +182,7 @@ func testPrestotestPaging(t *testing.T, f *fleet.Fleet) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkNumbered(t, r, 1000)
+		testutil.CheckNumbered(t, r, 1000)
 	}
 	res, err := db.ExecContext(ctx, "DELETE FROM t")
 	if err != nil {
@@ -197,27 +196,6 @@ func testPrestotestPaging(t *testing.T, f *fleet.Fleet) {
 	var qe *presto.QueryError
 	if !errors.As(err, &qe) || qe.ErrorName != "COLUMN_NOT_FOUND" || !strings.Contains(err.Error(), "Column 'broken' cannot be resolved") {
 		t.Fatalf("got %T %v, want the server's COLUMN_NOT_FOUND", err, err)
-	}
-}
-
-// checkNumbered reads rows of one bigint column numbered 1 to n, each once,
-// in order, and closes them.
-func checkNumbered(t *testing.T, rows *sql.Rows, n int64) {
-	t.Helper()
-	defer rows.Close()
-	want := int64(1)
-	for rows.Next() {
-		var got int64
-		if err := rows.Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("row %d arrived as %d", want, got)
-		}
-		want++
-	}
-	if err := rows.Err(); err != nil || want != n+1 {
-		t.Fatalf("%d rows, %v; want %d", want-1, err, n)
 	}
 }
 

@@ -5,17 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/lostpage"
 )
 
 // answerOf is one answer through the gateway: status, headers and the page.
@@ -161,85 +157,21 @@ func TestHeadOnHandedOutURI(t *testing.T) {
 	}
 }
 
-// dropProxy stands between the gateway and a coordinator and cuts the connection of the
-// first GET of each executing nextUri after the coordinator answered it: the answer is lost
-// on the way, and the retry of the same token must give the same page.
-type dropProxy struct {
-	srv     *httptest.Server
-	tr      *http.Transport
-	target  string
-	mu      sync.Mutex
-	seen    map[string]bool
-	dropped atomic.Int64
-}
-
-func startDropProxy(t *testing.T, target string) *dropProxy {
-	t.Helper()
-	p := &dropProxy{tr: &http.Transport{}, target: target, seen: map[string]bool{}}
-	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
-	t.Cleanup(func() {
-		p.srv.Close()
-		p.tr.CloseIdleConnections()
-	})
-	return p
-}
-
-func (p *dropProxy) addr() string { return strings.TrimPrefix(p.srv.URL, "http://") }
-
-func (p *dropProxy) serve(w http.ResponseWriter, r *http.Request) {
-	out := r.Clone(r.Context())
-	out.RequestURI = ""
-	out.URL = &url.URL{Scheme: "http", Host: p.target, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
-	out.Host = r.Host // the coordinator builds its links on the proxy's address
-	resp, err := p.tr.RoundTrip(out)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/executing/") {
-		p.mu.Lock()
-		first := !p.seen[r.URL.String()]
-		p.seen[r.URL.String()] = true
-		p.mu.Unlock()
-		if first {
-			p.dropped.Add(1)
-			conn, _, err := http.NewResponseController(w).Hijack()
-			if err == nil {
-				if tc, ok := conn.(*net.TCPConn); ok {
-					_ = tc.SetLinger(0)
-				}
-				conn.Close()
-			}
-			return
-		}
-	}
-	for k, v := range resp.Header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(body)
-}
-
 // Every executing page's first answer is lost after the coordinator sent it: the
 // gateway's retry of the same token gets the page again, so the client reads every row
 // once, in order.
 func TestRetriedPageNeitherLostNorDuplicated(t *testing.T) {
-	var proxies []*dropProxy
+	var proxies []*lostpage.Proxy
 	s := newSetupFor(t, 1, coordinator.Options{BatchRows: 3}, "", func(c *coordinator.Coordinator) string {
-		p := startDropProxy(t, c.Addr())
+		p := lostpage.StartT(t, c.Addr())
 		proxies = append(proxies, p)
-		return p.addr()
+		return p.Addr()
 	})
 	n, err := statementRowsInOrder(t, s.replicas[0].URL, "SELECT * FROM rows(20)")
 	if err != nil || n != 20 {
 		t.Fatalf("%d rows, %v; want 20", n, err)
 	}
-	if d := proxies[0].dropped.Load(); d < 7 {
+	if d := proxies[0].Lost(); d < 7 {
 		t.Fatalf("%d answers dropped, want one for each of the 7 pages", d)
 	}
 }

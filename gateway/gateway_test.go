@@ -24,6 +24,7 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/gateway"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
@@ -140,25 +141,6 @@ func newSetupFor(t *testing.T, n int, opts coordinator.Options, flavour gateway.
 	return s
 }
 
-// checkRowsInOrder reads rows of rows(n): 1 to n, each once, in order.
-func checkRowsInOrder(t *testing.T, rows *sql.Rows, n int64) {
-	t.Helper()
-	want := int64(1)
-	for rows.Next() {
-		var got int64
-		if err := rows.Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("row %d arrived as %d", want, got)
-		}
-		want++
-	}
-	if err := rows.Err(); err != nil || want != n+1 {
-		t.Fatalf("%d rows, %v", want-1, err)
-	}
-}
-
 func (s *setup) dsn(user string) string {
 	return "presto://" + user + "@" + strings.TrimPrefix(s.front.URL, "http://") + "/hive/default"
 }
@@ -177,7 +159,7 @@ func TestPrestoClientThroughTwoReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkRowsInOrder(t, rows, 100)
+		testutil.CheckNumbered(t, rows, 100)
 		rows.Close()
 	}
 	if s.hits[0].Load() < 10 || s.hits[1].Load() < 10 {

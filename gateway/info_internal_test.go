@@ -17,20 +17,28 @@ import (
 	"github.com/zkpresto/zkpresto/routing"
 )
 
-// A gateway that has been up for minutes reports its uptime as Airlift
-// writes a duration, which trino-go-client parses; Go's "3m55s" made its
-// ServerInfo, and so its Ping, fail on every gateway up for over a minute.
-func TestInfoUptimeAsAirlift(t *testing.T) {
-	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("test", []discovery.Node{{Addr: "127.0.0.1:1"}})})
+// gatewayTo returns a gateway whose router knows the one coordinator at addr, and the
+// router; both are closed when the test ends.
+func gatewayTo(t *testing.T, addr string) (*Gateway, *routing.Router) {
+	t.Helper()
+	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("test", []discovery.Node{{Addr: addr}})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	t.Cleanup(func() { r.Close() })
 	g, err := New(Config{Router: r, Keys: "k1:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Close()
+	t.Cleanup(func() { g.Close() })
+	return g, r
+}
+
+// A gateway that has been up for minutes reports its uptime as Airlift
+// writes a duration, which trino-go-client parses; Go's "3m55s" made its
+// ServerInfo, and so its Ping, fail on every gateway up for over a minute.
+func TestInfoUptimeAsAirlift(t *testing.T) {
+	g, _ := gatewayTo(t, "127.0.0.1:1")
 	g.started = time.Now().Add(-235 * time.Second)
 	srv := httptest.NewServer(g)
 	defer srv.Close()
@@ -65,16 +73,7 @@ func TestInfoUptimeAsAirlift(t *testing.T) {
 // however long its message (every coordinator tried, with its error), and
 // the message it gives back says it was cut.
 func TestFailedQueryURIBoundsItsMessage(t *testing.T) {
-	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("test", []discovery.Node{{Addr: "127.0.0.1:1"}})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	g, err := New(Config{Router: r, Keys: "k1:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g, _ := gatewayTo(t, "127.0.0.1:1")
 	srv := httptest.NewServer(g)
 	defer srv.Close()
 	req := httptest.NewRequest(http.MethodPost, srv.URL+"/v1/statement", nil)

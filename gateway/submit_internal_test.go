@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/wire"
 
 	"github.com/zkpresto/zkpresto/routing"
@@ -170,16 +169,7 @@ func TestSilentCoordinatorAfterTheStatementIsNeverRetried(t *testing.T) {
 		ln.Close()
 		conns.Wait()
 	}()
-	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("test", []discovery.Node{{Addr: ln.Addr().String()}})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	g, err := New(Config{Router: r, Keys: "k1:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g, r := gatewayTo(t, ln.Addr().String())
 	g.submitTimeout = 200 * time.Millisecond
 	srv := httptest.NewServer(g)
 	defer srv.Close()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trinodb/trino-go-client/trino"
 
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -54,7 +55,7 @@ func TestTrinoClientThroughTwoReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkRowsInOrder(t, rows, 200)
+		testutil.CheckNumbered(t, rows, 200)
 		if err := rows.Close(); err != nil {
 			t.Fatal(err)
 		}

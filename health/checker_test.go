@@ -18,15 +18,6 @@ import (
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
-// newClient returns a client with its own transport, whose idle connections
-// the test closes so that no connection goroutine outlives it.
-func newClient(t *testing.T) *http.Client {
-	t.Helper()
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(transport.CloseIdleConnections)
-	return &http.Client{Transport: transport}
-}
-
 func startCoordinators(t *testing.T, n int) ([]*coordinator.Coordinator, []discovery.Node) {
 	t.Helper()
 	coords := make([]*coordinator.Coordinator, n)
@@ -56,7 +47,7 @@ func TestCheckerAgainstCoordinators(t *testing.T) {
 	tr := health.NewTracker(health.Policy{})
 	tr.Forget(nodes)
 	// A long interval: only CheckNow runs rounds in this test.
-	c := health.StartChecker(time.Hour, infoprobe.New(newClient(t)), func() []discovery.Node { return nodes }, tr, nil)
+	c := health.StartChecker(time.Hour, infoprobe.New(testutil.NewClient(t)), func() []discovery.Node { return nodes }, tr, nil)
 	defer c.Close()
 	ctx := context.Background()
 
@@ -122,7 +113,7 @@ func TestCheckerBadAnswers(t *testing.T) {
 		names[addr] = name
 	}
 	tr := health.NewTracker(health.Policy{})
-	c := health.StartChecker(time.Hour, infoprobe.New(newClient(t)), func() []discovery.Node { return nodes }, tr, nil)
+	c := health.StartChecker(time.Hour, infoprobe.New(testutil.NewClient(t)), func() []discovery.Node { return nodes }, tr, nil)
 	defer c.Close()
 	c.CheckNow(context.Background())
 	for _, n := range nodes {
@@ -163,7 +154,7 @@ var infoAnswers = map[string]http.HandlerFunc{
 
 // The checker marks healthy exactly the nodes whose verdict is up.
 func TestCheckerAgreesWithProbeInfo(t *testing.T) {
-	client := newClient(t)
+	client := testutil.NewClient(t)
 	var nodes []discovery.Node
 	names := map[string]string{}
 	for name, answer := range infoAnswers {
@@ -209,7 +200,7 @@ func TestCheckerBackgroundRounds(t *testing.T) {
 	tr := health.NewTracker(health.Policy{})
 	var rounds atomic.Int64
 	list := func() []discovery.Node { rounds.Add(1); return nodes }
-	c := health.StartChecker(5*time.Millisecond, infoprobe.New(newClient(t)), list, tr, nil)
+	c := health.StartChecker(5*time.Millisecond, infoprobe.New(testutil.NewClient(t)), list, tr, nil)
 	defer c.Close()
 	waitFor(t, "the background check to mark the starting node", func() bool { return tr.State(nodes[0].Addr).Unhealthy })
 	coords[0].SetStarting(false)
@@ -241,7 +232,7 @@ func TestCheckerCloseAbortsRound(t *testing.T) {
 	defer close(release)
 	nodes := []discovery.Node{{Addr: strings.TrimPrefix(srv.URL, "http://"), Scheme: "http"}}
 	tr := health.NewTracker(health.Policy{})
-	c := health.StartChecker(time.Hour, infoprobe.New(newClient(t)), func() []discovery.Node { return nodes }, tr, nil)
+	c := health.StartChecker(time.Hour, infoprobe.New(testutil.NewClient(t)), func() []discovery.Node { return nodes }, tr, nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

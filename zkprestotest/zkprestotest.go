@@ -19,9 +19,10 @@
 // or marked as starting, registrations added and removed with Register and
 // Deregister. The packages beside this one add more: zkserver (ensembles and
 // leader changes), fleet (registrations in every node format), tcpproxy
-// (connections cut or black-holed between a client and a server), deadpeer
-// (peers that drop SYNs, never read or never answer) and testtls (throwaway
-// certificates).
+// (connections cut or black-holed between a client and a server), lostpage
+// (the first answer to each executing page lost, for page retries),
+// deadpeer (peers that drop SYNs, never read or never answer) and testtls
+// (throwaway certificates).
 package zkprestotest
 
 import (

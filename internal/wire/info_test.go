@@ -12,19 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
-
-// newClient returns a client with a transport of its own, closed when the
-// test ends so that no connection outlives it. Its CheckRedirect is the
-// default one, which follows redirects: ProbeInfo must not.
-func newClient(t *testing.T) *http.Client {
-	t.Helper()
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(transport.CloseIdleConnections)
-	return &http.Client{Transport: transport}
-}
 
 func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
@@ -142,7 +133,8 @@ func TestProbeInfo(t *testing.T) {
 			defer cancel()
 			before := elsewhere.Load()
 			start := time.Now()
-			info := wire.ProbeInfo(ctx, newClient(t), srv.URL)
+			// The client follows redirects, as by default: ProbeInfo must not.
+			info := wire.ProbeInfo(ctx, testutil.NewClient(t), srv.URL)
 			if took := time.Since(start); took > timeout+2*time.Second {
 				t.Errorf("the probe took %v with a %v deadline", took, timeout)
 			}
@@ -189,7 +181,7 @@ func TestProbeInfoTransportErrors(t *testing.T) {
 	ln.Close()
 	ctx := context.Background()
 
-	info := wire.ProbeInfo(ctx, newClient(t), closed)
+	info := wire.ProbeInfo(ctx, testutil.NewClient(t), closed)
 	if info.Verdict != wire.Down || info.Err == nil || !strings.Contains(info.Err.Error(), closed+"/v1/info") {
 		t.Errorf("closed port: %v %v", info.Verdict, info.Err)
 	}
@@ -202,7 +194,7 @@ func TestProbeInfoTransportErrors(t *testing.T) {
 		http.Error(w, "no", http.StatusUnauthorized)
 	})
 	withPassword := strings.Replace(srv.URL, "http://", "http://admin:hunter2@", 1)
-	info = wire.ProbeInfo(ctx, newClient(t), withPassword+"/")
+	info = wire.ProbeInfo(ctx, testutil.NewClient(t), withPassword+"/")
 	if info.Verdict != wire.Down || info.Err == nil || !strings.Contains(info.Err.Error(), "401") {
 		t.Fatalf("401: %v %v", info.Verdict, info.Err)
 	}
@@ -235,7 +227,7 @@ func TestProbeInfoRequest(t *testing.T) {
 	})
 	// A base URL with a path prefix (a coordinator behind a path-routing
 	// proxy) and a trailing slash.
-	info := wire.ProbeInfo(context.Background(), newClient(t), srv.URL+"/presto/?x=1")
+	info := wire.ProbeInfo(context.Background(), testutil.NewClient(t), srv.URL+"/presto/?x=1")
 	if info.Verdict != wire.Up {
 		t.Fatalf("verdict %v: %v", info.Verdict, info.Err)
 	}
@@ -267,7 +259,7 @@ func TestProbeInfoReusesConnections(t *testing.T) {
 			}
 			srv.Start()
 			t.Cleanup(srv.Close)
-			client := newClient(t)
+			client := testutil.NewClient(t)
 			var first wire.Verdict
 			for i := range 5 {
 				info := wire.ProbeInfo(context.Background(), client, srv.URL)
@@ -290,7 +282,7 @@ func TestProbeInfoAgainstTheSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	client := newClient(t)
+	client := testutil.NewClient(t)
 	ctx := context.Background()
 
 	if info := wire.ProbeInfo(ctx, client, c.URL()); info.Verdict != wire.Up || info.Version != "0.289" || !info.Coordinator {

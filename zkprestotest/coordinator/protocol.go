@@ -309,20 +309,11 @@ func (c *Coordinator) parseRequest(r *http.Request, sql string, now time.Time) (
 	for _, t := range trino {
 		req.Trino = req.Trino || t
 	}
-	for _, line := range sessions {
-		for pair := range strings.SplitSeq(line, ",") {
-			key, value, _ := strings.Cut(strings.TrimSpace(pair), "=")
-			if key == "" {
-				continue
-			}
-			if decoded, err := url.QueryUnescape(value); err == nil {
-				value = decoded
-			}
-			if req.SessionProperties == nil {
-				req.SessionProperties = make(map[string]string)
-			}
-			req.SessionProperties[key] = value
+	for key, value := range headerPairs(sessions) {
+		if req.SessionProperties == nil {
+			req.SessionProperties = make(map[string]string)
 		}
+		req.SessionProperties[key] = value
 	}
 	for _, line := range tags {
 		for tag := range strings.SplitSeq(line, ",") {

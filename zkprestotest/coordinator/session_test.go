@@ -404,3 +404,20 @@ func TestStatementHead(t *testing.T) {
 		}
 	}
 }
+
+// Session and Prepared-Statement lines: pairs in order across lines, blanks around them
+// trimmed, values URL-decoded (a value that does not decode is kept), names as written,
+// pairs without a name skipped; a caller that stops early stops the walk.
+func TestHeaderPairs(t *testing.T) {
+	lines := []string{"a=x%2Cy, b%2E=2 ,=lost,", "c, d=100%", "e=1"}
+	var got []string
+	for name, value := range headerPairs(lines) {
+		got = append(got, name+"|"+value)
+		if name == "d" {
+			break
+		}
+	}
+	if want := []string{"a|x,y", "b%2E|2", "c|", "d|100%"}; !slices.Equal(got, want) {
+		t.Fatalf("pairs %q, want %q", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"crypto/rand"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -183,28 +184,41 @@ func lookupPrepared(prepared map[string]string, name string) (string, bool) {
 func parsePrepared(lines []string) (map[string]string, []string) {
 	var m map[string]string
 	var names []string
-	for _, line := range lines {
-		for pair := range strings.SplitSeq(line, ",") {
-			name, value, _ := strings.Cut(strings.TrimSpace(pair), "=")
-			if name == "" {
-				continue
-			}
-			if decoded, err := url.QueryUnescape(value); err == nil {
-				value = decoded
-			}
-			if decoded, err := url.QueryUnescape(name); err == nil {
-				name = decoded
-			}
-			if m == nil {
-				m = make(map[string]string)
-			}
-			if _, seen := m[name]; !seen {
-				names = append(names, name)
-			}
-			m[name] = value
+	for name, value := range headerPairs(lines) {
+		if decoded, err := url.QueryUnescape(name); err == nil {
+			name = decoded
 		}
+		if m == nil {
+			m = make(map[string]string)
+		}
+		if _, seen := m[name]; !seen {
+			names = append(names, name)
+		}
+		m[name] = value
 	}
 	return m, names
+}
+
+// headerPairs yields the name=value pairs of header lines that list them comma separated,
+// as Session and Prepared-Statement do, in order: the name as written, the value
+// URL-decoded (left as written when it does not decode). Pairs without a name are skipped.
+func headerPairs(lines []string) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, line := range lines {
+			for pair := range strings.SplitSeq(line, ",") {
+				name, value, _ := strings.Cut(strings.TrimSpace(pair), "=")
+				if name == "" {
+					continue
+				}
+				if decoded, err := url.QueryUnescape(value); err == nil {
+					value = decoded
+				}
+				if !yield(name, value) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // splitArgs splits EXECUTE's USING list at the commas outside string literals and brackets.

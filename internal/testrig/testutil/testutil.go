@@ -1,11 +1,15 @@
 // Package testutil holds the small helpers that the tests of several
 // packages share: a buffer that running goroutines may write while the test
-// reads it, and a bounded wait for a condition. Only tests import it.
+// reads it, a bounded wait for a condition, an HTTP client whose
+// connections end with the test, and a check of the rows a simulated
+// coordinator's rows(n) returns. Only tests import it.
 package testutil
 
 import (
 	"bytes"
+	"database/sql"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
@@ -67,4 +71,37 @@ func RequireTool(tb testing.TB, what string, available error) {
 		tb.Fatalf("%s is required in CI: %v", what, available)
 	}
 	tb.Skipf("skipping: %v", available)
+}
+
+// NewClient returns an HTTP client with a transport of its own, a clone of
+// http.DefaultTransport, whose idle connections are closed when tb ends so
+// that no connection goroutine outlives the test (goleak). Its
+// CheckRedirect is the default one, which follows redirects.
+func NewClient(tb testing.TB) *http.Client {
+	tb.Helper()
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	tb.Cleanup(transport.CloseIdleConnections)
+	return &http.Client{Transport: transport}
+}
+
+// CheckNumbered reads rows of one bigint column numbered 1 to n, as the
+// coordinator simulator's rows(n) returns them, fails tb unless each
+// arrives once and in order and nothing else does, and closes rows.
+func CheckNumbered(tb testing.TB, rows *sql.Rows, n int64) {
+	tb.Helper()
+	defer rows.Close()
+	want := int64(1)
+	for rows.Next() {
+		var got int64
+		if err := rows.Scan(&got); err != nil {
+			tb.Fatalf("row %d: %v", want, err)
+		}
+		if got != want {
+			tb.Fatalf("row %d arrived as %d", want, got)
+		}
+		want++
+	}
+	if err := rows.Err(); err != nil || want != n+1 {
+		tb.Fatalf("%d rows, %v; want %d", want-1, err, n)
+	}
 }

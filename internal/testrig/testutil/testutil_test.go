@@ -1,14 +1,24 @@
 package testutil_test
 
 import (
+	"database/sql"
 	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	presto "github.com/prestodb/presto-go-client/v2"
+
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 func TestBufferTakesConcurrentWrites(t *testing.T) {
@@ -70,5 +80,102 @@ func TestEventuallyFailsAtTheDeadline(t *testing.T) {
 	}()
 	if want := "timed out after 20ms waiting for never"; rec.msg != want {
 		t.Fatalf("failure %q, want %q", rec.msg, want)
+	}
+}
+
+// A NewClient's pooled connection is closed when its test ends, not left
+// for the server or the next test.
+func TestNewClientClosesItsConnectionsAtTheEnd(t *testing.T) {
+	var mu sync.Mutex
+	states := map[net.Conn]http.ConnState{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		mu.Lock()
+		states[c] = s
+		mu.Unlock()
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	closed := func() (bool, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range states {
+			if s != http.StateClosed {
+				return false, len(states)
+			}
+		}
+		return true, len(states)
+	}
+	t.Run("client", func(t *testing.T) {
+		resp, err := testutil.NewClient(t).Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		testutil.Eventually(t, 5*time.Second, time.Millisecond, "the connection to go idle", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(states) == 1 && slices.Contains(slices.Collect(maps.Values(states)), http.StateIdle)
+		})
+	})
+	testutil.Eventually(t, 5*time.Second, time.Millisecond, "the client's connection to close", func() bool {
+		ok, n := closed()
+		return ok && n == 1
+	})
+}
+
+// CheckNumbered passes rows(n) read whole and closes it; it fails on a count
+// other than n and on rows that are not one bigint.
+func TestCheckNumbered(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{BatchRows: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	connector, err := presto.NewConnector("presto://alice@"+c.Addr(), presto.WithHTTPClient(&http.Client{Transport: tr}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(connector)
+	t.Cleanup(func() { db.Close() })
+	query := func(stmt string) *sql.Rows {
+		rows, err := db.Query(stmt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+
+	rows := query("SELECT * FROM rows(5)")
+	testutil.CheckNumbered(t, rows, 5)
+	if err := rows.Scan(new(int64)); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("Scan after CheckNumbered: %v, want the rows closed", err)
+	}
+	for _, tc := range []struct {
+		stmt string
+		n    int64
+		want string
+	}{
+		{"SELECT * FROM rows(5)", 4, "5 rows, <nil>; want 4"},
+		{"SELECT * FROM rows(3)", 4, "3 rows, <nil>; want 4"},
+		{"SELECT who_served_me", 1, "row 1: sql: expected 6 destination arguments"},
+	} {
+		rec := &fatalRecorder{TB: t}
+		func() {
+			defer func() {
+				if p := recover(); p != nil && p != rec {
+					panic(p)
+				}
+			}()
+			testutil.CheckNumbered(rec, query(tc.stmt), tc.n)
+		}()
+		if !strings.Contains(rec.msg, tc.want) {
+			t.Errorf("%s as rows(%d): failure %q, want %q", tc.stmt, tc.n, rec.msg, tc.want)
+		}
 	}
 }

@@ -94,14 +94,13 @@ func (o *connectorOptions) open(cfg *Config) (*dsn.Routing, error) {
 // It is safe for concurrent use. Close it (sql.DB.Close does) to release the
 // discovery session.
 type Connector struct {
-	cfg          *Config
-	log          *slog.Logger
-	router       *routing.Router
-	httpClient   *http.Client // routes every request to its statement's coordinator
-	checkClient  *http.Client // the coordinator transport without the routing
-	ownTransport *http.Transport
-	// closeIdle closes ownTransport's idle connections and its dialer's
-	// spares, and stops the dials the race gave up on.
+	cfg         *Config
+	log         *slog.Logger
+	router      *routing.Router
+	httpClient  *http.Client // routes every request to its statement's coordinator
+	checkClient *http.Client // the coordinator transport without the routing
+	// closeIdle closes the idle connections of the transport the driver
+	// made, and its dial race's spares; nothing with WithHTTPClient's.
 	closeIdle func()
 	session   driver.Connector // the Presto client's connector
 	request   strategy.Request // what Pick sees without a routing key; read-only
@@ -129,8 +128,7 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.router, c.checkClient, c.ownTransport = routed.Router, routed.Client, routed.Transport
-	c.closeIdle = routed.CloseIdleConnections
+	c.router, c.checkClient, c.closeIdle = routed.Router, routed.Client, routed.CloseIdleConnections
 	next := routed.Client.Transport
 	base := o.httpClient
 	if base == nil {
@@ -142,13 +140,10 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 		background: c.router.Go,
 		cancel:     c.checkClient,
 		closed:     c.router.Closed,
-		closeIdle:  func() {},
+		closeIdle:  c.closeIdle,
 		log:        c.log,
 	}
 	rt.dialRace = c.cfg.DialRace()
-	if c.ownTransport != nil {
-		rt.closeIdle = c.closeIdle
-	}
 	rt.releasedFn = rt.released
 	c.httpClient = &http.Client{
 		Transport: rt,
@@ -301,8 +296,6 @@ func (c *Connector) prestoDSN() string {
 // connections. Statements still running finish on their coordinators.
 func (c *Connector) Close() error {
 	err := c.router.Close()
-	if c.ownTransport != nil {
-		c.closeIdle()
-	}
+	c.closeIdle()
 	return err
 }

@@ -307,7 +307,7 @@ func (p *sharedP2CPicker) window(now int64) *discovery.Node {
 		// This client's counts are exact here: compared as they are, as
 		// least_active does.
 		c := &p.cands[p.pool[at]]
-		if p.better(c, best, float64(max(c.load.InFlight(), 0)+1), float64(max(best.load.InFlight(), 0)+1), false, now) {
+		if p.better(c, best, localLoad(c), localLoad(best), false, now) {
 			best = c
 		}
 	}
@@ -356,7 +356,13 @@ func (p *sharedP2CPicker) cheaper(x, y *sharedCandidate, now int64) bool {
 	if p.fresh(x, now) && p.fresh(y, now) {
 		return p.better(x, y, p.estimate(x)+1, p.estimate(y)+1, true, now)
 	}
-	return p.better(x, y, float64(max(x.load.InFlight(), 0)+1), float64(max(y.load.InFlight(), 0)+1), false, now)
+	return p.better(x, y, localLoad(x), localLoad(y), false, now)
+}
+
+// localLoad returns this client's statements in flight on c, this one
+// included.
+func localLoad(c *sharedCandidate) float64 {
+	return float64(max(c.load.InFlight(), 0) + 1)
 }
 
 // better compares loads lx and ly of x and y (this statement included)

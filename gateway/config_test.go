@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -145,7 +143,7 @@ func statements(cs []*coordinator.Coordinator) []int64 {
 // predictor the gateway ignores: groups, weights, selectors, scheduler.
 func TestRouterConfigRoutesBySelectors(t *testing.T) {
 	cs := startCoordinators(t, 4)
-	var logs syncWriter
+	var logs testutil.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	file := writeConfig(t, "", `{
   "groups": [
@@ -247,38 +245,21 @@ func TestRouterConfigZooKeeperMember(t *testing.T) {
 // file keeps the config in use and says why.
 func TestRouterConfigReload(t *testing.T) {
 	cs := startCoordinators(t, 2)
-	var logs syncWriter
+	var logs testutil.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	config := func(c *coordinator.Coordinator) string {
 		return `{"groups": [{"name": "all", "members": ["` + c.URL() + `"]}], "scheduler": "RANDOM_CHOICE"}`
 	}
 	file := writeConfig(t, "", config(cs[0]))
 	gw, srv := configGateway(t, file, log)
-	ctx, cancel := context.WithCancel(context.Background())
-	hup := make(chan os.Signal, 1)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		gateway.WatchConfig(ctx, gw, file, gateway.BuildOptions{Logger: log}, hup, 10*time.Millisecond)
-	}()
-	t.Cleanup(func() { cancel(); <-watched })
-	waitLog := func(what string) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !strings.Contains(logs.String(), what) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the logs:\n%s", what, logs.String())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	hup := watchConfig(t, gw, file, log)
 
 	pages := 0
 	n := runStatement(t, srv.URL, "SELECT * FROM rows(10)", nil, func() {
 		pages++
 		if pages == 2 {
 			writeConfig(t, file, config(cs[1]))
-			waitLog("router config reloaded")
+			waitForLog(t, &logs, "router config reloaded")
 			// A new statement follows the new config while the old
 			// query still pages.
 			runStatement(t, srv.URL, "SELECT 1", nil, nil)
@@ -294,7 +275,7 @@ func TestRouterConfigReload(t *testing.T) {
 
 	writeConfig(t, file, `{"groups": [{"name": "all", "members": ["`+cs[0].URL()+`"], "weights": ["heavy"]}]}`)
 	hup <- os.Interrupt
-	waitLog("not reloaded")
+	waitForLog(t, &logs, "not reloaded")
 	if s := logs.String(); !strings.Contains(s, file) || !strings.Contains(s, "groups.weights") {
 		t.Errorf("the bad file's log names neither it nor the field:\n%s", s)
 	}
@@ -338,7 +319,7 @@ func TestParseRouterConfigNamesTheField(t *testing.T) {
 // file loads once it is right.
 func TestRouterConfigWithATypoKeepsTheConfigInUse(t *testing.T) {
 	cs := startCoordinators(t, 2)
-	var logs syncWriter
+	var logs testutil.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	withSelector := func(field string) string {
 		return `{"groups": [{"name": "all", "members": ["` + cs[0].URL() + `"]}, {"name": "etl", "members": ["` + cs[1].URL() + `"], "weight": 0}],
@@ -346,31 +327,14 @@ func TestRouterConfigWithATypoKeepsTheConfigInUse(t *testing.T) {
 	}
 	file := writeConfig(t, "", `{"groups": [{"name": "all", "members": ["`+cs[0].URL()+`"]}]}`)
 	gw, srv := configGateway(t, file, log)
-	ctx, cancel := context.WithCancel(context.Background())
 	// SIGHUP after each write: the watcher may start after the write, and
 	// would then take the new file for the one it started with.
-	hup := make(chan os.Signal, 1)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		gateway.WatchConfig(ctx, gw, file, gateway.BuildOptions{Logger: log}, hup, 10*time.Millisecond)
-	}()
-	t.Cleanup(func() { cancel(); <-watched })
-	waitLog := func(what string) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !strings.Contains(logs.String(), what) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the logs:\n%s", what, logs.String())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	hup := watchConfig(t, gw, file, log)
 	etl := map[string]string{"X-Presto-User": "etl_nightly"}
 
 	writeConfig(t, file, withSelector("usr"))
 	hup <- os.Interrupt
-	waitLog("not reloaded")
+	waitForLog(t, &logs, "not reloaded")
 	if s := logs.String(); !strings.Contains(s, "selectors[0].usr") || !strings.Contains(s, `\"user\"`) {
 		t.Errorf("the log of the bad file names neither the field nor the nearest known one:\n%s", s)
 	}
@@ -381,29 +345,38 @@ func TestRouterConfigWithATypoKeepsTheConfigInUse(t *testing.T) {
 
 	writeConfig(t, file, withSelector("user"))
 	hup <- os.Interrupt
-	waitLog("router config reloaded")
+	waitForLog(t, &logs, "router config reloaded")
 	runStatement(t, srv.URL, "SELECT 1", etl, nil)
 	if got := fmt.Sprint(statements(cs)); got != "[1 1]" {
 		t.Errorf("once the file is right, statements per coordinator %s, want [1 1]", got)
 	}
 }
 
-// syncWriter is a log destination tests read while the gateway writes.
-type syncWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// watchConfig runs WatchConfig on gw's file until the test ends, polling
+// every 10 ms, and returns its SIGHUP channel.
+func watchConfig(t *testing.T, gw *gateway.Gateway, file string, log *slog.Logger) chan os.Signal {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	hup := make(chan os.Signal, 1)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		gateway.WatchConfig(ctx, gw, file, gateway.BuildOptions{Logger: log}, hup, 10*time.Millisecond)
+	}()
+	t.Cleanup(func() { cancel(); <-watched })
+	return hup
 }
 
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
+// waitForLog waits, at most 5 s, until logs hold what.
+func waitForLog(t *testing.T, logs *testutil.Buffer, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), what) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the logs:\n%s", what, logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func TestParseRouterConfigZooKeeperEnsemble(t *testing.T) {
@@ -559,7 +532,7 @@ func startDSNMemberFleet(t *testing.T) *dsnMemberFleet {
 func TestRouterConfigDSNMember(t *testing.T) {
 	m := startDSNMemberFleet(t)
 	plain := startCoordinators(t, 1)
-	var logs syncWriter
+	var logs testutil.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	config := `{
   "groups": [
@@ -772,7 +745,7 @@ func TestDSNMemberSessionKeysAreNotUsed(t *testing.T) {
 // only as fine as the kernel's clock tick).
 func TestWatchConfigSeesARenamedFileOfTheSameTimeAndSize(t *testing.T) {
 	cs := startCoordinators(t, 2)
-	var logs syncWriter
+	var logs testutil.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	// Both the same size: the shorter padded with spaces.
 	width := max(len(cs[0].URL()), len(cs[1].URL()))
@@ -785,16 +758,7 @@ func TestWatchConfigSeesARenamedFileOfTheSameTimeAndSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw, srv := configGateway(t, file, log)
-	ctx, cancel := context.WithCancel(context.Background())
-	// SIGHUP after each write: the watcher may start after the write, and
-	// would then take the new file for the one it started with.
-	hup := make(chan os.Signal, 1)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		gateway.WatchConfig(ctx, gw, file, gateway.BuildOptions{Logger: log}, hup, 10*time.Millisecond)
-	}()
-	t.Cleanup(func() { cancel(); <-watched })
+	watchConfig(t, gw, file, log)     // no SIGHUP: the rename alone must be seen
 	time.Sleep(50 * time.Millisecond) // a few looks at the old file
 	if err := os.WriteFile(file+".new", []byte(config(cs[1])), 0o600); err != nil {
 		t.Fatal(err)

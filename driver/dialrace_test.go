@@ -88,6 +88,11 @@ func TestDialRaceStatementGoesOnTheConnectionUpFirst(t *testing.T) {
 	for _, r := range b.Requests() {
 		readBy[r.SQL] = append(readBy[r.SQL], b.Addr())
 	}
+	// The losing first dial of a statement is never joined by the
+	// statement, so its record is read under the lock it was written under.
+	mu.Lock()
+	first := append([]string(nil), firstOf...)
+	mu.Unlock()
 	firstWon, nextWon := 0, 0
 	for i := range statements {
 		sql := fmt.Sprintf("SELECT %d", i)
@@ -96,7 +101,7 @@ func TestDialRaceStatementGoesOnTheConnectionUpFirst(t *testing.T) {
 			t.Errorf("%q was read by %v, want one coordinator once", sql, by)
 			continue
 		}
-		if by[0] == firstOf[i] {
+		if by[0] == first[i] {
 			firstWon++
 		} else {
 			nextWon++

@@ -53,6 +53,7 @@ type registerOptions struct {
 	loadInterval     time.Duration
 	loadThreshold    int
 	loadMinGap       time.Duration
+	loadBurst        int
 	loadRefresh      time.Duration
 	loadSlots        int
 	loadUser         string
@@ -86,9 +87,10 @@ With --load-source presto (GET /v1/cluster) or trino (GET
 /v1/jmx/mbean/trino.execution:name=QueryManager), register also reads the
 coordinator's running and queued queries every --load-interval and writes
 them into its own znode's data (load=running,queued,slots,ms;) when they
-moved by --load-threshold, at most once per --load-min-gap and at least once
-per --load-refresh, for clients using the shared_p2c strategy. A read that
-fails takes the figure out, so that clients balance on their own counts.
+moved by --load-threshold, at most once per --load-min-gap on average (in
+bursts of up to --load-burst) and at least once per --load-refresh, for
+clients using the shared_p2c strategy. A read that fails takes the figure
+out, so that clients balance on their own counts.
 --load-user (and the password, best from $ZKPRESTO_LOAD_PASSWORD or
 --load-password-file) are sent with the reads.
 
@@ -139,6 +141,7 @@ other users can see in the process list.`,
 	f.DurationVar(&o.loadInterval, "load-interval", registrar.DefaultLoadInterval, "how often to read the coordinator's load")
 	f.IntVar(&o.loadThreshold, "load-threshold", registrar.DefaultLoadThreshold, "how far running+queued must move for a write")
 	f.DurationVar(&o.loadMinGap, "load-min-gap", registrar.DefaultLoadMinGap, "least time between two load writes (the write budget)")
+	f.IntVar(&o.loadBurst, "load-burst", registrar.DefaultLoadBurst, "how many load writes may come closer than --load-min-gap after quieter spells")
 	f.DurationVar(&o.loadRefresh, "load-refresh", registrar.DefaultLoadRefresh, "longest an unchanged load figure goes unwritten")
 	f.IntVar(&o.loadSlots, "load-slots", 0, "publish this as the coordinator's concurrency (its hard concurrency limit): clients then prefer a free slot, and the registrar writes when the last one fills or the first one frees")
 	f.StringVar(&o.loadUser, "load-user", "", "user the load is read as (X-Presto-User or X-Trino-User, and basic authentication with the password)")
@@ -285,12 +288,17 @@ func (o registerOptions) loadPublishing() (*registrar.LoadPublishing, error) {
 			return nil, fmt.Errorf("%s %s: must be positive", d.flag, d.v)
 		}
 	}
-	if o.loadThreshold < 1 {
-		return nil, fmt.Errorf("--load-threshold %d: must be at least 1", o.loadThreshold)
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"--load-threshold", o.loadThreshold}, {"--load-burst", o.loadBurst}} {
+		if n.v < 1 {
+			return nil, fmt.Errorf("%s %d: must be at least 1", n.flag, n.v)
+		}
 	}
 	return &registrar.LoadPublishing{
 		Source: registrar.LoadSource(strings.ToLower(o.loadSource)), Interval: o.loadInterval, Threshold: o.loadThreshold,
-		MinGap: o.loadMinGap, Refresh: o.loadRefresh, Slots: o.loadSlots, User: o.loadUser, Password: password,
+		MinGap: o.loadMinGap, Burst: o.loadBurst, Refresh: o.loadRefresh, Slots: o.loadSlots, User: o.loadUser, Password: password,
 	}, nil
 }
 

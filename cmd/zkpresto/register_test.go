@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkpresto/zkpresto/registrar"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkpresto/zkpresto/discovery"
@@ -288,6 +290,7 @@ func TestRegisterRejectsBadSettings(t *testing.T) {
 		{"load source", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--load-source", "jmx"}, nil, `load source "jmx"`},
 		{"load user without source", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--load-user", "u"}, nil, "need --load-source"},
 		{"load threshold", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--load-source", "trino", "--load-threshold", "0"}, nil, "--load-threshold 0"},
+		{"load burst", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--load-source", "trino", "--load-burst", "0"}, nil, "--load-burst 0"},
 		{"load min gap", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--load-source", "trino", "--load-min-gap", "0s"}, nil, "--load-min-gap 0s"},
 		{"web UI not a URL", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--web-ui", "ui.example.com"}, nil, `web UI "ui.example.com"`},
 		{"web UI with a query", []string{"register", "--zookeeper", "127.0.0.1:2181", "--advertise", "http://127.0.0.1:8080", "--web-ui", "https://ui/?x=1"}, nil, "web UI"},
@@ -366,5 +369,19 @@ func TestRegisterPublishesLoad(t *testing.T) {
 	}
 	if log := r.errOut.String(); strings.Contains(log, "l0ad-s3cret") {
 		t.Errorf("the log shows the password:\n%s", log)
+	}
+}
+
+func TestRegisterLoadFlagsReachTheRegistrar(t *testing.T) {
+	o := registerOptions{loadSource: "Trino", loadInterval: 5 * time.Millisecond, loadThreshold: 2,
+		loadMinGap: 40 * time.Millisecond, loadBurst: 7, loadRefresh: time.Second, loadSlots: 9, loadUser: "monitor"}
+	got, err := o.loadPublishing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := registrar.LoadPublishing{Source: registrar.LoadSource("trino"), Interval: 5 * time.Millisecond, Threshold: 2,
+		MinGap: 40 * time.Millisecond, Burst: 7, Refresh: time.Second, Slots: 9, User: "monitor"}
+	if *got != want {
+		t.Errorf("load publishing %+v, want %+v", *got, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -63,12 +64,19 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 	}
 	var first queuedAnswer
 	if !whole || client.Err() != nil || json.Unmarshal(body, &first) != nil ||
-		!strings.Contains(first.NextURI, "/v1/statement/queued/") || !onHost(first.NextURI, base) {
+		!strings.Contains(first.NextURI, "/v1/statement/queued/") {
 		// Rows in the POST's answer, a client that left (its query is
-		// cancelled queued, never dispatched), or no queued nextUri here.
+		// cancelled queued, never dispatched), or no queued nextUri.
 		return post, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, first.NextURI, nil)
+	next, err := url.Parse(first.NextURI)
+	if err != nil || !strings.EqualFold(next.Host, hostOf(base)) {
+		return post, nil // not here
+	}
+	// Its path on base: the scheme a coordinator writes is not trusted
+	// (behind a proxy that ends TLS it may write http), lest the client's
+	// credentials go out in plaintext.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+next.RequestURI(), nil)
 	if err != nil {
 		return post, nil
 	}

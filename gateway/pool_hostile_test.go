@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -129,3 +130,56 @@ func TestGatewayRelaysACoordinatorsRefusalOfTheClientsHead(t *testing.T) {
 		t.Errorf("the client's oversized head was counted against the coordinator: %d failures, %d ejections", st.Failures, st.Ejections)
 	}
 }
+
+// A coordinator reached over https that writes its queued nextUri as
+// http (a proxy in front of it that ends TLS, say) never gets the
+// client's credentials in plaintext: the gateway's first GET, like every
+// follow-up, goes to the base it reaches that coordinator at, never to the
+// scheme and host the coordinator wrote.
+func TestFirstGetKeepsTheCoordinatorsScheme(t *testing.T) {
+	var gets, plainGets atomic.Int32
+	var c *httptest.Server
+	c = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/statement":
+			io.WriteString(w, `{"id":"q1","nextUri":"http://`+r.Host+`/v1/statement/queued/q1/s/1","stats":{"state":"QUEUED"}}`)
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/statement/queued/q1/"):
+			if r.Header.Get("Authorization") == "Basic c2VjcmV0" {
+				gets.Add(1)
+			}
+			io.WriteString(w, `{"id":"q1","stats":{"state":"FINISHED"}}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	// Go's TLS server reports plaintext on its port to its error log.
+	c.Config.ErrorLog = log.New(writerFunc(func(p []byte) (int, error) {
+		if strings.Contains(string(p), "HTTP request to an HTTPS server") {
+			plainGets.Add(1)
+		}
+		return len(p), nil
+	}), "", 0)
+	c.StartTLS()
+	t.Cleanup(c.Close)
+	g, _ := staticGateway(t, gateway.Config{Client: c.Client(), TLS: true}, strings.TrimPrefix(c.URL, "https://"))
+	s := serveGateway(t, g)
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/statement", strings.NewReader("SELECT 1"))
+	req.Header.Set("X-Presto-User", "alice")
+	req.Header.Set("Authorization", "Basic c2VjcmV0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || gets.Load() != 1 || plainGets.Load() != 0 {
+		t.Fatalf("%s; the first GET reached the coordinator over https %d times and in plaintext %d, want once and never",
+			resp.Status, gets.Load(), plainGets.Load())
+	}
+}
+
+// writerFunc is an io.Writer of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

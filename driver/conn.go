@@ -240,14 +240,10 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 }
 
 // neverDispatched reports whether err is the failure of a query that its
-// coordinator never dispatched and so never ran: a starting coordinator
-// (SERVER_STARTING_UP) or one without workers (NO_NODES_AVAILABLE) accepts
-// the POST and fails the query at dispatch, at the first GET of its
-// nextUri, before anything runs (trino: dispatcher/DispatchManager.java;
-// prestodb: the same).
+// coordinator never dispatched and so never ran (wire.NeverDispatched).
 func neverDispatched(err error) bool {
 	var qe *presto.QueryError
-	return errors.As(err, &qe) && (qe.ErrorName == "SERVER_STARTING_UP" || qe.ErrorName == "NO_NODES_AVAILABLE")
+	return errors.As(err, &qe) && wire.NeverDispatched(qe.ErrorName)
 }
 
 // callerError is the error of a statement whose caller gave up: err when

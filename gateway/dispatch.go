@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 // maxQueuedAnswer bounds the answers dispatchFirst reads whole: the POST's
@@ -98,12 +100,9 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 	if err != nil || !whole || get.StatusCode != http.StatusOK || json.Unmarshal(got, &dispatched) != nil {
 		return post, nil
 	}
-	if dispatched.NextURI == "" && dispatched.Error != nil {
-		switch dispatched.Error.ErrorName {
-		case "SERVER_STARTING_UP", "NO_NODES_AVAILABLE":
-			post.Body.Close()
-			return nil, &NotReadyError{Node: hostOf(base), ErrorName: dispatched.Error.ErrorName, Message: dispatched.Error.Message}
-		}
+	if dispatched.NextURI == "" && dispatched.Error != nil && wire.NeverDispatched(dispatched.Error.ErrorName) {
+		post.Body.Close()
+		return nil, &NotReadyError{Node: hostOf(base), ErrorName: dispatched.Error.ErrorName, Message: dispatched.Error.Message}
 	}
 	post.Body.Close()
 	out := *get

@@ -31,6 +31,17 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // ErrRefused matches every *RefusedError.
 var ErrRefused = errors.New("not accepted by the coordinator")
 
+// NeverDispatched reports whether errorName, a failed query's, says that
+// its coordinator never dispatched it and so never ran it: a starting
+// coordinator (SERVER_STARTING_UP) or one without workers
+// (NO_NODES_AVAILABLE) accepts the POST and fails the query at dispatch,
+// at the first GET of its nextUri, before anything runs (trino:
+// dispatcher/DispatchManager.java; prestodb: the same). Such a statement
+// may go to another coordinator.
+func NeverDispatched(errorName string) bool {
+	return errorName == "SERVER_STARTING_UP" || errorName == "NO_NODES_AVAILABLE"
+}
+
 // Refusal reports whether status is one of RefusedError's.
 func Refusal(status int) bool {
 	switch status {

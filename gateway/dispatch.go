@@ -27,16 +27,16 @@ type queuedAnswer struct {
 	} `json:"error"`
 }
 
-// NotReadyError reports a coordinator that accepted a statement and failed
+// notReadyError reports a coordinator that accepted a statement and failed
 // it at dispatch because it is not ready: starting (SERVER_STARTING_UP) or
 // without workers (NO_NODES_AVAILABLE). The query never ran.
-type NotReadyError struct {
+type notReadyError struct {
 	Node      string // host:port of the coordinator
 	ErrorName string
 	Message   string
 }
 
-func (e *NotReadyError) Error() string {
+func (e *notReadyError) Error() string {
 	return fmt.Sprintf("coordinator %s is not ready (%s: %s); the statement never ran there", e.Node, e.ErrorName, e.Message)
 }
 
@@ -47,7 +47,7 @@ func (e *NotReadyError) Error() string {
 // an answer. A coordinator that is starting, or has no workers, accepts
 // every POST and fails the query only there; the gateway is stateless and
 // cannot send a statement elsewhere from a client's follow-up, so it looks
-// first: a *NotReadyError means the query provably never ran and the
+// first: a *notReadyError means the query provably never ran and the
 // statement may go to another coordinator. Otherwise the client gets the
 // first GET's answer in place of the POST's (the POST's headers, then the
 // GET's), and its own next GET is the one after; the coordinator sees the
@@ -102,7 +102,7 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 	}
 	if dispatched.NextURI == "" && dispatched.Error != nil && wire.NeverDispatched(dispatched.Error.ErrorName) {
 		post.Body.Close()
-		return nil, &NotReadyError{Node: hostOf(base), ErrorName: dispatched.Error.ErrorName, Message: dispatched.Error.Message}
+		return nil, &notReadyError{Node: hostOf(base), ErrorName: dispatched.Error.ErrorName, Message: dispatched.Error.Message}
 	}
 	post.Body.Close()
 	out := *get

@@ -196,7 +196,7 @@ const (
 	submitClientError
 	// submitNotReady: the coordinator accepted the statement and failed
 	// it at its dispatch because it is starting or has no workers
-	// (*NotReadyError): it never ran, another coordinator gets it.
+	// (*notReadyError): it never ran, another coordinator gets it.
 	submitNotReady
 	// submitNotSent: the coordinator failed before it could have the
 	// statement (no connection, the statement held at the gate, or a
@@ -280,7 +280,7 @@ func (o submitOutcome) routing() routing.Outcome {
 // record is the submission's timeout, after the statement may have
 // reached the coordinator whole or before.
 func classifySubmission(a submitAttempt) submitOutcome {
-	var notReady *NotReadyError
+	var notReady *notReadyError
 	switch {
 	case a.dispatchErr != nil && errors.As(a.dispatchErr, &notReady):
 		return submitOutcome{submitNotReady, a.dispatchErr}

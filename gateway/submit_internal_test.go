@@ -31,8 +31,8 @@ func TestClassifySubmission(t *testing.T) {
 	refused := &wire.RefusedError{Status: http.StatusServiceUnavailable}
 	cut := fmt.Errorf("writing the statement: %w", syscall.ECONNRESET)
 	unreadable := fmt.Errorf("reading a coordinator's answer: %w", io.ErrUnexpectedEOF)
-	starting := &NotReadyError{Node: "c1:8080", ErrorName: "SERVER_STARTING_UP", Message: "starting"}
-	noWorkers := &NotReadyError{Node: "c1:8080", ErrorName: "NO_NODES_AVAILABLE", Message: "no workers"}
+	starting := &notReadyError{Node: "c1:8080", ErrorName: "SERVER_STARTING_UP", Message: "starting"}
+	noWorkers := &notReadyError{Node: "c1:8080", ErrorName: "NO_NODES_AVAILABLE", Message: "no workers"}
 	badHeader := &wire.RequestError{Err: errors.New(`invalid header value for "X-Trino-User"`)}
 	redirect := &wire.RedirectError{Status: http.StatusTemporaryRedirect, Location: "http://elsewhere/"}
 

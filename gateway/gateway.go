@@ -26,7 +26,8 @@ const (
 	// statements travel in headers, and Presto servers allow about 2 MB.
 	MaxHeaderBytes = 4 << 20
 	// SubmitTimeout bounds how long a coordinator may take to answer a
-	// submission (Presto answers at once with a queued state).
+	// submission and its first GET (dispatchFirst): Presto answers the POST
+	// at once and the GET within its short wait, queued or dispatched.
 	SubmitTimeout = 60 * time.Second
 	// queryFanOutTimeout bounds the search for an unknown query id.
 	queryFanOutTimeout = 5 * time.Second

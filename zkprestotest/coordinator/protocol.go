@@ -640,12 +640,7 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 	}
 	if q.isCanceled() {
 		// Canceled or abandoned while waiting: the final answer is on record.
-		_, done := c.lookup(id)
-		if done != nil {
-			c.writeAnswer(w, r, done.final)
-		} else {
-			c.writeAnswer(w, r, q.canceledAnswer())
-		}
+		c.writeEnded(w, r, q)
 		return
 	}
 
@@ -658,6 +653,16 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 		c.end(q, ans, token, false)
 	}
 	c.writeAnswer(w, r, ans)
+}
+
+// writeEnded answers a poll of q once q has ended: its final answer as recorded, or the
+// canceled answer when that record is no longer kept.
+func (c *Coordinator) writeEnded(w http.ResponseWriter, r *http.Request, q *query) {
+	if _, done := c.lookup(q.id); done != nil {
+		c.writeAnswer(w, r, done.final)
+		return
+	}
+	c.writeAnswer(w, r, q.canceledAnswer())
 }
 
 // waitingForSlot reports whether q was dispatched and waits for a slot (Options.MaxRunning).
@@ -750,11 +755,7 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 	}
 	if !c.dispatch(q, now) {
 		// Ended before it was dispatched: canceled or abandoned.
-		if _, done := c.lookup(q.id); done != nil {
-			c.writeAnswer(w, r, done.final)
-		} else {
-			c.writeAnswer(w, r, q.canceledAnswer())
-		}
+		c.writeEnded(w, r, q)
 		return
 	}
 	// A statement waiting for a slot (Options.MaxRunning) stays on the queued resource, as
@@ -766,11 +767,7 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 		c.waitForSlot(r, q, params.maxWait)
 		now = time.Now()
 		if q.isCanceled() {
-			if _, done := c.lookup(q.id); done != nil {
-				c.writeAnswer(w, r, done.final)
-			} else {
-				c.writeAnswer(w, r, q.canceledAnswer())
-			}
+			c.writeEnded(w, r, q)
 			return
 		}
 	}

@@ -818,6 +818,20 @@ func (c *Coordinator) handleStatementHead(w http.ResponseWriter, _ *http.Request
 // body (trino: QueuedStatementResource.cancelQuery and ExecutingStatementResource.cancelQuery;
 // prestodb: the same methods). A link whose slug does not match is 404.
 func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
+	c.deleteLink(w, r, func(q *query) { c.end(q, q.canceledAnswer(), 0, true) })
+}
+
+// handlePartialCancel stops a query's output, as Trino does when a client has read all the
+// rows it wants: the query finishes with the rows sent so far.
+func (c *Coordinator) handlePartialCancel(w http.ResponseWriter, r *http.Request) {
+	c.deleteLink(w, r, func(q *query) { q.partial.Store(true) })
+}
+
+// deleteLink answers a DELETE of a statement link: it applies act to the active query the
+// link belongs to and answers 204; a link of a query already over is 204 too, with nothing
+// to do; any other link is 404. A partialCancel link has no phase and counts as an
+// executing one (pollToken).
+func (c *Coordinator) deleteLink(w http.ResponseWriter, r *http.Request, act func(q *query)) {
 	phase, id, slug, token, ok := pollToken(w, r)
 	if !ok {
 		return
@@ -825,28 +839,9 @@ func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
 	q, done := c.lookup(id)
 	switch {
 	case q != nil && q.validLink(phase, slug, token):
-		c.end(q, q.canceledAnswer(), 0, true)
+		act(q)
 	case done != nil && done.validLink(phase, slug, token):
-		// Already over; cancelling is a no-op.
-	default:
-		writeNotFound(w, "Query not found")
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// handlePartialCancel stops a query's output, as Trino does when a client has read all the
-// rows it wants: the query finishes with the rows sent so far.
-func (c *Coordinator) handlePartialCancel(w http.ResponseWriter, r *http.Request) {
-	_, id, slug, token, ok := pollToken(w, r)
-	if !ok {
-		return
-	}
-	q, done := c.lookup(id)
-	switch {
-	case q != nil && q.validLink(phaseExecuting, slug, token):
-		q.partial.Store(true)
-	case done != nil && done.validLink(phaseExecuting, slug, token):
+		// Already over; the DELETE is a no-op.
 	default:
 		writeNotFound(w, "Query not found")
 		return

@@ -169,7 +169,7 @@ func (c *Cluster) DSN(extra string) string { return c.DSNAt(c.Ensemble(), extra)
 // a tcpproxy.Proxy in front of c.ZooKeeper, to cut or stall the driver's
 // ZooKeeper session alone.
 func (c *Cluster) DSNAt(ensemble, extra string) string {
-	return string(c.flavour) + "://" + ensemble + "/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=" + c.Namespace() + extra
+	return c.Fleet.DSNFor(string(c.flavour), ensemble, extra)
 }
 
 // Register registers co (one of the cluster's coordinators or any other) in

@@ -66,7 +66,8 @@ type Options struct {
 	// Addr is the listen address; default "127.0.0.1:0" (a free loopback port).
 	Addr string
 	// Latency is the server-side time a statement takes before its results are final,
-	// counted from submission and spent across polls. See also SetLatency.
+	// counted from dispatch (the first GET of its queued nextUri; with MaxRunning, from
+	// when it gets a slot) and spent across polls. See also SetLatency.
 	Latency time.Duration
 	// Version is reported as nodeVersion.version by /v1/info; default "0.289-zkpresto-sim",
 	// or "476-zkpresto-sim" for Trino.

@@ -23,18 +23,23 @@ import (
 // ExecutingStatementResource, MAX_WAIT_TIME).
 const maxPollWait = time.Second
 
-// Bounds of targetResultSize (trino: ExecutingStatementResource, DEFAULT_TARGET_RESULT_SIZE
-// 1 MB and MAX_TARGET_RESULT_SIZE 128 MB; prestodb: the same).
-const (
-	defaultTargetResultSize = 1 << 20
-	maxTargetResultSize     = 128 << 20
-)
+// maxTargetResultSize caps targetResultSize (trino: ExecutingStatementResource,
+// MAX_TARGET_RESULT_SIZE 128 MB; prestodb: the same).
+const maxTargetResultSize = 128 << 20
 
 // pollParams are the query parameters a client may add to a nextUri.
 type pollParams struct {
 	maxWait    time.Duration // how long the poll may wait for data; at most maxPollWait
 	targetSize int64         // bytes of rows a page aims at; 0 when the client asked for none
 }
+
+// Units of airlift's Duration (in nanoseconds) and DataSize (in bytes, powers of 1024).
+var (
+	durationUnits = map[string]float64{"ns": float64(time.Nanosecond), "us": float64(time.Microsecond),
+		"ms": float64(time.Millisecond), "s": float64(time.Second), "m": float64(time.Minute),
+		"h": float64(time.Hour), "d": float64(24 * time.Hour)}
+	dataSizeUnits = map[string]float64{"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40, "PB": 1 << 50}
+)
 
 // readPollParams reads maxWait (an airlift Duration: "10ms", "1.5s", "2m") and
 // targetResultSize (an airlift DataSize: "1kB", "16MB") from a poll's query string; an
@@ -43,55 +48,39 @@ func readPollParams(w http.ResponseWriter, r *http.Request) (pollParams, bool) {
 	p := pollParams{maxWait: maxPollWait}
 	q := r.URL.Query()
 	if v := q.Get("maxWait"); v != "" {
-		d, err := parseAirliftDuration(v)
+		d, err := parseAirlift(v, "a duration", durationUnits, int64(maxPollWait))
 		if err != nil {
 			writeText(w, http.StatusBadRequest, "maxWait: "+err.Error())
 			return p, false
 		}
-		p.maxWait = min(d, maxPollWait)
+		p.maxWait = time.Duration(d)
 	}
 	if v := q.Get("targetResultSize"); v != "" {
-		n, err := parseDataSize(v)
+		n, err := parseAirlift(v, "a data size", dataSizeUnits, maxTargetResultSize)
 		if err != nil {
 			writeText(w, http.StatusBadRequest, "targetResultSize: "+err.Error())
 			return p, false
 		}
-		p.targetSize = min(n, maxTargetResultSize)
+		p.targetSize = n
 	}
 	return p, true
 }
 
-// parseAirliftDuration reads a duration as airlift's Duration.valueOf does: a decimal number
-// and a unit among ns, us, ms, s, m, h, d.
-func parseAirliftDuration(v string) (time.Duration, error) {
+// parseAirlift reads a value as airlift's Duration.valueOf and DataSize.valueOf do: a
+// decimal number and one of units, each unit's size in the result's own unit; what names
+// the kind of value in the error. The result is capped at limit, the servers' bound on the
+// parameter, which also keeps a huge value from overflowing int64.
+func parseAirlift(v, what string, units map[string]float64, limit int64) (int64, error) {
 	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
 	if i <= 0 {
-		return 0, fmt.Errorf("%q is not a duration", v)
+		return 0, fmt.Errorf("%q is not %s", v, what)
 	}
 	n, err := strconv.ParseFloat(v[:i], 64)
-	units := map[string]time.Duration{"ns": time.Nanosecond, "us": time.Microsecond, "ms": time.Millisecond,
-		"s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
 	unit, ok := units[strings.TrimSpace(v[i:])]
 	if err != nil || !ok || n < 0 {
-		return 0, fmt.Errorf("%q is not a duration", v)
+		return 0, fmt.Errorf("%q is not %s", v, what)
 	}
-	return time.Duration(min(n*float64(unit), float64(maxMarkerWait))), nil
-}
-
-// parseDataSize reads a size as airlift's DataSize.valueOf does: a decimal number and a unit
-// among B, kB, MB, GB, TB, PB (powers of 1024).
-func parseDataSize(v string) (int64, error) {
-	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
-	if i <= 0 {
-		return 0, fmt.Errorf("%q is not a data size", v)
-	}
-	n, err := strconv.ParseFloat(v[:i], 64)
-	units := map[string]float64{"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40, "PB": 1 << 50}
-	unit, ok := units[strings.TrimSpace(v[i:])]
-	if err != nil || !ok || n < 0 {
-		return 0, fmt.Errorf("%q is not a data size", v)
-	}
-	return int64(min(n*unit, float64(maxTargetResultSize))), nil
+	return int64(min(n*unit, float64(limit))), nil
 }
 
 // progressInterval is how often a poll of a sleep(ms) statement answers while it runs, so
@@ -640,12 +629,7 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 	}
 	if q.isCanceled() {
 		// Canceled or abandoned while waiting: the final answer is on record.
-		_, done := c.lookup(id)
-		if done != nil {
-			c.writeAnswer(w, r, done.final)
-		} else {
-			c.writeAnswer(w, r, q.canceledAnswer())
-		}
+		c.writeEnded(w, r, q)
 		return
 	}
 
@@ -658,6 +642,16 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 		c.end(q, ans, token, false)
 	}
 	c.writeAnswer(w, r, ans)
+}
+
+// writeEnded answers a poll of q once q has ended: its final answer as recorded, or the
+// canceled answer when that record is no longer kept.
+func (c *Coordinator) writeEnded(w http.ResponseWriter, r *http.Request, q *query) {
+	if _, done := c.lookup(q.id); done != nil {
+		c.writeAnswer(w, r, done.final)
+		return
+	}
+	c.writeAnswer(w, r, q.canceledAnswer())
 }
 
 // waitingForSlot reports whether q was dispatched and waits for a slot (Options.MaxRunning).
@@ -750,11 +744,7 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 	}
 	if !c.dispatch(q, now) {
 		// Ended before it was dispatched: canceled or abandoned.
-		if _, done := c.lookup(q.id); done != nil {
-			c.writeAnswer(w, r, done.final)
-		} else {
-			c.writeAnswer(w, r, q.canceledAnswer())
-		}
+		c.writeEnded(w, r, q)
 		return
 	}
 	// A statement waiting for a slot (Options.MaxRunning) stays on the queued resource, as
@@ -766,11 +756,7 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 		c.waitForSlot(r, q, params.maxWait)
 		now = time.Now()
 		if q.isCanceled() {
-			if _, done := c.lookup(q.id); done != nil {
-				c.writeAnswer(w, r, done.final)
-			} else {
-				c.writeAnswer(w, r, q.canceledAnswer())
-			}
+			c.writeEnded(w, r, q)
 			return
 		}
 	}
@@ -832,6 +818,20 @@ func (c *Coordinator) handleStatementHead(w http.ResponseWriter, _ *http.Request
 // body (trino: QueuedStatementResource.cancelQuery and ExecutingStatementResource.cancelQuery;
 // prestodb: the same methods). A link whose slug does not match is 404.
 func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
+	c.deleteLink(w, r, func(q *query) { c.end(q, q.canceledAnswer(), 0, true) })
+}
+
+// handlePartialCancel stops a query's output, as Trino does when a client has read all the
+// rows it wants: the query finishes with the rows sent so far.
+func (c *Coordinator) handlePartialCancel(w http.ResponseWriter, r *http.Request) {
+	c.deleteLink(w, r, func(q *query) { q.partial.Store(true) })
+}
+
+// deleteLink answers a DELETE of a statement link: it applies act to the active query the
+// link belongs to and answers 204; a link of a query already over is 204 too, with nothing
+// to do; any other link is 404. A partialCancel link has no phase and counts as an
+// executing one (pollToken).
+func (c *Coordinator) deleteLink(w http.ResponseWriter, r *http.Request, act func(q *query)) {
 	phase, id, slug, token, ok := pollToken(w, r)
 	if !ok {
 		return
@@ -839,28 +839,9 @@ func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
 	q, done := c.lookup(id)
 	switch {
 	case q != nil && q.validLink(phase, slug, token):
-		c.end(q, q.canceledAnswer(), 0, true)
+		act(q)
 	case done != nil && done.validLink(phase, slug, token):
-		// Already over; cancelling is a no-op.
-	default:
-		writeNotFound(w, "Query not found")
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// handlePartialCancel stops a query's output, as Trino does when a client has read all the
-// rows it wants: the query finishes with the rows sent so far.
-func (c *Coordinator) handlePartialCancel(w http.ResponseWriter, r *http.Request) {
-	_, id, slug, token, ok := pollToken(w, r)
-	if !ok {
-		return
-	}
-	q, done := c.lookup(id)
-	switch {
-	case q != nil && q.validLink(phaseExecuting, slug, token):
-		q.partial.Store(true)
-	case done != nil && done.validLink(phaseExecuting, slug, token):
+		// Already over; the DELETE is a no-op.
 	default:
 		writeNotFound(w, "Query not found")
 		return

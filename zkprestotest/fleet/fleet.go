@@ -159,8 +159,13 @@ func (f *Fleet) Conn() *zk.Conn { return f.conn }
 
 // DSN returns a zkpresto DSN for the fleet's namespace, with extra appended
 // (";key=value" and/or "?key=value" parts).
-func (f *Fleet) DSN(extra string) string {
-	return "presto://" + f.ensemble + "/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=" + f.Namespace + extra
+func (f *Fleet) DSN(extra string) string { return f.DSNFor("presto", f.ensemble, extra) }
+
+// DSNFor is DSN with another scheme ("presto" or "trino") and ZooKeeper
+// connect string, such as a proxy's address in front of the fleet's
+// ZooKeeper.
+func (f *Fleet) DSNFor(scheme, ensemble, extra string) string {
+	return scheme + "://" + ensemble + "/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=" + f.Namespace + extra
 }
 
 // SecureNamespace authenticates the fleet's session as user with

@@ -94,9 +94,12 @@ func (c *Config) Validate() error {
 			return badValue(dsnKeySlowStart, v, errDSNSlowStart)
 		}
 	}
-	if c.LoadWatchSubset != 0 {
+	if n := c.LoadWatchSubset; n != 0 {
+		if n < 2 || n > dsnMaxWatchSubset {
+			return badValue(dsnKeyWatchSub, strconv.Itoa(n), errDSNWatchSubset)
+		}
 		if name, _ := strategy.Lookup(c.Strategy); name != "shared_p2c" || !c.ZooKeeper {
-			return badValue(dsnKeyWatchSub, strconv.Itoa(c.LoadWatchSubset), errDSNWatchSubsetOf)
+			return badValue(dsnKeyWatchSub, strconv.Itoa(n), errDSNWatchSubsetOf)
 		}
 	}
 	if err := c.validateZooKeeperSecurity(); err != nil {

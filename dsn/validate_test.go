@@ -40,6 +40,15 @@ func TestValidateMatchesParseDSN(t *testing.T) {
 		{"weight for a bad port", "presto://c1:8080;weights=c1:99999=1", func(c *Config) { c.Weights = map[string]int{"c1:99999": 1} }},
 		{"weight for a bad host", "presto://c1:8080;weights=[10.0.0.1]:8080=1", func(c *Config) { c.Weights = map[string]int{"[10.0.0.1]:8080": 1} }},
 		{"retries too many", "presto://c1:8080;retries=101", func(c *Config) { c.Retries = 101 }},
+		{"watch subset of one", "presto://c1:8080;serviceDiscoveryMode=zooKeeper;zooKeeperStrategy=shared_p2c;loadWatchSubset=1", func(c *Config) {
+			c.ZooKeeper, c.Strategy, c.LoadWatchSubset = true, "shared_p2c", 1
+		}},
+		{"watch subset negative", "presto://c1:8080;serviceDiscoveryMode=zooKeeper;zooKeeperStrategy=shared_p2c;loadWatchSubset=-3", func(c *Config) {
+			c.ZooKeeper, c.Strategy, c.LoadWatchSubset = true, "shared_p2c", -3
+		}},
+		{"watch subset too large", "presto://c1:8080;serviceDiscoveryMode=zooKeeper;zooKeeperStrategy=shared_p2c;loadWatchSubset=100001", func(c *Config) {
+			c.ZooKeeper, c.Strategy, c.LoadWatchSubset = true, "shared_p2c", 100_001
+		}},
 		{"bad hash key", "presto://c1:8080;hashKey=md5", func(c *Config) { c.HashKey = "md5" }},
 		{"slow start without shared_p2c", "presto://c1:8080;slowStart=10s", func(c *Config) { c.SlowStart = 10 * time.Second }},
 		{"slow start off with p2c", "presto://c1:8080;zooKeeperStrategy=p2c;slowStart=off", func(c *Config) { c.Strategy, c.SlowStart = "p2c", -1 }},

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zkpresto/zkpresto/discovery"
 )
 
 // dsnKind says how a DSN key is matched and where FormatDSN writes it.
@@ -98,9 +100,8 @@ const (
 	dsnKeyTimeZone   = "timezone"
 )
 
-// dsnMaxWatchSubset is the largest loadWatchSubset, discovery's
-// MaxLoadWatchSubset.
-const dsnMaxWatchSubset = 100_000
+// dsnMaxWatchSubset is the largest loadWatchSubset: what discovery takes.
+const dsnMaxWatchSubset = discovery.MaxLoadWatchSubset
 
 // dsnKeys is the table of DSN keys, in docs/dsn.md's order.
 var dsnKeys = []*dsnKey{

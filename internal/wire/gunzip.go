@@ -8,10 +8,9 @@ import (
 	"sync"
 )
 
-// maxSizeHint bounds the size a page's gzip trailer may make Gunzip
-// allocate at once: beyond it the buffer grows as the data comes, so a
-// wrong or hostile trailer cannot reserve more memory than the page takes.
-const maxSizeHint = 1 << 30
+// maxDeflateRatio is the most deflate can expand its input (about
+// 1032:1, for a long run of one byte): no honest trailer says more.
+const maxDeflateRatio = 1032
 
 // Gunzip decodes the gzip data raw whole, into a buffer of the size its
 // trailer gives, with a pooled decoder: a decoder costs a few allocations
@@ -19,8 +18,10 @@ const maxSizeHint = 1 << 30
 func Gunzip(raw []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	if len(raw) >= 18 {
-		// ISIZE, the last four bytes: the decoded size modulo 2^32.
-		if n := binary.LittleEndian.Uint32(raw[len(raw)-4:]); n < maxSizeHint {
+		// ISIZE, the last four bytes: the decoded size modulo 2^32. A
+		// wrong or hostile one reserves no more than the data could
+		// decode to; beyond that the buffer grows as the data comes.
+		if n := int64(binary.LittleEndian.Uint32(raw[len(raw)-4:])); n <= maxAnnounced && n <= int64(len(raw))*maxDeflateRatio {
 			buf.Grow(int(n) + bytes.MinRead)
 		}
 	}

@@ -88,8 +88,9 @@ func readInto(buf *bytes.Buffer, resp *http.Response) error {
 	return nil
 }
 
-// maxAnnounced bounds the Content-Length a buffer is sized by before the
-// page arrives.
+// maxAnnounced bounds the size a page announces (its Content-Length, or
+// its gzip trailer's decoded size) that a buffer is sized by before the
+// data arrives.
 const maxAnnounced = 1 << 30
 
 // PutPage hands a buffer of ReadPage back for reuse; the caller must not

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -739,7 +740,7 @@ func (w *zkWatch) selectSubset(names []string) {
 		return
 	}
 	for chosen < limit && len(free) > 0 {
-		k := int(zkRandN(uint64(len(free))))
+		k := mrand.IntN(len(free)) // seeded by the process from the OS: every client draws its own
 		name := free[k]
 		free[k] = free[len(free)-1]
 		free = free[:len(free)-1]
@@ -763,16 +764,6 @@ func (w *zkWatch) pending(name string) *zkChild {
 		w.children[name] = c
 	}
 	return c
-}
-
-// zkRandN returns a uniform random number below n, from crypto/rand: each
-// client's subset must differ from every other's, whatever their seeds.
-func zkRandN(n uint64) uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	v := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-	return v % n
 }
 
 // selected reports whether the session watches c's data: every child

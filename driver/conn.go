@@ -70,12 +70,12 @@ func (c *Conn) Ping(ctx context.Context) error {
 	if c.closed.Load() || c.broken.Load() {
 		return driver.ErrBadConn
 	}
-	a, err := c.connector.router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
+	a, err := c.connector.routed.Router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
 		base := ra.Node.URL()
 		if c.connector.cfg.UsesTLS() {
 			base = "https://" + ra.Node.Addr
 		}
-		info := wire.ProbeInfo(ctx, c.connector.checkClient, base)
+		info := wire.ProbeInfo(ctx, c.connector.routed.Client, base)
 		switch {
 		case info.Verdict == wire.Up:
 			return routing.Answered, nil
@@ -190,7 +190,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		return nil, driver.ErrBadConn
 	}
 	var last *attempt
-	_, err := c.connector.router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
+	_, err := c.connector.routed.Router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
 		c.last.Store(ra.Node)
 		a := newAttempt(ra, ctx)
 		a.session = c.clientSession
@@ -348,7 +348,7 @@ func (t *tx) finish(statement string) error {
 
 // IsValid reports whether the pool may reuse the connection.
 func (c *Conn) IsValid() bool {
-	return !c.closed.Load() && !c.broken.Load() && !c.connector.router.Closed()
+	return !c.closed.Load() && !c.broken.Load() && !c.connector.routed.Router.Closed()
 }
 
 // ResetSession is called before a pooled connection is reused: the session

@@ -309,18 +309,12 @@ func (c *Conn) Begin() (driver.Tx, error) { return c.BeginTx(context.Background(
 // startTransaction renders Presto's START TRANSACTION for opts.
 func startTransaction(opts driver.TxOptions) (string, error) {
 	var modes []string
-	switch sql.IsolationLevel(opts.Isolation) {
-	case sql.LevelDefault:
-	case sql.LevelReadUncommitted:
-		modes = append(modes, "ISOLATION LEVEL READ UNCOMMITTED")
-	case sql.LevelReadCommitted:
-		modes = append(modes, "ISOLATION LEVEL READ COMMITTED")
-	case sql.LevelRepeatableRead:
-		modes = append(modes, "ISOLATION LEVEL REPEATABLE READ")
-	case sql.LevelSerializable:
-		modes = append(modes, "ISOLATION LEVEL SERIALIZABLE")
-	default:
-		return "", fmt.Errorf("zkpresto: isolation level %s is not supported by Presto", sql.IsolationLevel(opts.Isolation))
+	if level := sql.IsolationLevel(opts.Isolation); level != sql.LevelDefault {
+		words, ok := isolationLevels[level]
+		if !ok {
+			return "", fmt.Errorf("zkpresto: isolation level %s is not supported by Presto", level)
+		}
+		modes = append(modes, "ISOLATION LEVEL "+words)
 	}
 	if opts.ReadOnly {
 		modes = append(modes, "READ ONLY")

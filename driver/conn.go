@@ -411,13 +411,12 @@ func named(args []driver.Value) []driver.NamedValue {
 type rows struct {
 	*resultRows
 	a    *attempt
-	c    *Connector
 	conn *Conn
 	done bool // io.EOF or an error was returned
 }
 
 func newRows(r *resultRows, a *attempt, conn *Conn) *rows {
-	return &rows{resultRows: r, a: a, c: conn.connector, conn: conn}
+	return &rows{resultRows: r, a: a, conn: conn}
 }
 
 // end ends the statement's load record, and retires the connection when a
@@ -440,13 +439,13 @@ func (r *rows) Next(dest []driver.Value) error {
 		failure, _ := r.a.Failure()
 		switch {
 		case r.a.caller.Err() != nil:
-			r.c.cancelQuery(r.a)
+			r.conn.connector.cancelQuery(r.a)
 		case failure != nil:
 			err = r.a.Failed(failure)
 		case r.running():
 			// A value the driver cannot read ends the result: the query
 			// would run on unread otherwise.
-			r.c.cancelQuery(r.a)
+			r.conn.connector.cancelQuery(r.a)
 		}
 		r.end(err)
 	}
@@ -461,7 +460,7 @@ func (r *rows) running() bool { return r.qr.NextUri != nil }
 
 func (r *rows) Close() error {
 	if !r.done && r.running() {
-		r.c.cancelQuery(r.a)
+		r.conn.connector.cancelQuery(r.a)
 	}
 	r.done = true
 	r.end(nil)

@@ -70,12 +70,12 @@ func (c *Conn) Ping(ctx context.Context) error {
 	if c.closed.Load() || c.broken.Load() {
 		return driver.ErrBadConn
 	}
-	a, err := c.connector.router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
+	a, err := c.connector.routed.Router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
 		base := ra.Node.URL()
 		if c.connector.cfg.UsesTLS() {
 			base = "https://" + ra.Node.Addr
 		}
-		info := wire.ProbeInfo(ctx, c.connector.checkClient, base)
+		info := wire.ProbeInfo(ctx, c.connector.routed.Client, base)
 		switch {
 		case info.Verdict == wire.Up:
 			return routing.Answered, nil
@@ -190,7 +190,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		return nil, driver.ErrBadConn
 	}
 	var last *attempt
-	_, err := c.connector.router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
+	_, err := c.connector.routed.Router.Run(ctx, c.connector.requestFor(ctx), c.pinned, func(ra *routing.Attempt) (routing.Outcome, error) {
 		c.last.Store(ra.Node)
 		a := newAttempt(ra, ctx)
 		a.session = c.clientSession
@@ -309,18 +309,12 @@ func (c *Conn) Begin() (driver.Tx, error) { return c.BeginTx(context.Background(
 // startTransaction renders Presto's START TRANSACTION for opts.
 func startTransaction(opts driver.TxOptions) (string, error) {
 	var modes []string
-	switch sql.IsolationLevel(opts.Isolation) {
-	case sql.LevelDefault:
-	case sql.LevelReadUncommitted:
-		modes = append(modes, "ISOLATION LEVEL READ UNCOMMITTED")
-	case sql.LevelReadCommitted:
-		modes = append(modes, "ISOLATION LEVEL READ COMMITTED")
-	case sql.LevelRepeatableRead:
-		modes = append(modes, "ISOLATION LEVEL REPEATABLE READ")
-	case sql.LevelSerializable:
-		modes = append(modes, "ISOLATION LEVEL SERIALIZABLE")
-	default:
-		return "", fmt.Errorf("zkpresto: isolation level %s is not supported by Presto", sql.IsolationLevel(opts.Isolation))
+	if level := sql.IsolationLevel(opts.Isolation); level != sql.LevelDefault {
+		words, ok := isolationLevels[level]
+		if !ok {
+			return "", fmt.Errorf("zkpresto: isolation level %s is not supported by Presto", level)
+		}
+		modes = append(modes, "ISOLATION LEVEL "+words)
 	}
 	if opts.ReadOnly {
 		modes = append(modes, "READ ONLY")
@@ -348,7 +342,7 @@ func (t *tx) finish(statement string) error {
 
 // IsValid reports whether the pool may reuse the connection.
 func (c *Conn) IsValid() bool {
-	return !c.closed.Load() && !c.broken.Load() && !c.connector.router.Closed()
+	return !c.closed.Load() && !c.broken.Load() && !c.connector.routed.Router.Closed()
 }
 
 // ResetSession is called before a pooled connection is reused: the session
@@ -417,13 +411,12 @@ func named(args []driver.Value) []driver.NamedValue {
 type rows struct {
 	*resultRows
 	a    *attempt
-	c    *Connector
 	conn *Conn
 	done bool // io.EOF or an error was returned
 }
 
 func newRows(r *resultRows, a *attempt, conn *Conn) *rows {
-	return &rows{resultRows: r, a: a, c: conn.connector, conn: conn}
+	return &rows{resultRows: r, a: a, conn: conn}
 }
 
 // end ends the statement's load record, and retires the connection when a
@@ -446,13 +439,13 @@ func (r *rows) Next(dest []driver.Value) error {
 		failure, _ := r.a.Failure()
 		switch {
 		case r.a.caller.Err() != nil:
-			r.c.cancelQuery(r.a)
+			r.conn.connector.cancelQuery(r.a)
 		case failure != nil:
 			err = r.a.Failed(failure)
 		case r.running():
 			// A value the driver cannot read ends the result: the query
 			// would run on unread otherwise.
-			r.c.cancelQuery(r.a)
+			r.conn.connector.cancelQuery(r.a)
 		}
 		r.end(err)
 	}
@@ -467,7 +460,7 @@ func (r *rows) running() bool { return r.qr.NextUri != nil }
 
 func (r *rows) Close() error {
 	if !r.done && r.running() {
-		r.c.cancelQuery(r.a)
+		r.conn.connector.cancelQuery(r.a)
 	}
 	r.done = true
 	r.end(nil)

@@ -94,16 +94,14 @@ func (o *connectorOptions) open(cfg *Config) (*dsn.Routing, error) {
 // It is safe for concurrent use. Close it (sql.DB.Close does) to release the
 // discovery session.
 type Connector struct {
-	cfg         *Config
-	log         *slog.Logger
-	router      *routing.Router
-	httpClient  *http.Client // routes every request to its statement's coordinator
-	checkClient *http.Client // the coordinator transport without the routing
-	// closeIdle closes the idle connections of the transport the driver
-	// made, and its dial race's spares; nothing with WithHTTPClient's.
-	closeIdle func()
-	session   driver.Connector // the Presto client's connector
-	request   strategy.Request // what Pick sees without a routing key; read-only
+	cfg *Config
+	log *slog.Logger
+	// routed is the routing core and, in its Client, the coordinator
+	// transport without the statement routing (probes and cancels).
+	routed     *dsn.Routing
+	httpClient *http.Client     // routes every request to its statement's coordinator
+	session    driver.Connector // the Presto client's connector
+	request    strategy.Request // what Pick sees without a routing key; read-only
 	// connectMu holds Connect's call of the Presto connector, whose session
 	// setup hook hands the new session over in connecting.
 	connectMu  sync.Mutex
@@ -128,7 +126,7 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.router, c.checkClient, c.closeIdle = routed.Router, routed.Client, routed.CloseIdleConnections
+	c.routed = routed
 	next := routed.Client.Transport
 	base := o.httpClient
 	if base == nil {
@@ -137,10 +135,10 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	rt := &routingTransport{
 		next:       next,
 		forceTLS:   routed.TLS,
-		background: c.router.Go,
-		cancel:     c.checkClient,
-		closed:     c.router.Closed,
-		closeIdle:  c.closeIdle,
+		background: routed.Router.Go,
+		cancel:     routed.Client,
+		closed:     routed.Router.Closed,
+		closeIdle:  routed.CloseIdleConnections,
 		log:        c.log,
 	}
 	rt.dialRace = c.cfg.DialRace()
@@ -173,7 +171,7 @@ func (c *Connector) Driver() driver.Driver { return &Driver{} }
 
 // Router returns the connector's routing core, for callers that want its
 // figures or its picks without database/sql.
-func (c *Connector) Router() *routing.Router { return c.router }
+func (c *Connector) Router() *routing.Router { return c.routed.Router }
 
 // Connect returns a new connection. The first call opens discovery (for
 // ZooKeeper: joins or opens the shared session, bounded by
@@ -181,7 +179,7 @@ func (c *Connector) Router() *routing.Router { return c.router }
 // a pool never holds a connection to nothing; statements then pick their
 // coordinators. db.Ping goes further: Conn.Ping asks a coordinator.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
-	if err := c.router.Open(ctx); err != nil {
+	if err := c.routed.Router.Open(ctx); err != nil {
 		return nil, err
 	}
 	// The Presto client's connection configures the session (user,
@@ -206,12 +204,12 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 // discovery first if no connection has yet. The snapshot is shared and must
 // not be modified.
 func (c *Connector) Nodes(ctx context.Context) (*discovery.Snapshot, error) {
-	return c.router.Snapshot(ctx)
+	return c.routed.Router.Snapshot(ctx)
 }
 
 // Stats returns the connector's current figures. It does no I/O and does not
 // open discovery.
-func (c *Connector) Stats() Stats { return c.router.Stats() }
+func (c *Connector) Stats() Stats { return c.routed.Router.Stats() }
 
 type routingKey struct{}
 
@@ -238,8 +236,8 @@ func (c *Connector) cancelQuery(a *attempt) {
 	if u == nil || wire.CheckTarget(u, a.Node.Addr, c.cfg.UsesTLS() || a.Node.Scheme == "https") != nil {
 		return
 	}
-	c.router.Go(func(<-chan struct{}) {
-		if err := wire.CancelQuery(context.Background(), c.checkClient, u); err != nil {
+	c.routed.Router.Go(func(<-chan struct{}) {
+		if err := wire.CancelQuery(context.Background(), c.routed.Client, u); err != nil {
 			c.log.Debug("cancelling a query failed", "node", a.Node.Addr, "err", err)
 		}
 	})
@@ -295,7 +293,5 @@ func (c *Connector) prestoDSN() string {
 // Close releases the discovery session, the health checker and idle HTTP
 // connections. Statements still running finish on their coordinators.
 func (c *Connector) Close() error {
-	err := c.router.Close()
-	c.closeIdle()
-	return err
+	return c.routed.Close()
 }

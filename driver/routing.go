@@ -1,27 +1,12 @@
 package driver
 
-import (
-	"net/http"
-
-	"github.com/zkpresto/zkpresto/routing"
-)
+import "github.com/zkpresto/zkpresto/dsn"
 
 // Routing is what a DSN describes for a caller that sends Presto requests
 // itself instead of through database/sql: the routing core, and the HTTP
 // client for the coordinators, with the DSN's TLS keys applied and no
-// statement routing on top. It is dsn.Open's result, kept for callers of
-// OpenRouting.
-type Routing struct {
-	// Router picks coordinators as the driver would for this DSN.
-	Router *routing.Router
-	// Client sends requests to the coordinators.
-	Client *http.Client
-	// TLS is true when the DSN's ssl_* keys ask for https to every
-	// coordinator.
-	TLS bool
-
-	close func() error
-}
+// statement routing on top. See dsn.Routing for its fields.
+type Routing = dsn.Routing
 
 // OpenRouting returns the routing core and coordinator client cfg
 // describes, as NewConnector builds them, with the same checks and errors;
@@ -32,12 +17,5 @@ func OpenRouting(cfg *Config, opts ...Option) (*Routing, error) {
 		return nil, err
 	}
 	o := optionsOf(opts)
-	r, err := o.open(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Routing{Router: r.Router, Client: r.Client, TLS: r.TLS, close: r.Close}, nil
+	return o.open(cfg)
 }
-
-// Close releases discovery, the health checker and idle connections.
-func (r *Routing) Close() error { return r.close() }

@@ -25,15 +25,27 @@ var errTransactionControl = errors.New("zkpresto: START TRANSACTION, COMMIT and 
 // for a statement that starts or ends a transaction.
 func refuseTransactionControl(query string) error {
 	words := leadingWords(query, 2)
-	if len(words) == 0 {
-		return nil
-	}
-	switch {
-	case words[0] == "COMMIT", words[0] == "ROLLBACK",
-		words[0] == "START" && len(words) > 1 && words[1] == "TRANSACTION":
+	if txControlOf(words) != NoTxControl {
 		return fmt.Errorf("%w (the statement begins %q)", errTransactionControl, strings.Join(words, " "))
 	}
 	return nil
+}
+
+// txControlOf classifies a statement by its first two words (leadingWords):
+// the one rule that both refusing such statements and
+// ParseTransactionControl follow, so the two cannot disagree.
+func txControlOf(words []string) TxControl {
+	switch {
+	case len(words) == 0:
+		return NoTxControl
+	case words[0] == "COMMIT":
+		return Commit
+	case words[0] == "ROLLBACK":
+		return Rollback
+	case words[0] == "START" && len(words) > 1 && words[1] == "TRANSACTION":
+		return StartTransaction
+	}
+	return NoTxControl
 }
 
 // leadingWords returns up to n upper-cased words at the start of query,
@@ -130,12 +142,24 @@ const (
 	Rollback
 )
 
-// isolationLevels are Presto's isolation levels by their words.
-var isolationLevels = map[string]sql.IsolationLevel{
-	"READ UNCOMMITTED": sql.LevelReadUncommitted,
-	"READ COMMITTED":   sql.LevelReadCommitted,
-	"REPEATABLE READ":  sql.LevelRepeatableRead,
-	"SERIALIZABLE":     sql.LevelSerializable,
+// isolationLevels are Presto's isolation levels and their words after
+// ISOLATION LEVEL: the one table BeginTx renders from and
+// ParseTransactionControl reads back.
+var isolationLevels = map[sql.IsolationLevel]string{
+	sql.LevelReadUncommitted: "READ UNCOMMITTED",
+	sql.LevelReadCommitted:   "READ COMMITTED",
+	sql.LevelRepeatableRead:  "REPEATABLE READ",
+	sql.LevelSerializable:    "SERIALIZABLE",
+}
+
+// isolationLevelNamed returns the isolation level whose words are words.
+func isolationLevelNamed(words string) (sql.IsolationLevel, bool) {
+	for level, w := range isolationLevels {
+		if w == words {
+			return level, true
+		}
+	}
+	return sql.LevelDefault, false
 }
 
 // ParseTransactionControl reports whether query starts or ends a
@@ -147,15 +171,8 @@ var isolationLevels = map[string]sql.IsolationLevel{
 // know is an error naming it.
 func ParseTransactionControl(query string) (TxControl, *sql.TxOptions, error) {
 	words, end := leadingWordsEnd(query, 2)
-	switch {
-	case len(words) == 0:
-		return NoTxControl, nil, nil
-	case words[0] == "COMMIT":
-		return Commit, nil, nil
-	case words[0] == "ROLLBACK":
-		return Rollback, nil, nil
-	case words[0] != "START" || len(words) < 2 || words[1] != "TRANSACTION":
-		return NoTxControl, nil, nil
+	if kind := txControlOf(words); kind != StartTransaction {
+		return kind, nil, nil
 	}
 	// What follows the two words: the modes, separated by commas.
 	rest := strings.TrimRight(strings.TrimSpace(query[end:]), ";")
@@ -171,7 +188,7 @@ func ParseTransactionControl(query string) (TxControl, *sql.TxOptions, error) {
 		case m == "READ WRITE":
 			opts.ReadOnly = false
 		case strings.HasPrefix(m, "ISOLATION LEVEL "):
-			level, ok := isolationLevels[strings.TrimPrefix(m, "ISOLATION LEVEL ")]
+			level, ok := isolationLevelNamed(strings.TrimPrefix(m, "ISOLATION LEVEL "))
 			if !ok {
 				return StartTransaction, nil, fmt.Errorf("zkpresto: START TRANSACTION: unknown isolation level %q", strings.TrimSpace(strings.TrimPrefix(m, "ISOLATION LEVEL ")))
 			}

@@ -138,8 +138,7 @@ func TestGatewayRelaysACoordinatorsRefusalOfTheClientsHead(t *testing.T) {
 // scheme and host the coordinator wrote.
 func TestFirstGetKeepsTheCoordinatorsScheme(t *testing.T) {
 	var gets, plainGets atomic.Int32
-	var c *httptest.Server
-	c = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/statement":

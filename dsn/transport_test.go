@@ -1,58 +1,26 @@
 package dsn
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	presto "github.com/prestodb/presto-go-client/v2"
-)
 
-// writeCertificate writes a self-signed certificate and its key as PEM
-// files into dir.
-func writeCertificate(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	template := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dsn test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	for file, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "PRIVATE KEY", Bytes: keyDER}} {
-		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return certFile, keyFile
-}
+	"github.com/zkpresto/zkpresto/zkprestotest/testtls"
+)
 
 // TestTLSConfigAsThePrestoClientBuildsIt checks that the ssl_* files give
 // the coordinator transport what the Presto Go client's BuildTLSConfig
 // gives, errors included.
 func TestTLSConfigAsThePrestoClientBuildsIt(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile := writeCertificate(t, dir)
+	certs, err := testtls.Generate(dir, "dsn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, certFile, keyFile := certs.CAFile, certs.ClientCertFile, certs.ClientKeyFile
 	notPEM := filepath.Join(dir, "not.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -65,10 +33,10 @@ func TestTLSConfigAsThePrestoClientBuildsIt(t *testing.T) {
 	}{
 		{"no files", "", "", "", false, false},
 		{"skip verify", "", "", "", true, false},
-		{"CA", certFile, "", "", false, false},
+		{"CA", ca, "", "", false, false},
 		{"client certificate", "", certFile, keyFile, false, false},
 		{"certificate without its key", "", certFile, "", false, false},
-		{"all", certFile, certFile, keyFile, true, false},
+		{"all", ca, certFile, keyFile, true, false},
 		{"missing CA", missing, "", "", false, true},
 		{"CA not PEM", notPEM, "", "", false, true},
 		{"missing key", "", certFile, missing, false, true},
@@ -107,8 +75,12 @@ func TestTLSConfigAsThePrestoClientBuildsIt(t *testing.T) {
 // TestNewTransportAppliesTheDSN checks the transport's TLS settings and
 // that a Config without ssl_* keys reads no TLS file.
 func TestNewTransportAppliesTheDSN(t *testing.T) {
-	certFile, keyFile := writeCertificate(t, t.TempDir())
-	cfg, err := ParseDSN("presto://c1:8443?ssl_ca=" + certFile + "&ssl_cert=" + certFile + "&ssl_key=" + keyFile)
+	certs, err := testtls.Generate(t.TempDir(), "dsn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := certs.ClientCertFile, certs.ClientKeyFile
+	cfg, err := ParseDSN("presto://c1:8443?ssl_ca=" + certs.CAFile + "&ssl_cert=" + certFile + "&ssl_key=" + keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}

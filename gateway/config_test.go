@@ -367,16 +367,20 @@ func watchConfig(t *testing.T, gw *gateway.Gateway, file string, log *slog.Logge
 	return hup
 }
 
-// waitForLog waits, at most 5 s, until logs hold what.
+// waitForLog waits, at most 5 s, until logs hold what. If they never do,
+// it shows them: Eventually's failure names only what it waited for.
 func waitForLog(t *testing.T, logs *testutil.Buffer, what string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(logs.String(), what) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the logs:\n%s", what, logs.String())
+	found := false
+	defer func() {
+		if !found { // Eventually's Fatalf ends the goroutine through here
+			t.Logf("the logs:\n%s", logs.String())
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	}()
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, fmt.Sprintf("%q in the logs", what), func() bool {
+		return strings.Contains(logs.String(), what)
+	})
+	found = true
 }
 
 func TestParseRouterConfigZooKeeperEnsemble(t *testing.T) {

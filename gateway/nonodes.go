@@ -137,7 +137,7 @@ const maxFailedQueryMessage = 2048
 // failedQueryURI is the URI at which the failed query id, with msg, is read.
 func (g *Gateway) failedQueryURI(r *http.Request, id, msg string) (string, error) {
 	if len(msg) > maxFailedQueryMessage {
-		msg = strings.ToValidUTF8(msg[:maxFailedQueryMessage-len(" …")], "") + " …"
+		msg = cutText(msg, maxFailedQueryMessage-len(" …"), " …")
 	}
 	encoded := base64.RawURLEncoding.EncodeToString([]byte(msg))
 	tok, err := g.keys.Sign(failedQuerySigner, id+"\n"+encoded)

@@ -217,5 +217,12 @@ func clip(s string) string {
 	if len(s) <= maxNoteText {
 		return s
 	}
-	return strings.ToValidUTF8(s[:maxNoteText], "") + "…"
+	return cutText(s, maxNoteText, "…")
+}
+
+// cutText returns the first n bytes of s with any invalid UTF-8 dropped,
+// the part of a rune the cut splits among it, followed by tail, which says
+// the rest is missing.
+func cutText(s string, n int, tail string) string {
+	return strings.ToValidUTF8(s[:n], "") + tail
 }

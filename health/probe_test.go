@@ -1,7 +1,6 @@
 package health_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
 // The Checker judges nodes by the probe it is given and nothing else: a
@@ -42,9 +42,8 @@ func TestCheckerUsesItsProbe(t *testing.T) {
 		}
 		return nil
 	}
-	var logs bytes.Buffer
-	var logMu sync.Mutex
-	logger := slog.New(slog.NewJSONHandler(lockedWriter{&logMu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var logs testutil.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	tr := health.NewTracker(health.Policy{})
 	c := health.StartChecker(time.Hour, probe, func() []discovery.Node { return nodes }, tr, logger)
 	defer c.Close()
@@ -71,7 +70,6 @@ func TestCheckerUsesItsProbe(t *testing.T) {
 	}
 
 	verdicts := map[string]string{}
-	logMu.Lock()
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		var rec struct{ Msg, Addr, Verdict string }
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
@@ -81,7 +79,6 @@ func TestCheckerUsesItsProbe(t *testing.T) {
 			verdicts[rec.Addr] = rec.Verdict
 		}
 	}
-	logMu.Unlock()
 	if fmt.Sprint(verdicts) != "map[down:1:down starting:1:starting]" {
 		t.Errorf("logged verdicts %v", verdicts)
 	}
@@ -119,16 +116,4 @@ func TestCheckerIgnoresAProbeCutShort(t *testing.T) {
 	if st := tr.State("slow:1"); st.Unhealthy {
 		t.Fatalf("a check cut short marked the node: %+v", st)
 	}
-}
-
-// lockedWriter serialises a log handler's writes with the test's reads.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -47,24 +50,13 @@ func TestREADMEPackageMapIsTheImportGraph(t *testing.T) {
 		rows[pkg] = imports
 	}
 
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Module", "./...")
-	cmd.Dir = repoRoot
-	out, err := cmd.Output()
+	packages, err := modulePackages()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatal(err)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
 	listed := map[string]bool{}
-	for dec.More() {
-		var p struct {
-			ImportPath string
-			Imports    []string
-			Module     struct{ Path string }
-		}
-		if err := dec.Decode(&p); err != nil {
-			t.Fatal(err)
-		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, p.Module.Path), "/")
+	for _, p := range packages {
+		rel := p.rel()
 		if slices.ContainsFunc(mapsElsewhere, func(dir string) bool { return strings.HasPrefix(rel, dir) }) {
 			continue
 		}
@@ -90,3 +82,38 @@ func TestREADMEPackageMapIsTheImportGraph(t *testing.T) {
 		}
 	}
 }
+
+// listedPackage is what the tests read of a package in `go list -json`.
+type listedPackage struct {
+	ImportPath string
+	Module     struct{ Path string }
+	// Imports are the packages it imports and Deps all those it links,
+	// neither counting its tests.
+	Imports, Deps []string
+}
+
+// rel is the package's path within its module.
+func (p listedPackage) rel() string {
+	return strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, p.Module.Path), "/")
+}
+
+// modulePackages lists the module's packages (not its tests), once for
+// all the tests that read them, so that they judge the same listing.
+var modulePackages = sync.OnceValues(func() ([]listedPackage, error) {
+	cmd := exec.Command("go", "list", "-json=ImportPath,Module,Imports,Deps", "./...")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list ./...: %w", err)
+	}
+	var packages []listedPackage
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p listedPackage
+		if err := dec.Decode(&p); err != nil {
+			return nil, fmt.Errorf("go list ./...: %w", err)
+		}
+		packages = append(packages, p)
+	}
+	return packages, nil
+})

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -237,24 +235,13 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-json=ImportPath,Module,Deps", "./...")
-	cmd.Dir = repoRoot
-	out, err := cmd.Output()
+	listed, err := modulePackages()
 	if err != nil {
-		t.Fatalf("go list ./...: %v", err)
+		t.Fatal(err)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
 	packages := 0
-	for dec.More() {
-		var p struct {
-			ImportPath string
-			Module     struct{ Path string }
-			Deps       []string
-		}
-		if err := dec.Decode(&p); err != nil {
-			t.Fatal(err)
-		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, p.Module.Path), "/")
+	for _, p := range listed {
+		rel := p.rel()
 		packages++
 		if !strings.Contains(string(doc), "`"+rel+"`") && !strings.Contains(string(doc), "`"+rel+"/`") {
 			t.Errorf("docs/architecture.md does not name the package %s", rel)

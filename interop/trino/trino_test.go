@@ -86,28 +86,6 @@ func (tg target) calls() []coordinator.Call {
 	return calls
 }
 
-// checkRowsInOrder reads rows of rows(n): 1 to n, each once, in order.
-func checkRowsInOrder(t *testing.T, rows *sql.Rows, n int64) {
-	t.Helper()
-	want := int64(1)
-	for rows.Next() {
-		var got int64
-		if err := rows.Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("row %d arrived as %d", want, got)
-		}
-		want++
-	}
-	if err := rows.Err(); err != nil || want != n+1 {
-		t.Fatalf("%d rows, %v", want-1, err)
-	}
-	if err := rows.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A result of many pages (inline rows: the coordinators do not spool)
 // arrives complete and in order, every follow-up through the gateway on
 // the other replica, and nothing is left running.
@@ -122,7 +100,7 @@ func TestManyPages(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkRowsInOrder(t, rows, 150)
+				testutil.CheckNumbered(t, rows, 150)
 			}
 			if tg.rig != nil {
 				if h := tg.rig.Hits(); h[0] < 20 || h[1] < 20 {
@@ -157,7 +135,7 @@ func TestSpooling(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					checkRowsInOrder(t, rows, 100)
+					testutil.CheckNumbered(t, rows, 100)
 					var fromCoordinator, fromStorage, acked int64
 					segments := func() bool {
 						fromCoordinator, fromStorage, acked = 0, 0, 0
@@ -218,7 +196,7 @@ func TestInlineSegments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkRowsInOrder(t, rows, 100)
+			testutil.CheckNumbered(t, rows, 100)
 			spooled := false
 			for _, c := range tg.coords {
 				for _, r := range c.Requests() {
@@ -567,7 +545,7 @@ func TestPrestoCoordinatorsBehindTheGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRowsInOrder(t, rows, 100)
+	testutil.CheckNumbered(t, rows, 100)
 	// The client resets a connection's session when it goes back to the
 	// pool (ResetSession): session state lives on a pinned *sql.Conn.
 	conn, err := db.Conn(ctx)

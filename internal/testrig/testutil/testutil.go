@@ -86,7 +86,9 @@ func NewClient(tb testing.TB) *http.Client {
 
 // CheckNumbered reads rows of one bigint column numbered 1 to n, as the
 // coordinator simulator's rows(n) returns them, fails tb unless each
-// arrives once and in order and nothing else does, and closes rows.
+// arrives once and in order and nothing else does, and closes rows,
+// failing tb if closing them fails (a driver may report an error only
+// then).
 func CheckNumbered(tb testing.TB, rows *sql.Rows, n int64) {
 	tb.Helper()
 	defer rows.Close()
@@ -103,5 +105,8 @@ func CheckNumbered(tb testing.TB, rows *sql.Rows, n int64) {
 	}
 	if err := rows.Err(); err != nil || want != n+1 {
 		tb.Fatalf("%d rows, %v; want %d", want-1, err, n)
+	}
+	if err := rows.Close(); err != nil {
+		tb.Fatalf("closing the rows: %v", err)
 	}
 }

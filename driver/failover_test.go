@@ -600,7 +600,7 @@ func TestFailedCommitRetiresTheConnection(t *testing.T) {
 	if _, err := db.Exec("SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := lastTx.Load(); got != "" {
+	if got := lastTx.Load(); got != "NONE" {
 		t.Fatalf("the statement after a failed commit still ran in transaction %q", got)
 	}
 }

@@ -241,6 +241,9 @@ func (t *routingTransport) target(req *http.Request, a *attempt, submission bool
 	if submission && a.session != nil {
 		r.Header = a.session.headers(req.Header)
 	}
+	if submission {
+		r.Header = withTransactionSupport(r.Header)
+	}
 	if placeholder {
 		u := &a.url
 		if !a.urlUsed.CompareAndSwap(false, true) {
@@ -373,4 +376,24 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 		}()
 	}
 	return nil, fmt.Errorf("zkpresto: statement on %s: %w", a.Node.Addr, a.caller.Err())
+}
+
+// withTransactionSupport returns h with X-*-Transaction-Id: NONE, in h's own
+// spelling, when it names no transaction. The servers start a transaction
+// only for a client that sends the header at all (Trino's
+// HttpRequestSessionContextFactory and PrestoDB's HttpRequestSessionContext
+// read its presence as transaction support; StartTransactionTask fails
+// with INCOMPATIBLE_CLIENT without it), and JDBC sends NONE on every
+// submission outside a transaction. The Presto client sends nothing there.
+func withTransactionSupport(h http.Header) http.Header {
+	if h.Get("X-Presto-Transaction-Id") != "" || h.Get("X-Trino-Transaction-Id") != "" {
+		return h
+	}
+	out := h.Clone()
+	if h.Get("X-Trino-User") != "" {
+		out.Set("X-Trino-Transaction-Id", "NONE")
+	} else {
+		out.Set("X-Presto-Transaction-Id", "NONE")
+	}
+	return out
 }

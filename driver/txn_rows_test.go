@@ -67,7 +67,7 @@ func TestTransactionStartedOnALaterPageRetiresTheConnection(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(txns) != 2 || txns[1] != "" {
+	if len(txns) != 2 || txns[1] != "NONE" {
 		t.Fatalf("transaction ids sent %q: the statement after carried one", txns)
 	}
 }

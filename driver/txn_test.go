@@ -96,7 +96,7 @@ func TestFailedBeginTxRetiresTheConnection(t *testing.T) {
 	if _, err := db.Exec("SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.transactions(); len(got) != 2 || got[1] != "" {
+	if got := s.transactions(); len(got) != 2 || got[1] != "NONE" {
 		t.Fatalf("transaction ids sent %q: the statement after a failed BeginTx carried one", got)
 	}
 }
@@ -122,7 +122,7 @@ func TestTransactionStartedByAnotherStatementRetiresTheConnection(t *testing.T) 
 	if _, err := db.Exec("SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.transactions(); len(got) != 2 || got[1] != "" {
+	if got := s.transactions(); len(got) != 2 || got[1] != "NONE" {
 		t.Fatalf("transaction ids sent %q: the statement after carried one", got)
 	}
 	// BeginTx's own START TRANSACTION keeps its connection.

@@ -150,7 +150,7 @@ func TestTransactionAcrossFlavours(t *testing.T) {
 func TestTrinoHeadersToStrictPrestoCoordinators(t *testing.T) {
 	s := newSetupFor(t, 2, coordinator.Options{StrictPrefix: true}, gateway.Presto, nil)
 	h := session("X-Trino-", "User", "bob", "Catalog", "hive", "Schema", "default", "Source", "trino-cli",
-		"Time-Zone", "UTC", "Client-Info", "ci")
+		"Time-Zone", "UTC", "Client-Info", "ci", "Transaction-Id", "NONE")
 	for _, tc := range []struct{ sql, header, want string }{
 		{"USE other.s2", "Set-Catalog", "other"},
 		{"USE other.s2", "Set-Schema", "s2"},

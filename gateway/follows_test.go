@@ -57,7 +57,7 @@ func send(t *testing.T, method, uri string, header http.Header, body string) ans
 // that carry it back, through either replica, reach the coordinator of the transaction.
 func TestTransactionIDWrappedAlikeOnEveryPage(t *testing.T) {
 	s := newSetup(t, 2, coordinator.Options{Latency: 20 * time.Millisecond})
-	h := http.Header{"X-Presto-User": {"alice"}, "X-Presto-Catalog": {"hive"}}
+	h := http.Header{"X-Presto-User": {"alice"}, "X-Presto-Catalog": {"hive"}, "X-Presto-Transaction-Id": {"NONE"}}
 	a := send(t, http.MethodPost, s.replicas[0].URL+"/v1/statement", h, "START TRANSACTION")
 	var ids []string
 	for a.page.NextURI != "" {

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/prestodb/presto-go-client/v2"
+	presto "github.com/prestodb/presto-go-client/v2"
 	"go.uber.org/goleak"
 
 	"github.com/zkpresto/zkpresto/discovery"
@@ -574,10 +574,14 @@ func TestTransactionStaysOnItsCoordinator(t *testing.T) {
 // some.
 func runTransaction(t *testing.T, s *setup, statements int) (*coordinator.Coordinator, []coordinator.Request) {
 	t.Helper()
-	db, err := sql.Open("presto", s.dsn("alice"))
+	// The Presto client alone names no transaction outside one, and the
+	// servers refuse its START TRANSACTION; JDBC sends NONE, so this does.
+	connector, err := presto.NewConnector(s.dsn("alice"),
+		presto.WithHTTPClient(&http.Client{Transport: noTransactionYet{http.DefaultTransport}}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	db := sql.OpenDB(connector)
 	defer db.Close()
 	tx, err := db.Begin()
 	if err != nil {
@@ -694,4 +698,16 @@ func TestPlainTextErrorsPassThrough(t *testing.T) {
 			t.Fatalf("statement %d after a 410: %d rows, %v", i, n, err)
 		}
 	}
+}
+
+// noTransactionYet sends X-Presto-Transaction-Id: NONE on every request
+// that names no transaction, as JDBC does.
+type noTransactionYet struct{ next http.RoundTripper }
+
+func (n noTransactionYet) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("X-Presto-Transaction-Id") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("X-Presto-Transaction-Id", "NONE")
+	}
+	return n.next.RoundTrip(r)
 }

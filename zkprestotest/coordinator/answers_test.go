@@ -57,7 +57,7 @@ func TestSessionHeadersOnEveryAnswer(t *testing.T) {
 			if flavour == Trino {
 				prefix, other = other, prefix
 			}
-			user := hdr(prefix+"User", "u", prefix+"Catalog", "hive")
+			user := hdr(prefix+"User", "u", prefix+"Catalog", "hive", prefix+"Transaction-Id", "NONE")
 			log := runLogged(t, c, user, "START TRANSACTION", true)
 			txn := ""
 			for _, a := range log {

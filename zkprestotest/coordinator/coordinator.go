@@ -179,6 +179,12 @@ type Request struct {
 	// TransactionID is the transaction the statement ran in, from X-*-Transaction-Id
 	// (empty outside a transaction; "NONE", which Java clients send, counts as none).
 	TransactionID string
+	// TransactionSupport reports that the client sent X-*-Transaction-Id at all
+	// ("NONE" included): the servers start a transaction only for such a client
+	// (Trino's HttpRequestSessionContextFactory sets clientTransactionSupport
+	// from the header's presence, and StartTransactionTask refuses without it;
+	// PrestoDB's HttpRequestSessionContext and StartTransactionTask agree).
+	TransactionSupport bool
 	// PreparedStatements names the statements of the X-*-Prepared-Statement headers, in
 	// the order they came.
 	PreparedStatements []string

@@ -55,9 +55,25 @@ func openDB(t *testing.T, c *Coordinator, scheme, user, pathAndQuery string) *sq
 
 func openDBWithTransport(t *testing.T, c *Coordinator, scheme, user, pathAndQuery string) (*sql.DB, *http.Transport) {
 	t.Helper()
+	return openDBThrough(t, c, scheme, user, pathAndQuery, nil)
+}
+
+// openDBVia is openDB with the Presto client's requests passed through wrap.
+func openDBVia(t *testing.T, c *Coordinator, scheme, user, pathAndQuery string, wrap func(http.RoundTripper) http.RoundTripper) *sql.DB {
+	t.Helper()
+	db, _ := openDBThrough(t, c, scheme, user, pathAndQuery, wrap)
+	return db
+}
+
+func openDBThrough(t *testing.T, c *Coordinator, scheme, user, pathAndQuery string, wrap func(http.RoundTripper) http.RoundTripper) (*sql.DB, *http.Transport) {
+	t.Helper()
 	transport := http.DefaultTransport.(*http.Transport).Clone()
+	var rt http.RoundTripper = transport
+	if wrap != nil {
+		rt = wrap(transport)
+	}
 	connector, err := presto.NewConnector(scheme+"://"+user+"@"+c.Addr()+pathAndQuery,
-		presto.WithHTTPClient(&http.Client{Transport: transport}))
+		presto.WithHTTPClient(&http.Client{Transport: rt}))
 	if err != nil {
 		t.Fatalf("presto.NewConnector: %v", err)
 	}

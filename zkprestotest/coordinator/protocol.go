@@ -283,6 +283,7 @@ func (c *Coordinator) parseRequest(r *http.Request, sql string, now time.Time) (
 	req.ClientInfo, trino[4] = c.header(r, "Client-Info")
 	req.TimeZone, trino[5] = c.header(r, "Time-Zone")
 	req.TransactionID, trino[6] = c.header(r, "Transaction-Id")
+	req.TransactionSupport = req.TransactionID != ""
 	if strings.EqualFold(req.TransactionID, "NONE") {
 		req.TransactionID = ""
 	}

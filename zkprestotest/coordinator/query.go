@@ -49,6 +49,7 @@ const (
 	errNotSupported       = 13
 	errUnknownTransaction = 20
 	errNotInTransaction   = 21
+	errIncompatibleClient = 27
 )
 
 // Limits of the markers, so a typo cannot ask for an answer no machine can build.

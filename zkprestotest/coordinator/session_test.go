@@ -304,9 +304,19 @@ func TestTransactionsThroughClient(t *testing.T) {
 	}{{Presto, "presto", true}, {Trino, "trino", false}} {
 		t.Run(string(tc.flavour), func(t *testing.T) {
 			c := start(t, Options{Flavour: tc.flavour})
-			db := openDB(t, c, tc.scheme, "alice", "/hive/default")
-			db.SetMaxOpenConns(1) // the transaction state lives in the one connection
 			ctx := context.Background()
+			// The Presto client alone sends no X-*-Transaction-Id outside a
+			// transaction, so the servers refuse its START TRANSACTION (seen
+			// on Trino 476 and PrestoDB 0.287, interop/realservers).
+			if _, err := openDB(t, c, tc.scheme, "alice", "/hive/default").BeginTx(ctx, nil); err == nil || !strings.Contains(err.Error(), "INCOMPATIBLE_CLIENT") {
+				t.Fatalf("BeginTx without a transaction header = %v, want INCOMPATIBLE_CLIENT", err)
+			}
+			// With NONE on every submission outside a transaction, as JDBC
+			// and zkpresto's driver send it, transactions work.
+			db := openDBVia(t, c, tc.scheme, "alice", "/hive/default", func(next http.RoundTripper) http.RoundTripper {
+				return noneTransaction{next}
+			})
+			db.SetMaxOpenConns(1) // the transaction state lives in the one connection
 			tx, err := db.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatalf("BeginTx: %v", err)
@@ -368,7 +378,7 @@ func TestTransactionErrors(t *testing.T) {
 		}
 	}
 	// A transaction started by hand: nested starts fail, the coordinator forgets it on Stop.
-	_, h, _ := runRaw(t, c, nil, "START TRANSACTION READ ONLY")
+	_, h, _ := runRaw(t, c, hdr("X-Presto-Transaction-Id", "NONE"), "START TRANSACTION READ ONLY")
 	id := h.Get("X-Presto-Started-Transaction-Id")
 	if id == "" {
 		t.Fatal("START TRANSACTION sent no id")
@@ -420,4 +430,20 @@ func TestHeaderPairs(t *testing.T) {
 	if want := []string{"a|x,y", "b%2E|2", "c|", "d|100%"}; !slices.Equal(got, want) {
 		t.Fatalf("pairs %q, want %q", got, want)
 	}
+}
+
+// noneTransaction sends X-*-Transaction-Id: NONE, in the request's own
+// spelling, on every request that names no transaction, as JDBC does.
+type noneTransaction struct{ next http.RoundTripper }
+
+func (n noneTransaction) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("X-Presto-Transaction-Id") == "" && r.Header.Get("X-Trino-Transaction-Id") == "" {
+		r = r.Clone(r.Context())
+		if r.Header.Get("X-Trino-User") != "" {
+			r.Header.Set("X-Trino-Transaction-Id", "NONE")
+		} else {
+			r.Header.Set("X-Presto-Transaction-Id", "NONE")
+		}
+	}
+	return n.next.RoundTrip(r)
 }

@@ -134,6 +134,9 @@ func (c *Coordinator) planStatement(req Request, prepared map[string]string) pla
 		}
 		return planMarkers(bound)
 	case match(startTxnStmt):
+		if !req.TransactionSupport {
+			return failPlan(errIncompatibleClient, "INCOMPATIBLE_CLIENT", "Client does not support transactions")
+		}
 		if req.TransactionID != "" {
 			return failPlan(errNotSupported, "NOT_SUPPORTED", "Nested transactions not supported")
 		}

@@ -27,8 +27,8 @@ demo-deps:
 
 # What the tests need besides: Debian's nginx (the nginx test rig's tests
 # and the gateway's benchmarks against it), tmux (the test of the
-# interactive query shell) and chromium (the headless browser test of the
-# gateway's status page).
+# interactive query shell), chromium (the headless browser test of the
+# gateway's status page) and the real Trino and PrestoDB servers.
 test-deps: demo-deps
 	bash scripts/install-nginx.sh
 	bash scripts/install-tmux.sh
@@ -37,6 +37,9 @@ test-deps: demo-deps
 	# The npm clients that interop/node runs (Node.js and npm from Debian
 	# when missing): presto-client and trino-client, as its lock file pins.
 	bash scripts/install-npmclients.sh
+	# The real coordinators interop/realservers starts: Trino 476 (on a
+	# Java 24+ JDK) and PrestoDB 0.287 (Java 17), through Maven, cached.
+	bash scripts/fetch-real-servers.sh
 
 # Everything either needs.
 deps: test-deps

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Fetches the real coordinators the tests start (zkprestotest/realserver):
+# Trino 476 and PrestoDB 0.287, each with the tpch, memory and blackhole
+# connectors, resolved by Maven from Maven Central with strict checksums.
+# The result is cached (ZKPRESTO_REAL_SERVERS, by default
+# ~/.cache/zkpresto/real-servers); a second run fetches nothing.
+#
+# Why these versions (docs/development.md, "Real servers"):
+#   Trino 476 is the newest whose server is on Maven Central. The plugin zip
+#   of trino-blackhole 476 is not published, and Trino refuses a plugin of
+#   another SPI version, so the whole trino-server tarball is fetched and
+#   only lib/ and the three plugins are kept.
+#   PrestoDB 0.287 is the newest at which presto-main, presto-tpch,
+#   presto-memory and presto-blackhole are all published; the 2 GB
+#   presto-server tarball is assembled from them instead.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+cache="${ZKPRESTO_REAL_SERVERS:-${XDG_CACHE_HOME:-$HOME/.cache}/zkpresto/real-servers}"
+mkdir -p "$cache"
+
+trino_version=476
+presto_version=0.287
+mvn_flags=(-q -B --strict-checksums -Dstyle.color=never)
+
+# A JDK whose major version is at least $1 (and at most $2, if given),
+# printed as its home.
+find_jdk() {
+	local min=$1 max=${2:-999} home v
+	for home in "${JAVA_HOME:-}" /usr/lib/jvm/*; do
+		[[ -n "$home" && -x "$home/bin/java" ]] || continue
+		v=$("$home/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+		if [[ -n "$v" && "${v%%.*}" -ge "$min" && "${v%%.*}" -le "$max" ]]; then
+			echo "$home"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Runs Maven quietly: its output goes to a log, shown only when it fails.
+maven() {
+	local log
+	log=$(mktemp)
+	if ! mvn "${mvn_flags[@]}" "$@" >"$log" 2>&1; then
+		echo "fetch-real-servers: mvn $* failed:" >&2
+		tail -40 "$log" >&2
+		rm -f "$log"
+		exit 1
+	fi
+	rm -f "$log"
+}
+
+need() {
+	command -v "$1" >/dev/null 2>&1 || {
+		echo "fetch-real-servers: $1 is missing; install Maven and a JDK (Debian: apt-get install maven)" >&2
+		exit 1
+	}
+}
+
+fetch_trino() {
+	local dir="$cache/trino-$trino_version"
+	[[ -f "$dir/.complete" ]] && return 0
+	local jdk
+	if ! jdk=$(find_jdk 24); then
+		echo "fetch-real-servers: Trino $trino_version needs Java 24 or later; none found in JAVA_HOME or /usr/lib/jvm" >&2
+		exit 1
+	fi
+	need mvn
+	maven dependency:get -Dtransitive=false \
+		-Dartifact="io.trino:trino-server:$trino_version:tar.gz"
+	local tarball="$HOME/.m2/repository/io/trino/trino-server/$trino_version/trino-server-$trino_version.tar.gz"
+	rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+	tar -xzf "$tarball" -C "$dir.tmp" --strip-components=1 \
+		"trino-server-$trino_version/lib" \
+		"trino-server-$trino_version/plugin/tpch" \
+		"trino-server-$trino_version/plugin/memory" \
+		"trino-server-$trino_version/plugin/blackhole"
+	echo "$jdk" >"$dir.tmp/java-home"
+	echo "io.trino.server.TrinoServer" >"$dir.tmp/main-class"
+	echo "$trino_version" >"$dir.tmp/version"
+	touch "$dir.tmp/.complete"
+	rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+# Copies artifact $1's runtime dependencies (itself included) into $2.
+presto_deps() {
+	local work
+	work=$(mktemp -d)
+	sed "s/ARTIFACT/$1/g" "$here/realservers/presto-$presto_version.pom" >"$work/pom.xml"
+	(cd "$work" && maven dependency:copy-dependencies \
+		-DincludeScope=runtime -DoutputDirectory="$2")
+	rm -rf "$work"
+}
+
+fetch_presto() {
+	local dir="$cache/presto-$presto_version"
+	[[ -f "$dir/.complete" ]] && return 0
+	local jdk
+	# PrestoDB 0.287 runs on Java 17; a newer one is the fallback.
+	if ! jdk=$(find_jdk 17 17) && ! jdk=$(find_jdk 17); then
+		echo "fetch-real-servers: PrestoDB $presto_version needs Java 17; none found in JAVA_HOME or /usr/lib/jvm" >&2
+		exit 1
+	fi
+	need mvn
+	rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+	presto_deps presto-main "$dir.tmp/lib"
+	local p
+	for p in tpch memory blackhole; do
+		presto_deps "presto-$p" "$dir.tmp/plugin/$p"
+	done
+	echo "$jdk" >"$dir.tmp/java-home"
+	echo "com.facebook.presto.server.PrestoServer" >"$dir.tmp/main-class"
+	echo "$presto_version" >"$dir.tmp/version"
+	touch "$dir.tmp/.complete"
+	rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+start=$(date +%s)
+fetch_trino
+fetch_presto
+echo "fetch-real-servers: Trino $trino_version and PrestoDB $presto_version in $cache ($(du -sh "$cache" | cut -f1), $(($(date +%s) - start)) s)" >&2

@@ -458,11 +458,44 @@ func (r *rows) Next(dest []driver.Value) error {
 // it.
 func (r *rows) running() bool { return r.qr.NextUri != nil }
 
+// Close ends the statement. Outside a transaction a query still running
+// is cancelled. Inside one the rest of its result is read and dropped
+// instead: Trino and PrestoDB abort the transaction of a query that is
+// cancelled or fails (its later statements get TRANSACTION_ALREADY_ABORTED,
+// its COMMIT fails), and QueryRow closes its rows after the first row, with
+// the query's last page often unread.
 func (r *rows) Close() error {
+	var err error
 	if !r.done && r.running() {
-		r.conn.connector.cancelQuery(r.a)
+		if r.conn.pinned != nil {
+			err = r.drain()
+		} else {
+			r.conn.connector.cancelQuery(r.a)
+		}
 	}
 	r.done = true
-	r.end(nil)
-	return r.resultRows.Close()
+	r.end(err)
+	if cerr := r.resultRows.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// drain reads the query's remaining pages to its end, dropping their rows.
+// When that fails (the caller gave up, the query failed, the coordinator is
+// gone) the query is cancelled, and the error says the transaction may be
+// aborted.
+func (r *rows) drain() error {
+	for r.qr.HasMoreBatch() {
+		r.qr.Data, r.data = nil, nil
+		if err := r.qr.FetchNextBatch(r.ctx); err != nil {
+			r.conn.connector.cancelQuery(r.a)
+			return fmt.Errorf("zkpresto: reading the rest of a result closed early in a transaction (the transaction may be aborted): %w", err)
+		}
+		if r.pages != nil {
+			r.pages.takePage()
+		}
+	}
+	r.qr.Data, r.data = nil, nil
+	return nil
 }

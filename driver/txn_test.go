@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
@@ -139,4 +140,63 @@ func TestTransactionStartedByAnotherStatementRetiresTheConnection(t *testing.T) 
 		t.Fatalf("transaction ids sent %q: the transaction's statement did not carry its id", got)
 	}
 	tx.Rollback()
+}
+
+// Rows closed before their end inside a transaction (QueryRow does it
+// after the first row) are read to the end, not cancelled: the servers
+// abort the transaction of a cancelled query, so the next statement and
+// the COMMIT would fail with TRANSACTION_ALREADY_ABORTED (seen on Trino
+// 476 and PrestoDB 0.287, interop/realservers). Outside a transaction the
+// query is still cancelled.
+func TestRowsClosedEarlyInATransactionKeepIt(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{BatchRows: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	db := openPerStatement(t, "presto://"+c.Addr()+"/hive/default?user=alice")
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		var n int64
+		if err := tx.QueryRowContext(ctx, "SELECT n FROM rows(9)").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("QueryRow %d in the transaction: n=%d, %v", i, n, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("Commit after early-closed rows: %v", err)
+	}
+	if n := c.Transactions(); n != 0 {
+		t.Fatalf("%d transactions open after COMMIT", n)
+	}
+	var cancels int
+	for _, call := range c.Calls() {
+		if call.Method == http.MethodDelete {
+			cancels++
+		}
+	}
+	if cancels != 0 {
+		t.Fatalf("%d DELETEs in the transaction: a query was cancelled", cancels)
+	}
+	// Outside a transaction, the same early close cancels the query.
+	var n int64
+	if err := db.QueryRowContext(ctx, "SELECT n FROM rows(9)").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	// The driver sends the DELETE in the background.
+	deadline := time.Now().Add(10 * time.Second)
+	for cancels == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		for _, call := range c.Calls() {
+			if call.Method == http.MethodDelete {
+				cancels++
+			}
+		}
+	}
+	if cancels == 0 {
+		t.Fatal("a query closed early outside a transaction was not cancelled")
+	}
 }

@@ -292,7 +292,7 @@ type Coordinator struct {
 	calls     []Call // ring of HTTP requests, oldest at callHead once full
 	callHead  int
 	users     map[string]int64
-	txns      map[string]time.Time // open transactions and when they started
+	txns      map[string]*txn // open transactions
 	lastSweep time.Time
 	// With Options.MaxRunning: the slots in use and the queries waiting
 	// for one, oldest first (ended ones are skipped when they come up).
@@ -345,7 +345,7 @@ func Start(opts Options) (*Coordinator, error) {
 		finished:    make(map[string]*finishedQuery),
 		recLimit:    opts.RecordLimit,
 		users:       make(map[string]int64),
-		txns:        make(map[string]time.Time),
+		txns:        make(map[string]*txn),
 		flavour:     opts.Flavour,
 		strict:      opts.StrictPrefix,
 		forwarded:   opts.HonourForwarded,
@@ -659,12 +659,25 @@ func (c *Coordinator) recordCall(call Call) {
 	c.callHead = (c.callHead + 1) % len(c.calls)
 }
 
-// transactionOpen reports whether id names an open transaction.
-func (c *Coordinator) transactionOpen(id string) bool {
+// txn is an open transaction.
+type txn struct {
+	started time.Time
+	// aborted is set when a statement in the transaction failed or was
+	// cancelled after its dispatch: the servers then refuse every statement
+	// of it but ROLLBACK and COMMIT, and COMMIT fails (trino:
+	// transaction/InMemoryTransactionManager.java, TransactionMetadata.abort
+	// and checkOpenTransaction, called by QueryStateMachine on failure;
+	// prestodb: presto-main transaction/InMemoryTransactionManager.java).
+	aborted bool
+}
+
+// transactionState reports whether id names an open transaction, and
+// whether it is aborted.
+func (c *Coordinator) transactionState(id string) (open, aborted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.txns[id]
-	return ok
+	t, ok := c.txns[id]
+	return ok, ok && t.aborted
 }
 
 // register records a new query at its submission, dropping abandoned ones first. It reports
@@ -724,7 +737,7 @@ func (c *Coordinator) dispatch(q *query, now time.Time) bool {
 		}
 	}
 	if id := q.plan.beginTxn; id != "" {
-		c.txns[id] = now
+		c.txns[id] = &txn{started: now}
 	}
 	if id := q.plan.endTxn; id != "" {
 		delete(c.txns, id)
@@ -758,6 +771,8 @@ func (c *Coordinator) endLocked(q *query, final *answer, token int64, anyToken b
 	delete(c.active, q.id)
 	if !q.dispatched.Load() {
 		c.undispatched--
+	} else if t := c.txns[q.req.TransactionID]; t != nil && final != nil && final.err != nil {
+		t.aborted = true
 	}
 	if anyToken {
 		q.cancel()

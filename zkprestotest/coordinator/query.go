@@ -49,6 +49,7 @@ const (
 	errNotSupported       = 13
 	errUnknownTransaction = 20
 	errNotInTransaction   = 21
+	errTransactionAborted = 22
 	errIncompatibleClient = 27
 )
 

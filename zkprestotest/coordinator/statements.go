@@ -65,8 +65,25 @@ func done(updateType string, kv ...string) plan {
 func (c *Coordinator) planStatement(req Request, prepared map[string]string) plan {
 	sql := strings.TrimSpace(req.SQL)
 	sql = strings.TrimSpace(strings.TrimSuffix(sql, ";"))
-	if req.TransactionID != "" && !c.transactionOpen(req.TransactionID) {
+	open, aborted := c.transactionState(req.TransactionID)
+	if req.TransactionID != "" && !open {
 		return failPlan(errUnknownTransaction, "UNKNOWN_TRANSACTION", "Unknown transaction ID: "+req.TransactionID+". Possibly expired? Commands ignored until end of transaction block")
+	}
+	if aborted {
+		// Seen on Trino 476 and PrestoDB 0.287 alike: ROLLBACK ends an
+		// aborted transaction, COMMIT fails and ends it too, and anything
+		// else fails and leaves it (interop/realservers,
+		// TestDifferentialAbortedTransaction).
+		m := endTxnStmt.FindStringSubmatch(sql)
+		switch {
+		case m != nil && strings.EqualFold(m[1], "ROLLBACK"):
+		case m != nil:
+			p := failPlan(errTransactionAborted, "TRANSACTION_ALREADY_ABORTED", "Current transaction has already been aborted")
+			p.endTxn = req.TransactionID
+			return p
+		default:
+			return failPlan(errTransactionAborted, "TRANSACTION_ALREADY_ABORTED", "Current transaction is aborted, commands ignored until end of transaction block")
+		}
 	}
 	var p plan
 	var g []string // the submatches of the case that matched

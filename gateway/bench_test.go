@@ -15,7 +15,7 @@ package gateway_test
 // Trino one that honours X-Forwarded-*: behind nginx it builds its links on
 // nginx's address, so every request of a statement goes through nginx, as
 // every request goes through the gateway, which rewrites the links itself
-// (and sends no forwarding header but X-Forwarded-For); behind the relay it
+// (and sends no forwarding header); behind the relay it
 // builds them on the Host the client sent, the relay's. The client checks
 // that each nextUri is on the address it started from.
 

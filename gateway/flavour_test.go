@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/gateway/token"
 	"github.com/zkpresto/zkpresto/routing"
@@ -247,7 +248,10 @@ func TestNoForwardedPrefixIsSent(t *testing.T) {
 			}
 		}
 		for _, c := range s.coords[0].Calls() {
-			for _, name := range []string{"X-Forwarded-Prefix", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Presto-Prefix-Url"} {
+			// Not even X-Forwarded-For, unless Config.ForwardedFor: Trino
+			// answers 406 to any X-Forwarded-* header without
+			// http-server.process-forwarded=true (interop/realservers).
+			for _, name := range []string{"X-Forwarded-Prefix", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Presto-Prefix-Url", "X-Forwarded-For", "Forwarded"} {
 				if v := c.Forwarded.Get(name); v != "" {
 					t.Fatalf("%s: %s %s reached the coordinator with %s: %q", f, c.Method, c.Path, name, v)
 				}
@@ -317,5 +321,37 @@ func TestURIsAlreadyOnTheGatewayAreKept(t *testing.T) {
 	}
 	if s.hits[0].Load() < 10 || s.hits[1].Load() < 10 {
 		t.Fatalf("requests per replica %d/%d", s.hits[0].Load(), s.hits[1].Load())
+	}
+}
+
+// With Config.ForwardedFor the coordinators get X-Forwarded-For naming the
+// client, and nothing else a client sent of the forwarding headers.
+func TestForwardedForWhenAsked(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{Flavour: coordinator.Trino})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("test", []discovery.Node{{Addr: c.Addr()}}), StrategyName: "poll"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: gateway.Trino, ForwardedFor: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveGateway(t, g)
+	h := session("X-Trino-", "User", "alice")
+	h.Set("X-Forwarded-For", "203.0.113.9")
+	run(t, srv.URL, "SELECT 1", h)
+	calls := c.Calls()
+	if len(calls) == 0 {
+		t.Fatal("the coordinator got nothing")
+	}
+	for _, call := range calls {
+		if v := call.Forwarded.Get("X-Forwarded-For"); v != "127.0.0.1" {
+			t.Fatalf("%s %s reached the coordinator with X-Forwarded-For %q, want the client's 127.0.0.1", call.Method, call.Path, v)
+		}
 	}
 }

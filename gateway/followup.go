@@ -84,7 +84,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 		writeError(w, http.StatusBadRequest, errGatewayName, id, "zkpresto gateway: "+err.Error())
 		return
 	}
-	out.Header = outboundHeader(r)
+	out.Header = g.outboundHeader(r)
 	var resp *http.Response
 	if spooled(out.URL.Path) {
 		// A segment download may be redirected to object storage (Trino's

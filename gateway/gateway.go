@@ -80,6 +80,13 @@ type Config struct {
 	// invisible, an outage is explained. 0 means
 	// DefaultNoCoordinatorGrace; negative, none.
 	NoCoordinatorGrace time.Duration
+	// ForwardedFor sends the coordinators X-Forwarded-For naming each
+	// client, for their query logs. Off by default: Trino refuses every
+	// request that carries an X-Forwarded-* header with 406 unless
+	// http-server.process-forwarded=true is set on it (airlift's default
+	// is false; seen on Trino 476), and PrestoDB reads it only as a log
+	// entry.
+	ForwardedFor bool
 }
 
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
@@ -91,6 +98,8 @@ type Gateway struct {
 	public  *url.URL
 	log     *slog.Logger
 	started time.Time
+
+	forwardedFor bool // Config.ForwardedFor
 
 	draining atomic.Bool
 	members  members
@@ -128,6 +137,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.reach = newReach(cfg.Client, cfg.TLS, cfg.Flavour, cfg.StandardTransport)
+	g.forwardedFor = cfg.ForwardedFor
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {

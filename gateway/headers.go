@@ -18,7 +18,7 @@ var hopByHop = []string{
 }
 
 // The gateway does not set the forwarding headers either (beyond
-// X-Forwarded-For), so coordinators never build the gateway's URIs
+// X-Forwarded-For, when Config.ForwardedFor asks for it), so coordinators never build the gateway's URIs
 // themselves: X-Forwarded-Prefix or X-Presto-Prefix-Url would have to hold
 // a routing token before the query id exists, so a coordinator-level one.
 // That token would be in every URI of every query on the coordinator, held
@@ -39,7 +39,8 @@ var untrusted = []string{
 
 // outboundHeader returns the headers to send a coordinator for the client
 // request r: the client's headers without the hop-by-hop and untrusted ones,
-// X-Forwarded-For naming the client, and Accept-Encoding: identity.
+// X-Forwarded-For naming the client when Config.ForwardedFor is set, and
+// Accept-Encoding: identity.
 //
 // Answers come uncompressed because the gateway reads every one of them to
 // rewrite its URIs: a gzipped answer would be compressed by the
@@ -47,7 +48,7 @@ var untrusted = []string{
 // client, three passes where one does (the gateway's, for a client that
 // asks for gzip). Without the explicit identity Go's transport would ask for
 // gzip itself and decode it in silence.
-func outboundHeader(r *http.Request) http.Header {
+func (g *Gateway) outboundHeader(r *http.Request) http.Header {
 	h := make(http.Header, len(r.Header)+2)
 	for k, v := range r.Header {
 		h[k] = v // the values are not modified, only the map
@@ -57,6 +58,9 @@ func outboundHeader(r *http.Request) http.Header {
 		delete(h, k)
 	}
 	h["Accept-Encoding"] = identity
+	if !g.forwardedFor {
+		return h
+	}
 	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		h.Set("X-Forwarded-For", ip)
 	}

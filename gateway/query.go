@@ -66,7 +66,7 @@ func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
 		return "", false
 	}
 	found := make(chan string, len(bases))
-	header := outboundHeader(r)
+	header := g.outboundHeader(r)
 	for _, base := range bases {
 		go func() {
 			rc := reaches[base]

@@ -21,7 +21,7 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, errGatewayName, "", "zkpresto gateway is draining")
 		return
 	}
-	header := outboundHeader(r)
+	header := g.outboundHeader(r)
 	req, group, groups := g.route(header)
 	defer groups.release()
 	router, rc := group.Router, g.reachOf(groups, group)

@@ -33,7 +33,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	header := outboundHeader(r)
+	header := g.outboundHeader(r)
 	pinned, ok := g.pinTransaction(w, r, header)
 	if !ok {
 		return

@@ -40,6 +40,7 @@ type gatewayOptions struct {
 	config       string
 	secretFile   string
 	publicURL    string
+	forwardedFor bool
 	tlsCert      string
 	tlsKey       string
 	drainTimeout time.Duration
@@ -122,6 +123,7 @@ serves the follow-ups of the queries in flight until they finish, for up to
 	f.StringVar(&o.config, "config", "", "Presto Router's router-config.json: groups, selectors, scheduler; reloaded on SIGHUP and when it changes (or --dsn)")
 	f.StringVar(&o.secretFile, "secret-file", "", "file holding the routing-token keys (default: $"+secretEnv+")")
 	f.StringVar(&o.publicURL, "public-url", "", "base URL clients reach the gateway at (default: the scheme and host of each request)")
+	f.BoolVar(&o.forwardedFor, "forwarded-for", false, "send coordinators X-Forwarded-For naming each client (Trino refuses it with 406 unless http-server.process-forwarded=true)")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate to serve https with (with --tls-key)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long the queries in flight may go on")
@@ -175,7 +177,7 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	if err != nil {
 		return err
 	}
-	gwCfg := gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger, NoCoordinatorGrace: grace}
+	gwCfg := gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger, NoCoordinatorGrace: grace, ForwardedFor: o.forwardedFor}
 	var stats metrics.StatsSource
 	var routingTo string
 	if o.dsn != "" {

@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package realserver
+
+import "syscall"
+
+func setParentDeathSignal(*syscall.SysProcAttr) {}

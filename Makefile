@@ -62,7 +62,10 @@ staticcheck:
 	cd interop/trino && GOTOOLCHAIN=$(INTEROP_TOOLCHAIN) $(GO) run $(STATICCHECK) ./...
 
 unit:
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /realserver)
+	# The real Trino and PrestoDB servers, in a step of their own: their
+	# JVMs' start-up would take the two cores from the timed tests above.
+	$(GO) test -race -count=1 -timeout 20m -p 1 ./interop/realservers/ ./zkprestotest/realserver/
 	# Allocation counts, which the race detector's instrumentation changes.
 	$(GO) test -count=1 -run 'Allocs' ./internal/gateway/token/ ./internal/pool/
 	# trino-go-client v1.5.0, which needs Go 1.27, against the gateway and

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fetches the real coordinators the tests start (zkprestotest/realserver):
 # Trino 476 and PrestoDB 0.287, each with the tpch, memory and blackhole
-# connectors, resolved by Maven from Maven Central with strict checksums.
+# connectors, and the clients the tests run against them (trino-jdbc 476,
+# presto-jdbc 0.287, trino-cli 476), resolved by Maven from Maven Central
+# with strict checksums.
 # The result is cached (ZKPRESTO_REAL_SERVERS, by default
 # ~/.cache/zkpresto/real-servers); a second run fetches nothing.
 #
@@ -75,6 +77,8 @@ fetch_trino() {
 		"trino-server-$trino_version/plugin/tpch" \
 		"trino-server-$trino_version/plugin/memory" \
 		"trino-server-$trino_version/plugin/blackhole"
+	# The extract is the cache; Maven's copy of the tarball is not kept.
+	rm -f "$tarball"
 	echo "$jdk" >"$dir.tmp/java-home"
 	echo "io.trino.server.TrinoServer" >"$dir.tmp/main-class"
 	echo "$trino_version" >"$dir.tmp/version"
@@ -115,7 +119,24 @@ fetch_presto() {
 	rm -rf "$dir" && mv "$dir.tmp" "$dir"
 }
 
+# The Java clients BI tools and users run, for the tests through the
+# gateway: the JDBC drivers of both and trino-cli, in clients/.
+fetch_clients() {
+	local dir="$cache/clients"
+	[[ -f "$dir/.complete" ]] && return 0
+	need mvn
+	rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+	local a
+	for a in "io.trino:trino-jdbc:$trino_version" "com.facebook.presto:presto-jdbc:$presto_version" \
+		"io.trino:trino-cli:$trino_version:jar:executable"; do
+		maven dependency:copy -Dartifact="$a" -DoutputDirectory="$dir.tmp"
+	done
+	touch "$dir.tmp/.complete"
+	rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
 start=$(date +%s)
 fetch_trino
 fetch_presto
-echo "fetch-real-servers: Trino $trino_version and PrestoDB $presto_version in $cache ($(du -sh "$cache" | cut -f1), $(($(date +%s) - start)) s)" >&2
+fetch_clients
+echo "fetch-real-servers: Trino $trino_version and PrestoDB $presto_version (and their JDBC drivers and trino-cli) in $cache ($(du -sh "$cache" | cut -f1), $(($(date +%s) - start)) s)" >&2

@@ -1,0 +1,85 @@
+package realservers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/zkpresto/zkpresto/registrar"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/realserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
+)
+
+// flavourFleet is one flavour's servers, registered under its namespace.
+type flavourFleet struct {
+	flavour coordinator.Flavour
+	cluster *realserver.Cluster
+	servers []*realserver.Server
+}
+
+var (
+	zkServer *zkserver.Server
+	fleets   = map[coordinator.Flavour]*flavourFleet{}
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if zkServer, err = zkserver.Start(zkserver.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, "realservers:", err)
+		return 1
+	}
+	defer zkServer.Close()
+
+	// The two clusters start side by side, and each starts its two servers
+	// side by side: on two cores that takes about a minute, against two
+	// minutes one after the other.
+	flavours := []coordinator.Flavour{coordinator.Trino, coordinator.Presto}
+	clusters := make([]*realserver.Cluster, len(flavours))
+	errs := make([]error, len(flavours))
+	var wg sync.WaitGroup
+	for i, flavour := range flavours {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			clusters[i], errs[i] = realserver.StartCluster(realserver.ClusterOptions{
+				Flavour: flavour, Servers: 2, ZooKeeper: zkServer,
+				// Every change of the load written (within the write
+				// budget): with the default threshold of 3, a figure of 1
+				// left by the last statement stays up to 5 s, and
+				// shared_p2c rightly sends everything to the other server
+				// meanwhile.
+				Load: &registrar.LoadPublishing{Threshold: 1},
+			})
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range clusters {
+			if c != nil {
+				_ = c.Close()
+			}
+		}
+	}()
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(os.Stderr, "realservers: the real servers did not start:\n"+err.Error())
+		return 1
+	}
+	for i, flavour := range flavours {
+		fleets[flavour] = &flavourFleet{flavour: flavour, cluster: clusters[i], servers: clusters[i].Servers()}
+	}
+	return m.Run()
+}
+
+// eachFlavour runs fn as a subtest per flavour.
+func eachFlavour(t *testing.T, fn func(t *testing.T, f *flavourFleet)) {
+	for _, flavour := range []coordinator.Flavour{coordinator.Trino, coordinator.Presto} {
+		t.Run(string(flavour), func(t *testing.T) { fn(t, fleets[flavour]) })
+	}
+}

@@ -242,7 +242,7 @@ func (t *routingTransport) target(req *http.Request, a *attempt, submission bool
 		r.Header = a.session.headers(req.Header)
 	}
 	if submission {
-		r.Header = withTransactionSupport(r.Header)
+		r.Header = withClientCapabilities(withTransactionSupport(r.Header))
 	}
 	if placeholder {
 		u := &a.url
@@ -395,5 +395,21 @@ func withTransactionSupport(h http.Header) http.Header {
 	} else {
 		out.Set("X-Presto-Transaction-Id", "NONE")
 	}
+	return out
+}
+
+// withClientCapabilities returns h with X-Trino-Client-Capabilities:
+// PARAMETRIC_DATETIME on a Trino submission that names no capabilities.
+// Without it Trino rounds timestamp(p), time(p) and their zoned forms to
+// milliseconds (Trino's server/protocol/ProtocolUtil.java,
+// supportsParametricDateTime; seen on Trino 476). The driver reads up to
+// twelve digits of fraction, as JDBC and trino-python-client, which send
+// it, do. PrestoDB 0.287 has no timestamp(p) and gets nothing.
+func withClientCapabilities(h http.Header) http.Header {
+	if h.Get("X-Trino-User") == "" || h.Get("X-Trino-Client-Capabilities") != "" {
+		return h
+	}
+	out := h.Clone()
+	out.Set("X-Trino-Client-Capabilities", "PARAMETRIC_DATETIME")
 	return out
 }

@@ -23,6 +23,11 @@ mkdir -p "$cache"
 trino_version=476
 presto_version=0.287
 mvn_flags=(-q -B --strict-checksums -Dstyle.color=never)
+# ZKPRESTO_MAVEN_REPO, when set, is Maven's local repository for this
+# script (a fresh one measures a first fetch; CI may cache it).
+if [[ -n "${ZKPRESTO_MAVEN_REPO:-}" ]]; then
+	mvn_flags+=("-Dmaven.repo.local=$ZKPRESTO_MAVEN_REPO")
+fi
 
 # A JDK whose major version is at least $1 (and at most $2, if given),
 # printed as its home.
@@ -68,17 +73,18 @@ fetch_trino() {
 		exit 1
 	fi
 	need mvn
-	maven dependency:get -Dtransitive=false \
-		-Dartifact="io.trino:trino-server:$trino_version:tar.gz"
-	local tarball="$HOME/.m2/repository/io/trino/trino-server/$trino_version/trino-server-$trino_version.tar.gz"
-	rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+	rm -rf "$dir.tmp" "$dir.download" && mkdir -p "$dir.tmp"
+	# The 821 MB tarball goes through a local repository of its own, removed
+	# once extracted: the extract is the cache.
+	maven -Dmaven.repo.local="$dir.download/repository" dependency:copy \
+		-Dartifact="io.trino:trino-server:$trino_version:tar.gz" -DoutputDirectory="$dir.download"
+	local tarball="$dir.download/trino-server-$trino_version.tar.gz"
 	tar -xzf "$tarball" -C "$dir.tmp" --strip-components=1 \
 		"trino-server-$trino_version/lib" \
 		"trino-server-$trino_version/plugin/tpch" \
 		"trino-server-$trino_version/plugin/memory" \
 		"trino-server-$trino_version/plugin/blackhole"
-	# The extract is the cache; Maven's copy of the tarball is not kept.
-	rm -f "$tarball"
+	rm -rf "$dir.download"
 	echo "$jdk" >"$dir.tmp/java-home"
 	echo "io.trino.server.TrinoServer" >"$dir.tmp/main-class"
 	echo "$trino_version" >"$dir.tmp/version"

@@ -19,12 +19,16 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${ZKPRESTO_REAL_SERVERS:-${XDG_CACHE_HOME:-$HOME/.cache}/zkpresto/real-servers}"
 mkdir -p "$cache"
+# Absolute: Maven runs from other directories below, and the tests read it
+# from their own.
+cache=$(cd "$cache" && pwd)
 
 trino_version=476
 presto_version=0.287
 mvn_flags=(-q -B --strict-checksums -Dstyle.color=never)
 # ZKPRESTO_MAVEN_REPO, when set, is Maven's local repository for this
-# script (a fresh one measures a first fetch; CI may cache it).
+# script (a fresh one measures a first fetch; CI may cache it), but for the
+# Trino tarball, which goes through a repository of its own.
 if [[ -n "${ZKPRESTO_MAVEN_REPO:-}" ]]; then
 	mvn_flags+=("-Dmaven.repo.local=$ZKPRESTO_MAVEN_REPO")
 fi
@@ -118,6 +122,10 @@ fetch_presto() {
 	for p in tpch memory blackhole; do
 		presto_deps "presto-$p" "$dir.tmp/plugin/$p"
 	done
+	if ! compgen -G "$dir.tmp/lib/presto-main-*.jar" >/dev/null; then
+		echo "fetch-real-servers: PrestoDB $presto_version: presto-main did not land in lib/" >&2
+		exit 1
+	fi
 	echo "$jdk" >"$dir.tmp/java-home"
 	echo "com.facebook.presto.server.PrestoServer" >"$dir.tmp/main-class"
 	echo "$presto_version" >"$dir.tmp/version"

@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
@@ -75,6 +76,8 @@ type Server struct {
 	port    int
 	dir     string
 	log     string
+	// environment is node.environment, unique to this start.
+	environment string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -190,6 +193,11 @@ func Start(opts Options) (*Server, error) {
 
 var errPortTaken = errors.New("port taken")
 
+// starts numbers the servers this process starts, for an environment name
+// of each one's own: readiness is only believed from the server that
+// carries it, never from whatever else answers on a port taken meanwhile.
+var starts atomic.Int64
+
 // readyCheck is the statement a server must have run to be ready: it
 // needs a worker, so it fails until the coordinator schedules on itself.
 const readyCheck = "SELECT count(*) FROM tpch.tiny.region"
@@ -206,6 +214,7 @@ func start(opts Options, in install) (*Server, error) {
 	s := &Server{
 		flavour: opts.Flavour, name: opts.Name, version: in.version, port: port,
 		dir: dir, log: filepath.Join(dir, "server.log"), done: make(chan struct{}),
+		environment: fmt.Sprintf("zkpresto_%d_%d", os.Getpid(), starts.Add(1)),
 	}
 	etc := filepath.Join(dir, "etc")
 	if err := s.writeEtc(etc, opts); err != nil {
@@ -217,7 +226,7 @@ func start(opts Options, in install) (*Server, error) {
 		"-XX:+ExitOnOutOfMemoryError", "-Djdk.attach.allowAttachSelf=true",
 		"-Dconfig=" + filepath.Join(etc, "config.properties"),
 		"-Dlog.levels-file=" + filepath.Join(etc, "log.properties"),
-		"-Dnode.environment=test", "-Dnode.id=" + opts.Name,
+		"-Dnode.environment=" + s.environment, "-Dnode.id=" + opts.Name,
 		"-Dnode.data-dir=" + filepath.Join(dir, "data"),
 		"-Dcatalog.config-dir=" + filepath.Join(etc, "catalog"),
 		"-Dplugin.dir=" + filepath.Join(in.dir, "plugin"),
@@ -337,6 +346,10 @@ func (s *Server) waitReady(timeout time.Duration) error {
 			last = err
 			continue
 		}
+		if info.Environment != s.environment {
+			last = fmt.Errorf("another server answers on port %d (environment %q)", s.port, info.Environment)
+			continue
+		}
 		if info.Starting {
 			last = errors.New("/v1/info says starting")
 			continue
@@ -345,7 +358,12 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		_, err = s.Query(qctx, readyCheck)
 		qcancel()
 		if err == nil {
-			return nil
+			select {
+			case <-s.done:
+				return fmt.Errorf("the server exited before it was ready (%v)", s.exitErr())
+			default:
+				return nil
+			}
 		}
 		last = fmt.Errorf("%s: %w", readyCheck, err)
 	}
@@ -396,7 +414,7 @@ func (s *Server) Kill() error {
 		return nil
 	default:
 	}
-	if err := s.cmd.Process.Kill(); err != nil {
+	if err := s.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("realserver: %s: kill: %w", s.name, err)
 	}
 	<-s.done

@@ -34,6 +34,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zkpresto/zkpresto/internal/childproc"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
@@ -245,7 +246,7 @@ func start(opts Options, in install) (*Server, error) {
 	cmd := exec.Command(filepath.Join(in.javaHome, "bin", "java"), args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = childproc.SysProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		_ = os.RemoveAll(dir)
@@ -427,7 +428,7 @@ func (s *Server) Close() error {
 	select {
 	case <-s.done:
 	default:
-		_ = terminate(s.cmd.Process)
+		_ = childproc.Terminate(s.cmd.Process)
 		select {
 		case <-s.done:
 		case <-time.After(20 * time.Second):

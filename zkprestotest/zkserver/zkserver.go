@@ -24,6 +24,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zkpresto/zkpresto/internal/childproc"
 )
 
 const (
@@ -302,7 +304,7 @@ func (s *Server) launch() (*process, int64, error) {
 	cmd.Dir = s.dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = childproc.SysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, 0, fmt.Errorf("zkserver: start java: %w", err)
 	}
@@ -447,7 +449,7 @@ func (s *Server) stopLocked() error {
 	}
 	// A stopped JVM cannot act on SIGTERM until it runs again.
 	_ = resumeProcess(p.cmd.Process)
-	if err := terminateProcess(p.cmd.Process); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := childproc.Terminate(p.cmd.Process); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return errors.Join(fmt.Errorf("zkserver: stop %s: %w", s.Addr(), err), killAndWait(p))
 	}
 	grace := time.NewTimer(stopGrace)

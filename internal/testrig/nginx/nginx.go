@@ -31,6 +31,8 @@ import (
 	"syscall"
 	"text/template"
 	"time"
+
+	"github.com/zkpresto/zkpresto/internal/childproc"
 )
 
 // BinaryEnv names the environment variable that, when set, is the nginx
@@ -176,7 +178,10 @@ func start(bin, dir string, opts Options) (*Proxy, error) {
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = sysProcAttr()
+	// A process group of its own (childproc), so that a master that will
+	// not stop can be killed with its workers; the kernel's kill if the
+	// test binary dies reaches the master only.
+	cmd.SysProcAttr = childproc.SysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("nginx: start %s: %w", bin, err)
 	}

@@ -2,12 +2,7 @@
 
 package nginx
 
-import (
-	"os"
-	"syscall"
-)
-
-func sysProcAttr() *syscall.SysProcAttr { return nil }
+import "os"
 
 func killGroup(pid int) {
 	if p, err := os.FindProcess(pid); err == nil {

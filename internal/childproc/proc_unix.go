@@ -1,14 +1,12 @@
 //go:build unix
 
-package realserver
+package childproc
 
 import (
 	"os"
 	"syscall"
 )
 
-// sysProcAttr puts the JVM in its own process group, so that a terminal's
-// signals aimed at the test binary do not stop it half-way through a test.
 func sysProcAttr() *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	setParentDeathSignal(attr)

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package realserver
+package childproc
 
 import (
 	"os"

@@ -242,7 +242,7 @@ func (t *routingTransport) target(req *http.Request, a *attempt, submission bool
 		r.Header = a.session.headers(req.Header)
 	}
 	if submission {
-		r.Header = withClientCapabilities(withTransactionSupport(r.Header))
+		r.Header = withClientSupport(r.Header)
 	}
 	if placeholder {
 		u := &a.url
@@ -378,38 +378,42 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 	return nil, fmt.Errorf("zkpresto: statement on %s: %w", a.Node.Addr, a.caller.Err())
 }
 
-// withTransactionSupport returns h with X-*-Transaction-Id: NONE, in h's own
-// spelling, when it names no transaction. The servers start a transaction
-// only for a client that sends the header at all (Trino's
-// HttpRequestSessionContextFactory and PrestoDB's HttpRequestSessionContext
-// read its presence as transaction support; StartTransactionTask fails
-// with INCOMPATIBLE_CLIENT without it), and JDBC sends NONE on every
-// submission outside a transaction. The Presto client sends nothing there.
-func withTransactionSupport(h http.Header) http.Header {
-	if h.Get("X-Presto-Transaction-Id") != "" || h.Get("X-Trino-Transaction-Id") != "" {
+// withClientSupport returns h with what the driver supports and the
+// Presto client does not announce, on a copy made once:
+//
+//   - X-*-Transaction-Id: NONE, in h's own spelling, when h names no
+//     transaction. The servers start a transaction only for a client that
+//     sends the header at all (Trino's HttpRequestSessionContextFactory
+//     and PrestoDB's HttpRequestSessionContext read its presence as
+//     transaction support; StartTransactionTask fails with
+//     INCOMPATIBLE_CLIENT without it); JDBC sends NONE on every submission
+//     outside a transaction.
+//   - X-Trino-Client-Capabilities: PARAMETRIC_DATETIME on a Trino
+//     submission that names no capabilities. Without it Trino rounds
+//     timestamp(p), time(p) and their zoned forms to milliseconds (Trino's
+//     server/protocol/ProtocolUtil.java, supportsParametricDateTime; seen
+//     on Trino 476). The driver reads up to twelve digits of fraction, as
+//     JDBC and trino-python-client, which send it, do. PrestoDB 0.287 has
+//     no timestamp(p) and gets nothing.
+//
+// The Presto client always sends its user, in the spelling of the DSN, so
+// X-Trino-User tells the flavour.
+func withClientSupport(h http.Header) http.Header {
+	trino := h.Get("X-Trino-User") != ""
+	needTxn := h.Get("X-Presto-Transaction-Id") == "" && h.Get("X-Trino-Transaction-Id") == ""
+	needCaps := trino && h.Get("X-Trino-Client-Capabilities") == ""
+	if !needTxn && !needCaps {
 		return h
 	}
 	out := h.Clone()
-	if h.Get("X-Trino-User") != "" {
+	switch {
+	case needTxn && trino:
 		out.Set("X-Trino-Transaction-Id", "NONE")
-	} else {
+	case needTxn:
 		out.Set("X-Presto-Transaction-Id", "NONE")
 	}
-	return out
-}
-
-// withClientCapabilities returns h with X-Trino-Client-Capabilities:
-// PARAMETRIC_DATETIME on a Trino submission that names no capabilities.
-// Without it Trino rounds timestamp(p), time(p) and their zoned forms to
-// milliseconds (Trino's server/protocol/ProtocolUtil.java,
-// supportsParametricDateTime; seen on Trino 476). The driver reads up to
-// twelve digits of fraction, as JDBC and trino-python-client, which send
-// it, do. PrestoDB 0.287 has no timestamp(p) and gets nothing.
-func withClientCapabilities(h http.Header) http.Header {
-	if h.Get("X-Trino-User") == "" || h.Get("X-Trino-Client-Capabilities") != "" {
-		return h
+	if needCaps {
+		out.Set("X-Trino-Client-Capabilities", "PARAMETRIC_DATETIME")
 	}
-	out := h.Clone()
-	out.Set("X-Trino-Client-Capabilities", "PARAMETRIC_DATETIME")
 	return out
 }

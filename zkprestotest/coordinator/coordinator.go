@@ -661,7 +661,6 @@ func (c *Coordinator) recordCall(call Call) {
 
 // txn is an open transaction.
 type txn struct {
-	started time.Time
 	// aborted is set when a statement in the transaction failed or was
 	// cancelled after its dispatch: the servers then refuse every statement
 	// of it but ROLLBACK and COMMIT, and COMMIT fails (trino:
@@ -737,7 +736,7 @@ func (c *Coordinator) dispatch(q *query, now time.Time) bool {
 		}
 	}
 	if id := q.plan.beginTxn; id != "" {
-		c.txns[id] = &txn{started: now}
+		c.txns[id] = &txn{}
 	}
 	if id := q.plan.endTxn; id != "" {
 		delete(c.txns, id)

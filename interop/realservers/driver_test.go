@@ -29,20 +29,31 @@ func ctx(t *testing.T) context.Context {
 // server is a cluster of one, so system.runtime.nodes lists only itself.
 const servedBy = "SELECT node_id FROM system.runtime.nodes"
 
+// servingNodes runs servedBy n times on q (a *sql.DB or a *sql.Tx) and
+// counts the statements each node ran; what names the statements in a
+// failure.
+func servingNodes(t *testing.T, c context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, n int, what string) map[string]int {
+	t.Helper()
+	seen := map[string]int{}
+	for i := 0; i < n; i++ {
+		var node string
+		if err := q.QueryRowContext(c, servedBy).Scan(&node); err != nil {
+			t.Fatalf("%s, statement %d: %v", what, i, err)
+		}
+		seen[node]++
+	}
+	return seen
+}
+
 // Each strategy reaches both real coordinators, and every statement runs.
 func TestDriverStrategiesAcrossTwoCoordinators(t *testing.T) {
 	eachFlavour(t, func(t *testing.T, f *flavourFleet) {
 		for _, strategy := range []string{"random", "poll", "weighted", "p2c", "least_active", "shared_p2c"} {
 			t.Run(strategy, func(t *testing.T) {
 				db := open(t, f, ";zooKeeperStrategy="+strategy+"?user=alice")
-				seen := map[string]int{}
-				for i := 0; i < 16; i++ {
-					var node string
-					if err := db.QueryRowContext(ctx(t), servedBy).Scan(&node); err != nil {
-						t.Fatalf("statement %d: %v", i, err)
-					}
-					seen[node]++
-				}
+				seen := servingNodes(t, ctx(t), db, 16, strategy)
 				if len(seen) != 2 {
 					t.Fatalf("16 statements with %s ran on %v; want both coordinators", strategy, seen)
 				}

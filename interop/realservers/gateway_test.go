@@ -70,14 +70,7 @@ func TestGatewayInFrontOfRealServers(t *testing.T) {
 		url := startGateway(t, f)
 		db := openThrough(t, f, url)
 		c := ctx(t)
-		seen := map[string]int{}
-		for i := 0; i < 8; i++ {
-			var node string
-			if err := db.QueryRowContext(c, servedBy).Scan(&node); err != nil {
-				t.Fatalf("statement %d through the gateway: %v", i, err)
-			}
-			seen[node]++
-		}
+		seen := servingNodes(t, c, db, 8, "through the gateway")
 		if len(seen) != 2 {
 			t.Fatalf("8 statements through the gateway ran on %v; want both coordinators", seen)
 		}

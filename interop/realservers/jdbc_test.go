@@ -66,13 +66,7 @@ func TestJDBCThroughTheGateway(t *testing.T) {
 			servedBy,                      // 17
 		)
 		rows := probe(t, driverJar, statements)
-		nodes := map[string]bool{}
-		for i := 1; i <= 8; i++ {
-			if len(rows[i]) != 1 || rows[i][0][0] == "ERROR" {
-				t.Fatalf("statement %d: %q", i, rows[i])
-			}
-			nodes[rows[i][0][0]] = true
-		}
+		nodes := probedNodes(t, rows, 1, 8)
 		if len(nodes) != 2 {
 			t.Errorf("8 statements through the gateway ran on %v; want both coordinators", nodes)
 		}
@@ -106,13 +100,7 @@ func TestJDBCThroughTheGateway(t *testing.T) {
 		if f.flavour == coordinator.Trino && len(rows[16]) != 0 {
 			t.Errorf("COMMIT through trino-jdbc: %q", rows[16])
 		}
-		in := map[string]bool{}
-		for i := 12; i <= 14; i++ {
-			if len(rows[i]) != 1 || rows[i][0][0] == "ERROR" {
-				t.Fatalf("statement %d in the transaction: %q", i, rows[i])
-			}
-			in[rows[i][0][0]] = true
-		}
+		in := probedNodes(t, rows, 12, 14)
 		if len(in) != 1 {
 			t.Errorf("one transaction's statements ran on %v", in)
 		}
@@ -143,6 +131,21 @@ func probe(t *testing.T, driverJar string, args []string) map[int][][]string {
 		rows[i] = append(rows[i], fields[1:])
 	}
 	return rows
+}
+
+// probedNodes returns the nodes that the probe's servedBy statements from
+// to through (indexes, both included) named, failing t when one of them
+// failed.
+func probedNodes(t *testing.T, rows map[int][][]string, from, through int) map[string]bool {
+	t.Helper()
+	nodes := map[string]bool{}
+	for i := from; i <= through; i++ {
+		if len(rows[i]) != 1 || rows[i][0][0] == "ERROR" {
+			t.Fatalf("statement %d: %q", i, rows[i])
+		}
+		nodes[rows[i][0][0]] = true
+	}
+	return nodes
 }
 
 // anonymous is rows as text with the node names in nodes replaced by NODE.

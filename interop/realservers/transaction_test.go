@@ -3,6 +3,7 @@ package realservers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,14 +26,7 @@ func TestDriverTransactionsStayOnTheirCoordinator(t *testing.T) {
 			if err != nil {
 				t.Fatalf("round %d: BeginTx: %v", round, err)
 			}
-			seen := map[string]int{}
-			for i := 0; i < 4; i++ {
-				var node string
-				if err := tx.QueryRowContext(c, servedBy).Scan(&node); err != nil {
-					t.Fatalf("round %d, statement %d in the transaction: %v", round, i, err)
-				}
-				seen[node]++
-			}
+			seen := servingNodes(t, c, tx, 4, fmt.Sprintf("round %d, in the transaction", round))
 			var n int64
 			if err := tx.QueryRowContext(c, "SELECT count(*) FROM tpch.tiny.nation").Scan(&n); err != nil || n != 25 {
 				t.Fatalf("round %d: count of tpch.tiny.nation in the transaction = %d, %v; want 25", round, n, err)
@@ -50,14 +44,7 @@ func TestDriverTransactionsStayOnTheirCoordinator(t *testing.T) {
 			}
 		}
 		// Outside a transaction poll still reaches both.
-		seen := map[string]int{}
-		for i := 0; i < 4; i++ {
-			var node string
-			if err := db.QueryRowContext(c, servedBy).Scan(&node); err != nil {
-				t.Fatalf("statement %d after the transactions: %v", i, err)
-			}
-			seen[node]++
-		}
+		seen := servingNodes(t, c, db, 4, "after the transactions")
 		if len(seen) != 2 {
 			t.Fatalf("after the transactions poll ran on %v; want both coordinators", seen)
 		}

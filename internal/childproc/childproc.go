@@ -3,7 +3,8 @@
 // coordinators' JVMs, nginx): in a process group of their own, so that a
 // terminal's signals aimed at the test binary do not stop them half-way
 // through a test, and on Linux killed by the kernel if the test binary
-// dies without stopping them (a panic, a test timeout, SIGKILL).
+// dies without stopping them (a panic, a test timeout, SIGKILL); and the
+// tail of their logs, for the errors that say why one did not start.
 package childproc
 
 import (

@@ -393,15 +393,11 @@ func (s *Server) Version() string { return s.version }
 
 // LogTail returns the last n lines of the server's log.
 func (s *Server) LogTail(n int) string {
-	b, err := os.ReadFile(s.log)
+	tail, err := childproc.LogTail(s.log, n)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
+	return tail
 }
 
 // Exited is closed when the server's process has ended.

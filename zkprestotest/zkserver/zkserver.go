@@ -12,7 +12,6 @@
 package zkserver
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +36,7 @@ const (
 	pollInterval     = 50 * time.Millisecond
 	// errorTailLines is how much of the server log start errors carry.
 	errorTailLines = 30
-	// logTailWindow is how far back from the end LogTail reads.
+	// logTailWindow is the most logSince reads, as childproc.LogTail does.
 	logTailWindow = 256 << 10
 	tickTime      = 500 * time.Millisecond
 )
@@ -384,34 +383,8 @@ func (s *Server) logSince(offset int64) string {
 // LogTail returns the last n lines of the server log (all runs of this
 // server, oldest first), or "" when there is none.
 func (s *Server) LogTail(n int) string {
-	if n <= 0 {
-		return ""
-	}
-	f, err := os.Open(s.logPath)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	start := max(info.Size()-logTailWindow, 0)
-	data, err := io.ReadAll(io.NewSectionReader(f, start, info.Size()-start))
-	if err != nil {
-		return ""
-	}
-	if start > 0 {
-		// Drop the partial first line.
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			data = data[i+1:]
-		}
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	tail, _ := childproc.LogTail(s.logPath, n)
+	return tail
 }
 
 // Mode returns "standalone", "leader" or "follower" as the server's srvr

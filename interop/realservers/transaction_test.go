@@ -180,8 +180,5 @@ func simulatorOf(t *testing.T, f coordinator.Flavour) (*coordinator.Coordinator,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sim.Close() })
-	if f == coordinator.Trino {
-		return sim, "X-Trino-"
-	}
-	return sim, "X-Presto-"
+	return sim, f.HeaderPrefix()
 }

@@ -51,8 +51,9 @@ const (
 	Trino  Flavour = "trino"
 )
 
-// prefix is the flavour's header prefix.
-func (f Flavour) prefix() string {
+// HeaderPrefix is the flavour's spelling of the protocol's headers,
+// "X-Presto-" or "X-Trino-".
+func (f Flavour) HeaderPrefix() string {
 	if f == Trino {
 		return "X-Trino-"
 	}

@@ -791,7 +791,7 @@ func prefixed(f Flavour, h http.Header) http.Header {
 	}
 	out := make(http.Header, len(h))
 	for name, values := range h {
-		out[http.CanonicalHeaderKey(f.prefix()+name)] = values
+		out[http.CanonicalHeaderKey(f.HeaderPrefix()+name)] = values
 	}
 	return out
 }

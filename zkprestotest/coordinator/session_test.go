@@ -212,7 +212,7 @@ func TestSessionStatementHeaders(t *testing.T) {
 	} {
 		t.Run(tc.stmt, func(t *testing.T) {
 			c := start(t, Options{Flavour: tc.flavour})
-			p := tc.flavour.prefix()
+			p := tc.flavour.HeaderPrefix()
 			final, h, _ := runRaw(t, c, hdr(p+"User", "u", p+"Catalog", "cat"), tc.stmt)
 			if final.Error != nil {
 				t.Fatalf("%s failed: %+v", tc.stmt, final.Error)
@@ -236,7 +236,7 @@ func TestPreparedStatements(t *testing.T) {
 	for _, f := range []Flavour{Presto, Trino} {
 		t.Run(string(f), func(t *testing.T) {
 			c := start(t, Options{Flavour: f, BatchRows: 2})
-			p := f.prefix()
+			p := f.HeaderPrefix()
 			_, h, _ := runRaw(t, c, hdr(p+"User", "u"), "PREPARE my_q FROM SELECT * FROM rows(?) WHERE 'a?' <> ?")
 			added := h.Get(p + "Added-Prepare")
 			if !strings.HasPrefix(added, "my_q=") {

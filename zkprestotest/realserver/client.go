@@ -91,7 +91,7 @@ func (s *Server) Query(ctx context.Context, sql string, headers ...string) (*Res
 // QueryAt is Server.Query against any coordinator at baseURL, of the
 // flavour given (the simulator, for the differential tests).
 func QueryAt(ctx context.Context, baseURL string, flavour coordinator.Flavour, sql string, headers ...string) (*Result, error) {
-	prefix := "X-" + headerWord(flavour) + "-"
+	prefix := flavour.HeaderPrefix()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/v1/statement", strings.NewReader(sql))
 	if err != nil {
 		return nil, err
@@ -155,15 +155,6 @@ func do(req *http.Request) (*page, http.Header, error) {
 	}
 }
 
-func (s *Server) headerWord() string { return headerWord(s.flavour) }
-
-func headerWord(f coordinator.Flavour) string {
-	if f == coordinator.Trino {
-		return "Trino"
-	}
-	return "Presto"
-}
-
 // Shutdown asks the server to shut down gracefully, as operators do: PUT
 // /v1/info/state "SHUTTING_DOWN". The server then finishes its queries,
 // refuses new ones and exits (Trino's coordinator refuses the request).
@@ -173,7 +164,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-"+s.headerWord()+"-User", "test")
+	req.Header.Set(s.flavour.HeaderPrefix()+"User", "test")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("realserver: %s: shutdown: %w", s.name, err)

@@ -577,7 +577,7 @@ func runTransaction(t *testing.T, s *setup, statements int) (*coordinator.Coordi
 	// The Presto client alone names no transaction outside one, and the
 	// servers refuse its START TRANSACTION; JDBC sends NONE, so this does.
 	connector, err := presto.NewConnector(s.dsn("alice"),
-		presto.WithHTTPClient(&http.Client{Transport: noTransactionYet{http.DefaultTransport}}))
+		presto.WithHTTPClient(&http.Client{Transport: testutil.TransactionNone{Next: http.DefaultTransport}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -698,16 +698,4 @@ func TestPlainTextErrorsPassThrough(t *testing.T) {
 			t.Fatalf("statement %d after a 410: %d rows, %v", i, n, err)
 		}
 	}
-}
-
-// noTransactionYet sends X-Presto-Transaction-Id: NONE on every request
-// that names no transaction, as JDBC does.
-type noTransactionYet struct{ next http.RoundTripper }
-
-func (n noTransactionYet) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Header.Get("X-Presto-Transaction-Id") == "" {
-		r = r.Clone(r.Context())
-		r.Header.Set("X-Presto-Transaction-Id", "NONE")
-	}
-	return n.next.RoundTrip(r)
 }

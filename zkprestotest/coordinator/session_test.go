@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
 // exchange sends one request with a plain HTTP client and returns the response (body read
@@ -314,7 +316,7 @@ func TestTransactionsThroughClient(t *testing.T) {
 			// With NONE on every submission outside a transaction, as JDBC
 			// and zkpresto's driver send it, transactions work.
 			db := openDBVia(t, c, tc.scheme, "alice", "/hive/default", func(next http.RoundTripper) http.RoundTripper {
-				return noneTransaction{next}
+				return testutil.TransactionNone{Next: next}
 			})
 			db.SetMaxOpenConns(1) // the transaction state lives in the one connection
 			tx, err := db.BeginTx(ctx, nil)
@@ -430,20 +432,4 @@ func TestHeaderPairs(t *testing.T) {
 	if want := []string{"a|x,y", "b%2E|2", "c|", "d|100%"}; !slices.Equal(got, want) {
 		t.Fatalf("pairs %q, want %q", got, want)
 	}
-}
-
-// noneTransaction sends X-*-Transaction-Id: NONE, in the request's own
-// spelling, on every request that names no transaction, as JDBC does.
-type noneTransaction struct{ next http.RoundTripper }
-
-func (n noneTransaction) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Header.Get("X-Presto-Transaction-Id") == "" && r.Header.Get("X-Trino-Transaction-Id") == "" {
-		r = r.Clone(r.Context())
-		if r.Header.Get("X-Trino-User") != "" {
-			r.Header.Set("X-Trino-Transaction-Id", "NONE")
-		} else {
-			r.Header.Set("X-Presto-Transaction-Id", "NONE")
-		}
-	}
-	return n.next.RoundTrip(r)
 }

@@ -110,3 +110,22 @@ func CheckNumbered(tb testing.TB, rows *sql.Rows, n int64) {
 		tb.Fatalf("closing the rows: %v", err)
 	}
 }
+
+// TransactionNone sends X-*-Transaction-Id: NONE, in the request's own
+// spelling, on every request that names no transaction, as JDBC does: the
+// servers start a transaction only for a client that sends the header, and
+// presto-go-client alone sends none.
+type TransactionNone struct{ Next http.RoundTripper }
+
+// RoundTrip implements http.RoundTripper.
+func (n TransactionNone) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("X-Presto-Transaction-Id") == "" && r.Header.Get("X-Trino-Transaction-Id") == "" {
+		r = r.Clone(r.Context())
+		if r.Header.Get("X-Trino-User") != "" {
+			r.Header.Set("X-Trino-Transaction-Id", "NONE")
+		} else {
+			r.Header.Set("X-Presto-Transaction-Id", "NONE")
+		}
+	}
+	return n.Next.RoundTrip(r)
+}

@@ -179,3 +179,32 @@ func TestCheckNumbered(t *testing.T) {
 		}
 	}
 }
+
+// TransactionNone adds NONE in the request's spelling, and only where the
+// request names no transaction.
+func TestTransactionNone(t *testing.T) {
+	var got []http.Header
+	rt := testutil.TransactionNone{Next: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		got = append(got, r.Header)
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	})}
+	for _, h := range []http.Header{
+		{"X-Presto-User": {"a"}},
+		{"X-Trino-User": {"a"}},
+		{"X-Trino-User": {"a"}, "X-Trino-Transaction-Id": {"t1"}},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/v1/statement", nil)
+		req.Header = h
+		if _, err := rt.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got[0].Get("X-Presto-Transaction-Id") != "NONE" || got[1].Get("X-Trino-Transaction-Id") != "NONE" ||
+		got[1].Get("X-Presto-Transaction-Id") != "" || got[2].Get("X-Trino-Transaction-Id") != "t1" {
+		t.Fatalf("headers sent: %v", got)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

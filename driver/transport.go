@@ -161,6 +161,11 @@ func (t *routingTransport) roundTrip(req *http.Request) (*http.Response, error) 
 	if submission && a.caller.Done() != nil {
 		return t.submitCancellable(req, a)
 	}
+	if a.caller.Err() != nil {
+		// The caller gave up already: AfterFunc below would abort the
+		// request only from another goroutine, after it may have left.
+		return nil, t.failed(a, a.caller.Err())
+	}
 	release := t.releasedFn
 	if a.caller.Done() != nil {
 		// Abort the request when the caller gives up, with the caller's

@@ -272,7 +272,11 @@ func (c *Connector) prestoDSN() string {
 	set("source", c.cfg.Source)
 	set("client_tags", strings.Join(c.cfg.ClientTags, ","))
 	set("client_info", c.cfg.ClientInfo)
-	set("timezone", c.cfg.TimeZone)
+	if c.cfg.TimeZone != "" {
+		q.Set("timezone", c.cfg.TimeZone)
+	} else {
+		q.Set("timezone", clientTimeZone())
+	}
 	// TLS material is loaded into the driver's transport; the Presto client
 	// only needs to know that the scheme is https.
 	if c.cfg.UsesTLS() {

@@ -250,6 +250,31 @@ func TestSessionReachesTheCoordinator(t *testing.T) {
 	}
 }
 
+// Without a timezone in the DSN every statement carries the client's own
+// zone, as JDBC does: else each coordinator would use its JVM's, and what
+// current_timestamp means would depend on the one the strategy picked.
+func TestClientZoneIsTheDefault(t *testing.T) {
+	t.Setenv("TZ", "Asia/Kathmandu")
+	f := fleet.StartT(t, fleet.Options{Coordinators: 1})
+	c := f.Coordinators[0]
+	if _, err := f.Register(c, discovery.FormatHive, 1); err != nil {
+		t.Fatal(err)
+	}
+	for dsn, want := range map[string]string{
+		"?user=alice":                          "Asia/Kathmandu",
+		"?user=alice&timezone=America/Chicago": "America/Chicago",
+	} {
+		db := openPerStatement(t, f.DSN(dsn))
+		if _, err := db.Exec("SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+		reqs := c.Requests()
+		if got := reqs[len(reqs)-1].TimeZone; got != want {
+			t.Errorf("%s: the statement's zone is %q, want %q", dsn, got, want)
+		}
+	}
+}
+
 func TestSqlxSelectIntoStructs(t *testing.T) {
 	f := fleet.StartT(t, fleet.Options{Coordinators: 2})
 	for _, c := range f.Coordinators {

@@ -184,7 +184,8 @@ type Config struct {
 	ClientTags []string
 	// ClientInfo is free-form client information.
 	ClientInfo string
-	// TimeZone is the session time zone.
+	// TimeZone is the session time zone; empty means the client's own,
+	// which the driver finds and sends.
 	TimeZone string
 	// SSLCert and SSLKey are files holding a client certificate and its key.
 	SSLCert, SSLKey string

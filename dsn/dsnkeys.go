@@ -353,7 +353,7 @@ var dsnKeys = []*dsnKey{
 		format: func(c *Config) (string, bool) { return strings.Join(c.ClientTags, ","), len(c.ClientTags) > 0 },
 	},
 	dsnClientString(dsnKeyClientInfo, dsnDocClient, func(c *Config) *string { return &c.ClientInfo }),
-	dsnAlias(dsnClientString(dsnKeyTimeZone, dsnDocClient, func(c *Config) *string { return &c.TimeZone }), "timeZoneId"),
+	dsnAlias(dsnClientString(dsnKeyTimeZone, dsnDocTimeZone, func(c *Config) *string { return &c.TimeZone }), "timeZoneId"),
 	dsnClientString("ssl_cert", dsnDocSSL, func(c *Config) *string { return &c.SSLCert }),
 	dsnClientString("ssl_key", dsnDocSSL, func(c *Config) *string { return &c.SSLKey }),
 	dsnClientString("ssl_ca", dsnDocSSL, func(c *Config) *string { return &c.SSLCA }),
@@ -464,6 +464,7 @@ const (
 	dsnDocZKSSLPair = "PEM client certificate and its key (together); ZooKeeper asks for one by default (`ssl.clientAuth=need`)"
 	dsnDocUser      = "Presto user and password (also as `user:password@` before HOSTS)"
 	dsnDocClient    = "passed to the Presto client as it defines them"
+	dsnDocTimeZone  = "the session time zone, a tz database name (`Europe/Paris`) or an offset (`+05:30`); without it the client's own (`$TZ`, else what `/etc/localtime` links to, else the current offset), as JDBC sends, so that no statement's zone depends on the coordinator picked"
 	dsnDocSSL       = "TLS to the coordinators (any of them means https)"
 )
 

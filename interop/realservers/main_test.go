@@ -20,6 +20,9 @@ type flavourFleet struct {
 	servers []*realserver.Server
 }
 
+// jvmZones are the zones of each flavour's two servers.
+var jvmZones = []string{"America/New_York", "Asia/Kolkata"}
+
 var (
 	zkServer *zkserver.Server
 	fleets   = map[coordinator.Flavour]*flavourFleet{}
@@ -56,6 +59,9 @@ func run(m *testing.M) int {
 				// shared_p2c rightly sends everything to the other server
 				// meanwhile.
 				Load: &registrar.LoadPublishing{Threshold: 1},
+				// Coordinators that disagree on the zone: a statement's
+				// zone must be the client's, whichever runs it.
+				TimeZones: jvmZones,
 			})
 		}()
 	}

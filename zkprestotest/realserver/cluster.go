@@ -29,6 +29,10 @@ type ClusterOptions struct {
 	// Server is the template for every server (its Flavour and Name are
 	// replaced).
 	Server Options
+	// TimeZones, when set, are the servers' JVM zones in turn (server i
+	// gets TimeZones[i%len]), replacing the template's: a fleet whose
+	// coordinators disagree on the zone, as fleets across regions do.
+	TimeZones []string
 	// ZooKeeper, when set, is the ZooKeeper the servers register in, shared
 	// with other clusters and left running by Close; nil starts one.
 	ZooKeeper *zkserver.Server
@@ -93,6 +97,9 @@ func StartCluster(opts ClusterOptions) (*Cluster, error) {
 	for i := range c.servers {
 		o := opts.Server
 		o.Flavour, o.Name = opts.Flavour, fmt.Sprintf("%s%d", opts.Flavour, i+1)
+		if len(opts.TimeZones) > 0 {
+			o.TimeZone = opts.TimeZones[i%len(opts.TimeZones)]
+		}
 		starting.Add(1)
 		go func() {
 			defer starting.Done()

@@ -60,6 +60,9 @@ type Options struct {
 	// "resource-groups.properties"); "etc/" in a Config value is replaced
 	// by the etc directory's path.
 	Files map[string]string
+	// TimeZone is the JVM's zone (user.timezone), the session zone of a
+	// statement that names none; default the machine's.
+	TimeZone string
 	// HeapMB is the JVM's maximum heap, default 1024.
 	HeapMB int
 	// StartTimeout bounds the start, default 4 minutes.
@@ -231,6 +234,9 @@ func start(opts Options, in install) (*Server, error) {
 		"-Dnode.data-dir=" + filepath.Join(dir, "data"),
 		"-Dcatalog.config-dir=" + filepath.Join(etc, "catalog"),
 		"-Dplugin.dir=" + filepath.Join(in.dir, "plugin"),
+	}
+	if opts.TimeZone != "" {
+		args = append(args, "-Duser.timezone="+opts.TimeZone)
 	}
 	if opts.Flavour == coordinator.Presto {
 		for _, p := range jvmOpens {

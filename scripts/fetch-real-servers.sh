@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetches the real coordinators the tests start (zkprestotest/realserver):
 # Trino 476 and PrestoDB 0.287, each with the tpch, memory and blackhole
-# connectors, and the clients the tests run against them (trino-jdbc 476,
+# connectors and the file resource group manager, and the clients the tests run against them (trino-jdbc 476,
 # presto-jdbc 0.287, trino-cli 476), resolved by Maven from Maven Central
 # with strict checksums.
 # The result is cached (ZKPRESTO_REAL_SERVERS, by default
@@ -11,10 +11,11 @@
 #   Trino 476 is the newest whose server is on Maven Central. The plugin zip
 #   of trino-blackhole 476 is not published, and Trino refuses a plugin of
 #   another SPI version, so the whole trino-server tarball is fetched and
-#   only lib/ and the three plugins are kept.
+#   only lib/ and the plugins are kept.
 #   PrestoDB 0.287 is the newest at which presto-main, presto-tpch,
-#   presto-memory and presto-blackhole are all published; the 2 GB
-#   presto-server tarball is assembled from them instead.
+#   presto-memory, presto-blackhole and presto-resource-group-managers are
+#   all published; the 2 GB presto-server tarball is assembled from them
+#   instead.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${ZKPRESTO_REAL_SERVERS:-${XDG_CACHE_HOME:-$HOME/.cache}/zkpresto/real-servers}"
@@ -25,6 +26,10 @@ cache=$(cd "$cache" && pwd)
 
 trino_version=476
 presto_version=0.287
+# The plugins each server gets; .complete holds the list, so that a cache
+# made with fewer is fetched again.
+plugins=(tpch memory blackhole resource-group-managers)
+layout="plugins: ${plugins[*]}"
 mvn_flags=(-q -B --strict-checksums -Dstyle.color=never)
 # ZKPRESTO_MAVEN_REPO, when set, is Maven's local repository for this
 # script (a fresh one measures a first fetch; CI may cache it), but for the
@@ -61,6 +66,11 @@ maven() {
 	rm -f "$log"
 }
 
+# Whether server directory $1 was completed with today's plugins.
+complete() {
+	[[ -f "$1/.complete" && "$(cat "$1/.complete")" == "$layout" ]]
+}
+
 need() {
 	command -v "$1" >/dev/null 2>&1 || {
 		echo "fetch-real-servers: $1 is missing; install Maven and a JDK (Debian: apt-get install maven)" >&2
@@ -70,7 +80,7 @@ need() {
 
 fetch_trino() {
 	local dir="$cache/trino-$trino_version"
-	[[ -f "$dir/.complete" ]] && return 0
+	complete "$dir" && return 0
 	local jdk
 	if ! jdk=$(find_jdk 24); then
 		echo "fetch-real-servers: Trino $trino_version needs Java 24 or later; none found in JAVA_HOME or /usr/lib/jvm" >&2
@@ -83,16 +93,24 @@ fetch_trino() {
 	maven -Dmaven.repo.local="$dir.download/repository" dependency:copy \
 		-Dartifact="io.trino:trino-server:$trino_version:tar.gz" -DoutputDirectory="$dir.download"
 	local tarball="$dir.download/trino-server-$trino_version.tar.gz"
-	tar -xzf "$tarball" -C "$dir.tmp" --strip-components=1 \
-		"trino-server-$trino_version/lib" \
-		"trino-server-$trino_version/plugin/tpch" \
-		"trino-server-$trino_version/plugin/memory" \
-		"trino-server-$trino_version/plugin/blackhole"
+	local top="trino-server-$trino_version" targets p
+	local members=("$top/lib" "${plugins[@]/#/$top/plugin/}")
+	# A jar shared by plugins is one file hard-linked into each: the other
+	# plugins' copies are extracted too, then only the plugins wanted kept.
+	# (tar refuses a name inside a member already named as not found.)
+	mapfile -t targets < <(tar -tvzf "$tarball" "${members[@]}" | sed -n 's/.* link to //p' | sort -u |
+		grep -v -F -f <(printf '%s/\n' "${members[@]}") || true)
+	mkdir -p "$dir.download/extract" "$dir.tmp/plugin"
+	tar -xzf "$tarball" -C "$dir.download/extract" --strip-components=1 "${members[@]}" "${targets[@]}"
+	mv "$dir.download/extract/lib" "$dir.tmp/lib"
+	for p in "${plugins[@]}"; do
+		mv "$dir.download/extract/plugin/$p" "$dir.tmp/plugin/$p"
+	done
 	rm -rf "$dir.download"
 	echo "$jdk" >"$dir.tmp/java-home"
 	echo "io.trino.server.TrinoServer" >"$dir.tmp/main-class"
 	echo "$trino_version" >"$dir.tmp/version"
-	touch "$dir.tmp/.complete"
+	echo "$layout" >"$dir.tmp/.complete"
 	rm -rf "$dir" && mv "$dir.tmp" "$dir"
 }
 
@@ -108,7 +126,7 @@ presto_deps() {
 
 fetch_presto() {
 	local dir="$cache/presto-$presto_version"
-	[[ -f "$dir/.complete" ]] && return 0
+	complete "$dir" && return 0
 	local jdk
 	# PrestoDB 0.287 runs on Java 17; a newer one is the fallback.
 	if ! jdk=$(find_jdk 17 17) && ! jdk=$(find_jdk 17); then
@@ -119,7 +137,7 @@ fetch_presto() {
 	rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
 	presto_deps presto-main "$dir.tmp/lib"
 	local p
-	for p in tpch memory blackhole; do
+	for p in "${plugins[@]}"; do
 		presto_deps "presto-$p" "$dir.tmp/plugin/$p"
 	done
 	if ! compgen -G "$dir.tmp/lib/presto-main-*.jar" >/dev/null; then
@@ -129,7 +147,7 @@ fetch_presto() {
 	echo "$jdk" >"$dir.tmp/java-home"
 	echo "com.facebook.presto.server.PrestoServer" >"$dir.tmp/main-class"
 	echo "$presto_version" >"$dir.tmp/version"
-	touch "$dir.tmp/.complete"
+	echo "$layout" >"$dir.tmp/.complete"
 	rm -rf "$dir" && mv "$dir.tmp" "$dir"
 }
 

@@ -116,6 +116,11 @@ type Options struct {
 	// wait on the queued resource, QUEUED, until one finishes.
 	// 0 runs every statement at once.
 	MaxRunning int
+	// MaxQueued, with MaxRunning, is how many statements may wait for a
+	// slot, as a resource group's maxQueued: the next one fails at its
+	// dispatch (the first GET) with QUERY_QUEUE_FULL ("Too many queued
+	// queries for \"global\""), never having run. 0 lets any number wait.
+	MaxQueued int
 	// QueuedPolls is how many GETs of a query's queued nextUri answer QUEUED before its
 	// links move to /v1/statement/executing, as under a busy dispatcher (trino:
 	// dispatcher/QueuedStatementResource.java answers QUEUED until the query is
@@ -264,16 +269,17 @@ type Coordinator struct {
 	tls       *tls.Config // serve https with it, when set
 	spool     *spooler    // nil unless Options.Spooling
 
-	latency     atomic.Int64 // nanoseconds
-	answerDelay atomic.Int64 // nanoseconds a submission's answer waits after acceptance
-	pageDelay   atomic.Int64 // nanoseconds a poll waits once the statement is ready
-	openConns   atomic.Int64 // HTTP connections open now
-	starting    atomic.Bool
-	noWorkers   atomic.Bool // see SetNoWorkers
-	resetting   atomic.Bool // see SetResetting
-	statements  atomic.Int64
-	querySeq    atomic.Int64
-	startedAt   atomic.Int64 // unix nanos of the last (re)start, read by /v1/info without lifeMu
+	latency        atomic.Int64 // nanoseconds
+	answerDelay    atomic.Int64 // nanoseconds a submission's answer waits after acceptance
+	pageDelay      atomic.Int64 // nanoseconds a poll waits once the statement is ready
+	openConns      atomic.Int64 // HTTP connections open now
+	starting       atomic.Bool
+	noWorkers      atomic.Bool // see SetNoWorkers
+	forceQueueFull atomic.Bool // see SetQueueFull
+	resetting      atomic.Bool // see SetResetting
+	statements     atomic.Int64
+	querySeq       atomic.Int64
+	startedAt      atomic.Int64 // unix nanos of the last (re)start, read by /v1/info without lifeMu
 
 	// lifeMu serialises Stop, Restart and Close and guards the fields below it.
 	lifeMu sync.Mutex
@@ -298,6 +304,7 @@ type Coordinator struct {
 	// With Options.MaxRunning: the slots in use and the queries waiting
 	// for one, oldest first (ended ones are skipped when they come up).
 	maxRunning int
+	maxQueued  int
 	slotsUsed  int
 	waiting    []*query
 	// undispatched counts the queries of active submitted and not yet fetched.
@@ -353,6 +360,7 @@ func Start(opts Options) (*Coordinator, error) {
 		gzip:        !opts.NoGzip,
 		tls:         opts.TLS,
 		maxRunning:  max(opts.MaxRunning, 0),
+		maxQueued:   max(opts.MaxQueued, 0),
 		queuedPolls: max(opts.QueuedPolls, 0),
 	}
 	if opts.Spooling != SpoolingOff {
@@ -552,6 +560,11 @@ func (c *Coordinator) OpenConns() int64 { return c.openConns.Load() }
 // SERVER_STARTING_UP; /v1/info does not say so, as on the servers.
 func (c *Coordinator) SetNoWorkers(on bool) { c.noWorkers.Store(on) }
 
+// SetQueueFull switches the state of a coordinator whose resource group can neither run nor
+// queue another statement, as Options.MaxQueued reached does: statements dispatched meanwhile
+// fail with QUERY_QUEUE_FULL, never having run.
+func (c *Coordinator) SetQueueFull(on bool) { c.forceQueueFull.Store(on) }
+
 // SetStarting switches the starting state: while starting, /v1/info says "starting": true,
 // /v1/info/state INACTIVE, and a statement dispatched meanwhile (answered 200 and QUEUED
 // like any other, then the first GET of its nextUri) fails there with SERVER_STARTING_UP,
@@ -743,6 +756,26 @@ func (c *Coordinator) dispatch(q *query, now time.Time) bool {
 		delete(c.txns, id)
 	}
 	return true
+}
+
+// queueFull reports whether a statement dispatched now would find every
+// slot taken and the queue at Options.MaxQueued.
+func (c *Coordinator) queueFull() bool {
+	if c.forceQueueFull.Load() {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.maxRunning == 0 || c.maxQueued == 0 || c.slotsUsed < c.maxRunning {
+		return false
+	}
+	waiting := 0
+	for _, w := range c.waiting {
+		if c.active[w.id] == w {
+			waiting++
+		}
+	}
+	return waiting >= c.maxQueued
 }
 
 // lookup returns the active query with the id, or the record of a finished one.

@@ -94,7 +94,9 @@
 //
 // With Options.MaxRunning, a dispatched statement without a slot stays on the queued
 // resource, each poll waiting up to maxWait for a slot and answering QUEUED with the next
-// queued token, as in a resource group's queue.
+// queued token, as in a resource group's queue. With Options.MaxQueued too, a statement
+// that finds that many waiting fails at dispatch with QUERY_QUEUE_FULL (Trino at its first
+// GET, PrestoDB at its second, the first answering QUEUED).
 //
 // Each GET of an executing nextUri then waits until the statement's latency
 // (Options.Latency, measured from dispatch) has passed, but at most maxWait (a query
@@ -146,7 +148,7 @@
 // # What is not simulated
 //
 // There is no SQL, no types beyond varchar, bigint and boolean, no authentication, no
-// web UI behind infoUri, no resource groups beyond Options.MaxRunning, and a transaction neither isolates
+// web UI behind infoUri, no resource groups beyond Options.MaxRunning and MaxQueued, and a transaction neither isolates
 // nor aborts anything: it is an id the coordinator hands out and checks.
 //
 // # Failure simulation
@@ -154,7 +156,8 @@
 // SetStarting(true) makes /v1/info report "starting": true, and a statement dispatched
 // meanwhile (accepted, 200 QUEUED, then the first GET of its nextUri) fails there with
 // SERVER_STARTING_UP ("... server is still initializing"), as on the servers;
-// SetNoWorkers(true) fails it there with NO_NODES_AVAILABLE. Neither answers 503. Stop closes the listener and every
+// SetNoWorkers(true) fails it there with NO_NODES_AVAILABLE, SetQueueFull(true) with
+// QUERY_QUEUE_FULL. None answers 503. Stop closes the listener and every
 // connection and forgets all queries, like a node that died; Restart listens again on the
 // same port. /v1/info answers like Presto's NodeInfo resource and /v1/info/state with
 // "ACTIVE" (or "INACTIVE" while starting).

@@ -677,9 +677,13 @@ func (c *Coordinator) waitForSlot(r *http.Request, q *query, wait time.Duration)
 	}
 }
 
+// errRefuseNextGet is dispatchFailure's answer for a PrestoDB query it refuses at the next
+// GET: this one answers QUEUED.
+var errRefuseNextGet = &queryError{ErrorName: "refused at the next GET"}
+
 // dispatchFailure is how the first GET of q's queued nextUri fails, nil when q may run: a
-// starting coordinator, or one without workers, accepts the POST like any other and fails
-// the query when it dispatches it, never with a 503 (trino:
+// starting coordinator, one without workers, or one whose queue is full (Options.MaxQueued)
+// accepts the POST like any other and fails the query when it dispatches it, never with a 503 (trino:
 // dispatcher/DispatchManager.createQueryInternal fails it with SERVER_STARTING_UP "Trino
 // server is still initializing" until ServerConfig's startup finishes; NodeScheduler's
 // NO_NODES_AVAILABLE without workers; prestodb: the same codes). It is decided at dispatch,
@@ -699,6 +703,19 @@ func (c *Coordinator) dispatchFailure(q *query) *queryError {
 		qe = q.newError(errServerStartingUp, "SERVER_STARTING_UP", server+" server is still initializing")
 	case c.noWorkers.Load():
 		qe = q.newError(errNoNodesAvailable, "NO_NODES_AVAILABLE", "No nodes available to run query")
+	case q.refusing || c.queueFull():
+		// trino: InternalResourceGroup.run refuses a query its group can neither run nor
+		// queue, and DispatchManager fails it at once; prestodb 0.287: the same, but its
+		// first GET mostly answers QUEUED while the dispatch runs, and the second the failure
+		// (interop/realservers TestQueueFullGoesToAnotherCoordinator), as here.
+		if c.flavour == Presto && !q.refusing {
+			q.refusing = true
+			return errRefuseNextGet
+		}
+		qe = q.newError(errQueryQueueFull, "QUERY_QUEUE_FULL", `Too many queued queries for "global"`)
+		qe.ErrorType = "INSUFFICIENT_RESOURCES"
+		c.markNeverRan(q.id)
+		return qe
 	default:
 		return nil
 	}
@@ -733,7 +750,13 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 		c.writeAnswer(w, r, q.last)
 		return
 	}
-	if qe := c.dispatchFailure(q); qe != nil {
+	if qe := c.dispatchFailure(q); qe == errRefuseNextGet {
+		ans := q.queuedAnswer(c.links(r), now, phaseQueued, token+1)
+		q.last, q.token = ans, token+1
+		q.tokenNow.Store(q.token)
+		c.writeAnswer(w, r, ans)
+		return
+	} else if qe != nil {
 		// The queued resource answers the failure: FAILED, no nextUri (trino:
 		// QueuedStatementResource.Query.createQueryResults with the dispatch's failure).
 		res := q.results(c.links(r), "FAILED", now)

@@ -113,3 +113,62 @@ func TestMaxRunningQueuesInOrder(t *testing.T) {
 		t.Errorf("no limit: %d running, %d queued", r, q)
 	}
 }
+
+// With MaxQueued, a statement that finds the slots taken and the queue
+// full is accepted at the POST and fails with QUERY_QUEUE_FULL at its
+// first GET (PrestoDB: its second), never having run; once the queue has room again the
+// next one waits as before.
+func TestMaxQueuedRefusesAtDispatch(t *testing.T) {
+	for _, flavour := range []Flavour{Presto, Trino} {
+		t.Run(string(flavour), func(t *testing.T) {
+			c := start(t, Options{Flavour: flavour, MaxRunning: 1, MaxQueued: 1, Latency: time.Hour})
+			dispatch(t, submit(t, c, "SELECT 1", http.StatusOK)) // runs
+			waiting := submit(t, c, "SELECT 2", http.StatusOK)
+			var r wireResults
+			getJSON(t, waiting.NextURI+maxWaitParam(waiting.NextURI, "20ms"), http.StatusOK, &r)
+			if r.Stats.State != "QUEUED" || r.Error != nil {
+				t.Fatalf("the second statement = %+v, want it QUEUED", r)
+			}
+			refused := submit(t, c, "SELECT 3", http.StatusOK)
+			if refused.Error != nil || !strings.Contains(refused.NextURI, "/v1/statement/queued/") {
+				t.Fatalf("the POST of the third = %+v, want it accepted", refused)
+			}
+			r = wireResults{}
+			getJSON(t, refused.NextURI, http.StatusOK, &r)
+			if flavour == Presto {
+				// PrestoDB answers its first GET QUEUED while the dispatch runs.
+				if r.Stats.State != "QUEUED" || r.Error != nil || !strings.Contains(r.NextURI, "/v1/statement/queued/") {
+					t.Fatalf("PrestoDB's first GET of the third = %+v, want QUEUED on the queued resource", r)
+				}
+				next := r.NextURI
+				r = wireResults{}
+				getJSON(t, next, http.StatusOK, &r)
+			}
+			if r.Stats.State != "FAILED" || r.NextURI != "" || r.Error == nil ||
+				r.Error.ErrorName != "QUERY_QUEUE_FULL" || r.Error.ErrorCode != 131074 || r.Error.ErrorType != "INSUFFICIENT_RESOURCES" {
+				t.Fatalf("the first GET of the third = %+v, want FAILED with QUERY_QUEUE_FULL 131074 INSUFFICIENT_RESOURCES", r)
+			}
+			var rejected bool
+			for _, req := range c.Requests() {
+				if req.QueryID == refused.ID {
+					rejected = req.Rejected
+				}
+			}
+			if !rejected {
+				t.Error("the refused statement is not recorded as never run")
+			}
+			// The queue's one place frees: the next statement waits again.
+			del, err := http.NewRequest(http.MethodDelete, waiting.NextURI, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			do(t, del, http.StatusNoContent)
+			next := submit(t, c, "SELECT 4", http.StatusOK)
+			r = wireResults{}
+			getJSON(t, next.NextURI+maxWaitParam(next.NextURI, "20ms"), http.StatusOK, &r)
+			if r.Stats.State != "QUEUED" || r.Error != nil {
+				t.Fatalf("a statement after the queue freed = %+v, want it QUEUED", r)
+			}
+		})
+	}
+}

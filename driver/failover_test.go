@@ -129,20 +129,22 @@ func TestDeadCoordinatorIsEjectedAndStatementsFailOver(t *testing.T) {
 	}
 }
 
-// A starting coordinator, and one without workers, accept the POST and
-// fail the query at its dispatch (SERVER_STARTING_UP, NO_NODES_AVAILABLE):
-// it never ran, so the statement goes to a ready coordinator, once, and
-// none fails while one is ready.
+// A starting coordinator, one without workers and one whose queue is full
+// accept the POST and fail the query at its dispatch (SERVER_STARTING_UP,
+// NO_NODES_AVAILABLE, QUERY_QUEUE_FULL; PrestoDB's queue at the second
+// GET): it never ran, so the statement goes to a ready coordinator, once,
+// and none fails while one is ready.
 func TestStartingCoordinatorGetsNoStatements(t *testing.T) {
 	quietPrestoClient(t)
-	f := fleet.StartT(t, fleet.Options{Coordinators: 3})
+	f := fleet.StartT(t, fleet.Options{Coordinators: 4})
 	registerAll(t, f)
 	db, _ := openConnector(t, f.DSN(";zooKeeperStrategy=random?user=alice"))
-	starting, noWorkers := f.Coordinators[0], f.Coordinators[1]
+	starting, noWorkers, queueFull := f.Coordinators[0], f.Coordinators[1], f.Coordinators[2]
 	starting.SetStarting(true)
 	noWorkers.SetNoWorkers(true)
+	queueFull.SetQueueFull(true)
 	for i := range 30 {
-		if got := queryServed(t, db, fmt.Sprintf("SELECT %d", i)).Coordinator; got != f.Coordinators[2].Name() {
+		if got := queryServed(t, db, fmt.Sprintf("SELECT %d", i)).Coordinator; got != f.Coordinators[3].Name() {
 			t.Fatalf("statement %d was served by %s, which is not ready", i, got)
 		}
 		if _, err := db.Exec(fmt.Sprintf("SELECT %d AS exec", i)); err != nil {

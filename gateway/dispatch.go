@@ -28,8 +28,9 @@ type queuedAnswer struct {
 }
 
 // notReadyError reports a coordinator that accepted a statement and failed
-// it at dispatch because it is not ready: starting (SERVER_STARTING_UP) or
-// without workers (NO_NODES_AVAILABLE). The query never ran.
+// it at dispatch: starting (SERVER_STARTING_UP), without workers
+// (NO_NODES_AVAILABLE) or with its resource group's queue full
+// (QUERY_QUEUE_FULL). The query never ran.
 type notReadyError struct {
 	Node      string // host:port of the coordinator
 	ErrorName string
@@ -37,25 +38,37 @@ type notReadyError struct {
 }
 
 func (e *notReadyError) Error() string {
-	return fmt.Sprintf("coordinator %s is not ready (%s: %s); the statement never ran there", e.Node, e.ErrorName, e.Message)
+	return fmt.Sprintf("coordinator %s refused the statement at dispatch (%s: %s); it never ran there", e.Node, e.ErrorName, e.Message)
 }
 
-// dispatchFirst makes the first GET of a submission's queued nextUri, the
-// one at which Trino and PrestoDB create and dispatch the query
+// dispatchGets bounds the GETs dispatchFirst makes of the queued
+// resource: Trino fails a statement it cannot dispatch at the first,
+// PrestoDB 0.287 at the second (its first answers QUEUED or
+// WAITING_FOR_PREREQUISITES while the dispatch runs; seen with a full
+// resource-group queue, interop/realservers
+// TestQueueFullGoesToAnotherCoordinator); one more for a busy machine.
+const dispatchGets = 3
+
+// dispatchFirst makes the first GETs of a submission's queued nextUri, at
+// which Trino and PrestoDB create and dispatch the query
 // (dispatcher/QueuedStatementResource.java and
 // server/protocol/QueuedStatementResource.java), before the client gets
-// an answer. A coordinator that is starting, or has no workers, accepts
-// every POST and fails the query only there; the gateway is stateless and
-// cannot send a statement elsewhere from a client's follow-up, so it looks
-// first: a *notReadyError means the query provably never ran and the
-// statement may go to another coordinator. Otherwise the client gets the
-// first GET's answer in place of the POST's (the POST's headers, then the
-// GET's), and its own next GET is the one after; the coordinator sees the
-// requests it would see anyway.
+// an answer. A coordinator that is starting, has no workers or has its
+// queue full accepts every POST and fails the query only there; the
+// gateway is stateless and cannot send a statement elsewhere from a
+// client's follow-up, so it looks first: a *notReadyError means the query
+// provably never ran and the statement may go to another coordinator.
+// Otherwise the client gets the last GET's answer in place of the POST's
+// (the POST's headers, then the GETs'), and its own next GET is the one
+// after; the coordinator sees the requests it would see anyway. A later
+// GET is made only while the query is still on the queued resource, which
+// answers a query waiting for its slot after up to its maxWait (1 s), as
+// it would answer the client's.
 //
-// When the POST's answer is not a queued one on base, or the GET fails or
-// is not answered 200, the POST's answer is returned as it came, for the
-// client to follow as it would without the gateway.
+// When the POST's answer is not a queued one on base, or the first GET
+// fails or is not answered 200, the POST's answer is returned as it came,
+// for the client to follow as it would without the gateway; when a later
+// GET does, the answer before it.
 func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, header http.Header, base string, post *http.Response) (*http.Response, error) {
 	if post.StatusCode != http.StatusOK || strings.EqualFold(post.Header.Get("Content-Encoding"), "gzip") {
 		return post, nil // asked for identity: a compressed answer goes to the client as it is
@@ -64,54 +77,73 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 	if err != nil {
 		return nil, err
 	}
-	var first queuedAnswer
-	if !whole || client.Err() != nil || json.Unmarshal(body, &first) != nil ||
-		!strings.Contains(first.NextURI, "/v1/statement/queued/") {
-		// Rows in the POST's answer, a client that left (its query is
-		// cancelled queued, never dispatched), or no queued nextUri.
+	var ans queuedAnswer
+	if !whole || json.Unmarshal(body, &ans) != nil {
+		return post, nil // rows in the POST's answer
+	}
+	out, outBody := post, body
+	merged := post.Header.Clone()
+	for range dispatchGets {
+		req := queuedGet(ctx, client, header, base, ans.NextURI)
+		if req == nil {
+			break
+		}
+		// On any trouble the client gets the answer before: its own GET of
+		// the same token is a repeat, which the queued resource answers
+		// again (trino: QueuedStatementResource.Query.getQueryResults takes
+		// the last token or the next).
+		get, err := transport.RoundTrip(req)
+		if err != nil {
+			break
+		}
+		got, whole, err := peekAnswer(get)
+		get.Body.Close()
+		var next queuedAnswer
+		if err != nil || !whole || get.StatusCode != http.StatusOK || json.Unmarshal(got, &next) != nil {
+			break
+		}
+		if next.NextURI == "" && next.Error != nil && wire.NeverDispatched(next.Error.ErrorName) {
+			post.Body.Close()
+			return nil, &notReadyError{Node: hostOf(base), ErrorName: next.Error.ErrorName, Message: next.Error.Message}
+		}
+		copyAnswerHeader(merged, get.Header)
+		out, outBody, ans = get, got, next
+	}
+	if out == post {
 		return post, nil
 	}
-	next, err := url.Parse(first.NextURI)
-	if err != nil || !strings.EqualFold(next.Host, hostOf(base)) {
-		return post, nil // not here
+	post.Body.Close()
+	resp := *out
+	resp.Header = merged
+	resp.Header.Set("Content-Length", strconv.Itoa(len(outBody)))
+	resp.ContentLength = int64(len(outBody))
+	resp.Body = io.NopCloser(bytes.NewReader(outBody))
+	return &resp, nil
+}
+
+// queuedGet is the GET of nextURI when it is on base's queued resource
+// and the client is still there (else its query is cancelled queued,
+// never dispatched), nil otherwise. The GET goes to nextURI's path on
+// base: the scheme a coordinator writes is not trusted (behind a proxy
+// that ends TLS it may write http), lest the client's credentials go out
+// in plaintext.
+func queuedGet(ctx, client context.Context, header http.Header, base, nextURI string) *http.Request {
+	if client.Err() != nil || !strings.Contains(nextURI, "/v1/statement/queued/") {
+		return nil
 	}
-	// Its path on base: the scheme a coordinator writes is not trusted
-	// (behind a proxy that ends TLS it may write http), lest the client's
-	// credentials go out in plaintext.
+	next, err := url.Parse(nextURI)
+	if err != nil || !strings.EqualFold(next.Host, hostOf(base)) {
+		return nil // not here
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+next.RequestURI(), nil)
 	if err != nil {
-		return post, nil
+		return nil
 	}
 	req.Header = header.Clone()
 	for _, name := range []string{"Content-Type", "Content-Length"} {
 		req.Header.Del(name)
 	}
-	// On any trouble the client gets the POST's answer: its own GET of the
-	// same token is a repeat, which the queued resource answers again
-	// (trino: QueuedStatementResource.Query.getQueryResults takes the last
-	// token or the next).
-	get, err := transport.RoundTrip(req)
-	if err != nil {
-		return post, nil
-	}
-	got, whole, err := peekAnswer(get)
-	get.Body.Close()
-	var dispatched queuedAnswer
-	if err != nil || !whole || get.StatusCode != http.StatusOK || json.Unmarshal(got, &dispatched) != nil {
-		return post, nil
-	}
-	if dispatched.NextURI == "" && dispatched.Error != nil && wire.NeverDispatched(dispatched.Error.ErrorName) {
-		post.Body.Close()
-		return nil, &notReadyError{Node: hostOf(base), ErrorName: dispatched.Error.ErrorName, Message: dispatched.Error.Message}
-	}
-	post.Body.Close()
-	out := *get
-	out.Header = post.Header.Clone()
-	copyAnswerHeader(out.Header, get.Header)
-	out.Header.Set("Content-Length", strconv.Itoa(len(got)))
-	out.ContentLength = int64(len(got))
-	out.Body = io.NopCloser(bytes.NewReader(got))
-	return &out, nil
+	return req
 }
 
 // peekAnswer reads up to maxQueuedAnswer bytes of an uncompressed answer

@@ -637,14 +637,16 @@ func TestTokenOpensOnlyItsQuery(t *testing.T) {
 	}
 }
 
-// A starting coordinator, and one without workers, accept every POST and
-// fail the query at its dispatch; the gateway makes that first GET itself
-// (dispatchFirst), so no statement fails for it while another coordinator
-// is ready, and none runs twice: the one that never ran goes elsewhere.
+// A starting coordinator, one without workers and one whose queue is full
+// accept every POST and fail the query at its dispatch (PrestoDB's queue
+// at the second GET); the gateway makes those GETs itself (dispatchFirst),
+// so no statement fails for it while another coordinator is ready, and
+// none runs twice: the one that never ran goes elsewhere.
 func TestNotReadyCoordinatorsFailNoStatement(t *testing.T) {
-	s := newSetup(t, 3, coordinator.Options{})
+	s := newSetup(t, 4, coordinator.Options{})
 	s.coords[0].SetStarting(true)
 	s.coords[1].SetNoWorkers(true)
+	s.coords[2].SetQueueFull(true)
 	for i := range 20 {
 		if n, err := statementRows(s.replicas[i%2].URL, fmt.Sprintf("SELECT * FROM rows(%d)", i+1), nil, nil); err != nil || n != i+1 {
 			t.Fatalf("statement %d: %d rows, %v", i, n, err)
@@ -655,7 +657,7 @@ func TestNotReadyCoordinatorsFailNoStatement(t *testing.T) {
 		for _, r := range c.Requests() {
 			if !r.Rejected {
 				ran[r.SQL]++
-				if i != 2 {
+				if i != 3 {
 					t.Errorf("%q ran on coordinator %d, which is not ready", r.SQL, i)
 				}
 			}

@@ -33,13 +33,19 @@ var ErrRefused = errors.New("not accepted by the coordinator")
 
 // NeverDispatched reports whether errorName, a failed query's, says that
 // its coordinator never dispatched it and so never ran it: a starting
-// coordinator (SERVER_STARTING_UP) or one without workers
-// (NO_NODES_AVAILABLE) accepts the POST and fails the query at dispatch,
-// at the first GET of its nextUri, before anything runs (trino:
-// dispatcher/DispatchManager.java; prestodb: the same). Such a statement
-// may go to another coordinator.
+// coordinator (SERVER_STARTING_UP), one without workers
+// (NO_NODES_AVAILABLE) and one whose resource group's queue is full
+// (QUERY_QUEUE_FULL) accept the POST and fail the query at dispatch, at
+// the first GET of its nextUri, before anything runs (trino:
+// dispatcher/DispatchManager.createQueryInternal, and
+// InternalResourceGroup.run for the queue; prestodb: the same). Such a
+// statement may go to another coordinator.
 func NeverDispatched(errorName string) bool {
-	return errorName == "SERVER_STARTING_UP" || errorName == "NO_NODES_AVAILABLE"
+	switch errorName {
+	case "SERVER_STARTING_UP", "NO_NODES_AVAILABLE", "QUERY_QUEUE_FULL":
+		return true
+	}
+	return false
 }
 
 // Refusal reports whether status is one of RefusedError's.

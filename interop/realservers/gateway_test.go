@@ -49,10 +49,23 @@ func startGateway(t *testing.T, f *flavourFleet) string {
 // Trino.
 func openThrough(t *testing.T, f *flavourFleet, url string) *sql.DB {
 	t.Helper()
+	return openThroughAs(t, f, url, "")
+}
+
+// openThroughAs is openThrough with the client's source, "" for its own.
+func openThroughAs(t *testing.T, f *flavourFleet, url, source string) *sql.DB {
+	t.Helper()
 	host := strings.TrimPrefix(url, "http://")
 	name, dsn := "presto", "presto://alice@"+host+"/tpch/tiny"
 	if f.flavour == coordinator.Trino {
 		name, dsn = "trino", "http://alice@"+host+"?catalog=tpch&schema=tiny"
+	}
+	if source != "" {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		dsn += sep + "source=" + source
 	}
 	db, err := sql.Open(name, dsn)
 	if err != nil {

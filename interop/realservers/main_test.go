@@ -20,6 +20,29 @@ type flavourFleet struct {
 	servers []*realserver.Server
 }
 
+// queueSource is the source of the statements the tight resource group
+// takes: one running, one queued, the next refused.
+const queueSource = "zkpresto-queue-test"
+
+// resourceGroupFiles give every server two resource groups (the file
+// manager, as Trino's and PrestoDB's docs configure it): a tight one for
+// queueSource, and an ample one for every other statement.
+var resourceGroupFiles = map[string]string{
+	"resource-groups.properties": "resource-groups.configuration-manager=file\n" +
+		"resource-groups.config-file=etc/resource-groups.json\n",
+	"resource-groups.json": `{
+  "rootGroups": [
+    {"name": "tight", "softMemoryLimit": "100%", "hardConcurrencyLimit": 1, "maxQueued": 1},
+    {"name": "ample", "softMemoryLimit": "100%", "hardConcurrencyLimit": 100, "maxQueued": 1000}
+  ],
+  "selectors": [
+    {"source": "` + queueSource + `", "group": "tight"},
+    {"group": "ample"}
+  ]
+}
+`,
+}
+
 // jvmZones are the zones of each flavour's two servers.
 var jvmZones = []string{"America/New_York", "Asia/Kolkata"}
 
@@ -62,6 +85,7 @@ func run(m *testing.M) int {
 				// Coordinators that disagree on the zone: a statement's
 				// zone must be the client's, whichever runs it.
 				TimeZones: jvmZones,
+				Server:    realserver.Options{Files: resourceGroupFiles},
 			})
 		}()
 	}

@@ -22,6 +22,15 @@ const gatewayKeys = "k1:00112233445566778899aabbccddeeff00112233445566778899aabb
 // the poll strategy, and returns its URL.
 func startGateway(t *testing.T, f *flavourFleet) string {
 	t.Helper()
+	g, _ := newGateway(t, f)
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// newGateway is the gateway startGateway serves, with its router.
+func newGateway(t *testing.T, f *flavourFleet) (*gateway.Gateway, *routing.Router) {
+	t.Helper()
 	r, err := routing.New(routing.Config{
 		ZooKeeper:    &discovery.ZooKeeperConfig{Servers: []string{zkServer.Addr()}, Path: "/" + f.cluster.Namespace()},
 		StrategyName: "poll",
@@ -39,9 +48,7 @@ func startGateway(t *testing.T, f *flavourFleet) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Close() })
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return g, r
 }
 
 // openThrough opens a client that knows nothing of ZooKeeper on the

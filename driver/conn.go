@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"sync/atomic"
 
@@ -214,7 +215,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 			return routing.Abandoned, callerError(a, err, ctx)
 		case a.Invalid() != nil:
 			return routing.Invalid, a.Invalid()
-		case failure == nil && neverDispatched(err):
+		case failure == nil && neverRan(err, a.LastURL()):
 			// Provably never ran: the statement goes to another coordinator,
 			// and this one is ejected as for a 503.
 			return routing.NotSent, err
@@ -239,11 +240,11 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 	return last, nil
 }
 
-// neverDispatched reports whether err is the failure of a query that its
-// coordinator never dispatched and so never ran (wire.NeverDispatched).
-func neverDispatched(err error) bool {
+// neverRan reports whether err is the failure of a query that its
+// coordinator never ran (wire.NeverRan), last the URI whose answer it was.
+func neverRan(err error, last *url.URL) bool {
 	var qe *presto.QueryError
-	return errors.As(err, &qe) && wire.NeverDispatched(qe.ErrorName)
+	return errors.As(err, &qe) && wire.NeverRan(qe.ErrorName, wire.QueuedURI(last))
 }
 
 // callerError is the error of a statement whose caller gave up: err when

@@ -129,14 +129,15 @@ func TestDeadCoordinatorIsEjectedAndStatementsFailOver(t *testing.T) {
 	}
 }
 
-// A starting coordinator, one without workers and one whose queue is full
-// accept the POST and fail the query at its dispatch (SERVER_STARTING_UP,
-// NO_NODES_AVAILABLE, QUERY_QUEUE_FULL; PrestoDB's queue at the second
-// GET): it never ran, so the statement goes to a ready coordinator, once,
-// and none fails while one is ready.
+// A starting coordinator and one whose queue is full accept the POST and
+// fail the query at its dispatch (SERVER_STARTING_UP, QUERY_QUEUE_FULL;
+// PrestoDB's queue at the second GET); one without workers keeps it on
+// the queued resource for its wait and fails it there
+// (GENERIC_INSUFFICIENT_RESOURCES). None ran, so the statement goes to a
+// ready coordinator, once, and none fails while one is ready.
 func TestStartingCoordinatorGetsNoStatements(t *testing.T) {
 	quietPrestoClient(t)
-	f := fleet.StartT(t, fleet.Options{Coordinators: 4})
+	f := fleet.StartT(t, fleet.Options{Coordinators: 4, Coordinator: coordinator.Options{RequiredWorkersMaxWait: 100 * time.Millisecond}})
 	registerAll(t, f)
 	db, _ := openConnector(t, f.DSN(";zooKeeperStrategy=random?user=alice"))
 	starting, noWorkers, queueFull := f.Coordinators[0], f.Coordinators[1], f.Coordinators[2]

@@ -28,9 +28,9 @@ type queuedAnswer struct {
 }
 
 // notReadyError reports a coordinator that accepted a statement and failed
-// it at dispatch: starting (SERVER_STARTING_UP), without workers
-// (NO_NODES_AVAILABLE) or with its resource group's queue full
-// (QUERY_QUEUE_FULL). The query never ran.
+// it on its queued resource: starting (SERVER_STARTING_UP), without
+// workers (GENERIC_INSUFFICIENT_RESOURCES, NO_NODES_AVAILABLE) or with its
+// resource group's queue full (QUERY_QUEUE_FULL). The query never ran.
 type notReadyError struct {
 	Node      string // host:port of the coordinator
 	ErrorName string
@@ -102,7 +102,7 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 		if err != nil || !whole || get.StatusCode != http.StatusOK || json.Unmarshal(got, &next) != nil {
 			break
 		}
-		if next.NextURI == "" && next.Error != nil && wire.NeverDispatched(next.Error.ErrorName) {
+		if next.NextURI == "" && next.Error != nil && wire.NeverRan(next.Error.ErrorName, true) {
 			post.Body.Close()
 			return nil, &notReadyError{Node: hostOf(base), ErrorName: next.Error.ErrorName, Message: next.Error.Message}
 		}

@@ -637,13 +637,14 @@ func TestTokenOpensOnlyItsQuery(t *testing.T) {
 	}
 }
 
-// A starting coordinator, one without workers and one whose queue is full
-// accept every POST and fail the query at its dispatch (PrestoDB's queue
-// at the second GET); the gateway makes those GETs itself (dispatchFirst),
-// so no statement fails for it while another coordinator is ready, and
-// none runs twice: the one that never ran goes elsewhere.
+// A starting coordinator, one without workers (whose wait for them is
+// shorter than a poll) and one whose queue is full accept every POST and
+// fail the query on the queued resource (PrestoDB's queue at the second
+// GET); the gateway makes those GETs itself (dispatchFirst), so no
+// statement fails for it while another coordinator is ready, and none
+// runs twice: the one that never ran goes elsewhere.
 func TestNotReadyCoordinatorsFailNoStatement(t *testing.T) {
-	s := newSetup(t, 4, coordinator.Options{})
+	s := newSetup(t, 4, coordinator.Options{RequiredWorkersMaxWait: 100 * time.Millisecond})
 	s.coords[0].SetStarting(true)
 	s.coords[1].SetNoWorkers(true)
 	s.coords[2].SetQueueFull(true)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/zkpresto/zkpresto/internal/hostport"
 )
@@ -31,21 +32,37 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // ErrRefused matches every *RefusedError.
 var ErrRefused = errors.New("not accepted by the coordinator")
 
-// NeverDispatched reports whether errorName, a failed query's, says that
-// its coordinator never dispatched it and so never ran it: a starting
-// coordinator (SERVER_STARTING_UP), one without workers
-// (NO_NODES_AVAILABLE) and one whose resource group's queue is full
+// NeverRan reports whether errorName, a failed query's, says that its
+// coordinator never ran it, queued telling whether the failure came from
+// the queued resource (/v1/statement/queued/). A starting coordinator
+// (SERVER_STARTING_UP) and one whose resource group's queue is full
 // (QUERY_QUEUE_FULL) accept the POST and fail the query at dispatch, at
-// the first GET of its nextUri, before anything runs (trino:
+// the first GET of its nextUri (PrestoDB's queue at the first or the
+// second), before anything runs (trino:
 // dispatcher/DispatchManager.createQueryInternal, and
-// InternalResourceGroup.run for the queue; prestodb: the same). Such a
-// statement may go to another coordinator.
-func NeverDispatched(errorName string) bool {
+// InternalResourceGroup.run for the queue; prestodb: the same); one
+// without workers keeps the query on the queued resource up to
+// query-manager.required-workers-max-wait and fails it there with
+// GENERIC_INSUFFICIENT_RESOURCES ("Insufficient active worker nodes"),
+// unplanned (execution/ClusterSizeMonitor.java; seen on Trino 476 and
+// PrestoDB 0.287), and NO_NODES_AVAILABLE fails one the scheduler finds no
+// node for, before any task. Such a statement may go to another
+// coordinator.
+func NeverRan(errorName string, queued bool) bool {
 	switch errorName {
 	case "SERVER_STARTING_UP", "NO_NODES_AVAILABLE", "QUERY_QUEUE_FULL":
 		return true
+	case "GENERIC_INSUFFICIENT_RESOURCES":
+		// Elsewhere it may come from a query that ran (a connector's).
+		return queued
 	}
 	return false
+}
+
+// QueuedURI reports whether u is on a coordinator's queued resource, where
+// a query waits before it is dispatched.
+func QueuedURI(u *url.URL) bool {
+	return u != nil && strings.HasPrefix(u.Path, "/v1/statement/queued/")
 }
 
 // Refusal reports whether status is one of RefusedError's.

@@ -49,3 +49,41 @@ func TestCheckTarget(t *testing.T) {
 		}
 	}
 }
+
+// Only the failures of a query that provably never ran let a statement go
+// elsewhere; GENERIC_INSUFFICIENT_RESOURCES only from the queued resource,
+// where it is the wait for workers, never a query that ran.
+func TestNeverRan(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		queued bool
+		want   bool
+	}{
+		{"SERVER_STARTING_UP", false, true},
+		{"NO_NODES_AVAILABLE", false, true},
+		{"QUERY_QUEUE_FULL", true, true},
+		{"GENERIC_INSUFFICIENT_RESOURCES", true, true},
+		{"GENERIC_INSUFFICIENT_RESOURCES", false, false},
+		{"EXCEEDED_LOCAL_MEMORY_LIMIT", false, false},
+		{"SYNTAX_ERROR", true, false},
+		{"", true, false},
+	} {
+		if got := NeverRan(c.name, c.queued); got != c.want {
+			t.Errorf("NeverRan(%q, queued %v) = %v, want %v", c.name, c.queued, got, c.want)
+		}
+	}
+	for uri, want := range map[string]bool{
+		"http://c:8080/v1/statement/queued/q/s/1":    true,
+		"http://c:8080/v1/statement/executing/q/s/0": false,
+		"http://c:8080/v1/statement":                 false,
+		"http://c:8080/x/v1/statement/queued/q/s/1":  false,
+	} {
+		u, _ := url.Parse(uri)
+		if got := QueuedURI(u); got != want {
+			t.Errorf("QueuedURI(%s) = %v, want %v", uri, got, want)
+		}
+	}
+	if QueuedURI(nil) {
+		t.Error("QueuedURI(nil) = true")
+	}
+}

@@ -116,6 +116,10 @@ type Options struct {
 	// wait on the queued resource, QUEUED, until one finishes.
 	// 0 runs every statement at once.
 	MaxRunning int
+	// RequiredWorkersMaxWait is how long a statement waits on the queued resource for a
+	// worker while the coordinator has none (SetNoWorkers), as the servers'
+	// query-manager.required-workers-max-wait; default 5 minutes, theirs.
+	RequiredWorkersMaxWait time.Duration
 	// MaxQueued, with MaxRunning, is how many statements may wait for a
 	// slot, as a resource group's maxQueued: the next one fails at its
 	// dispatch (the first GET) with QUERY_QUEUE_FULL ("Too many queued
@@ -305,8 +309,10 @@ type Coordinator struct {
 	// for one, oldest first (ended ones are skipped when they come up).
 	maxRunning int
 	maxQueued  int
-	slotsUsed  int
-	waiting    []*query
+	// requiredWorkersWait is Options.RequiredWorkersMaxWait, defaulted.
+	requiredWorkersWait time.Duration
+	slotsUsed           int
+	waiting             []*query
 	// undispatched counts the queries of active submitted and not yet fetched.
 	undispatched int
 	queuedPolls  int // Options.QueuedPolls
@@ -343,25 +349,29 @@ func Start(opts Options) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: unknown flavour %q (want %q or %q)", opts.Flavour, Presto, Trino)
 	}
 	c := &Coordinator{
-		name:        opts.Name,
-		version:     opts.Version,
-		batchRows:   opts.BatchRows,
-		abandon:     opts.AbandonAfter,
-		idSuffix:    strings.ToLower(rand.Text()[:5]),
-		addr:        opts.Addr,
-		active:      make(map[string]*query),
-		finished:    make(map[string]*finishedQuery),
-		recLimit:    opts.RecordLimit,
-		users:       make(map[string]int64),
-		txns:        make(map[string]*txn),
-		flavour:     opts.Flavour,
-		strict:      opts.StrictPrefix,
-		forwarded:   opts.HonourForwarded,
-		gzip:        !opts.NoGzip,
-		tls:         opts.TLS,
-		maxRunning:  max(opts.MaxRunning, 0),
-		maxQueued:   max(opts.MaxQueued, 0),
-		queuedPolls: max(opts.QueuedPolls, 0),
+		name:                opts.Name,
+		version:             opts.Version,
+		batchRows:           opts.BatchRows,
+		abandon:             opts.AbandonAfter,
+		idSuffix:            strings.ToLower(rand.Text()[:5]),
+		addr:                opts.Addr,
+		active:              make(map[string]*query),
+		finished:            make(map[string]*finishedQuery),
+		recLimit:            opts.RecordLimit,
+		users:               make(map[string]int64),
+		txns:                make(map[string]*txn),
+		flavour:             opts.Flavour,
+		strict:              opts.StrictPrefix,
+		forwarded:           opts.HonourForwarded,
+		gzip:                !opts.NoGzip,
+		tls:                 opts.TLS,
+		maxRunning:          max(opts.MaxRunning, 0),
+		maxQueued:           max(opts.MaxQueued, 0),
+		requiredWorkersWait: opts.RequiredWorkersMaxWait,
+		queuedPolls:         max(opts.QueuedPolls, 0),
+	}
+	if c.requiredWorkersWait <= 0 {
+		c.requiredWorkersWait = 5 * time.Minute
 	}
 	if opts.Spooling != SpoolingOff {
 		c.spool = newSpooler(opts.Spooling)
@@ -555,9 +565,10 @@ func (c *Coordinator) SetResetting(on bool) { c.resetting.Store(on) }
 // coordinator now.
 func (c *Coordinator) OpenConns() int64 { return c.openConns.Load() }
 
-// SetNoWorkers switches the state of a coordinator whose workers are all gone: statements
-// dispatched meanwhile fail at dispatch with NO_NODES_AVAILABLE, as SetStarting's do with
-// SERVER_STARTING_UP; /v1/info does not say so, as on the servers.
+// SetNoWorkers switches the state of a coordinator whose workers are all gone: a statement
+// dispatched meanwhile stays on the queued resource, QUEUED, until a worker comes back or
+// Options.RequiredWorkersMaxWait has passed, when it fails there with
+// GENERIC_INSUFFICIENT_RESOURCES, never planned; /v1/info does not say so, as on the servers.
 func (c *Coordinator) SetNoWorkers(on bool) { c.noWorkers.Store(on) }
 
 // SetQueueFull switches the state of a coordinator whose resource group can neither run nor

@@ -414,7 +414,7 @@ func getInfo(t *testing.T, c *Coordinator) nodeInfo {
 }
 
 func TestStartingFailsAtDispatch(t *testing.T) {
-	c := start(t, Options{Starting: true, Version: "9.9"})
+	c := start(t, Options{Starting: true, Version: "9.9", RequiredWorkersMaxWait: 300 * time.Millisecond})
 	info := getInfo(t, c)
 	if !info.Starting || !info.Coordinator || info.NodeVersion.Version != "9.9" || info.Environment != "sim" || info.Uptime == "" {
 		t.Fatalf("/v1/info while starting = %+v", info)
@@ -445,17 +445,47 @@ func TestStartingFailsAtDispatch(t *testing.T) {
 	if r := c.Running(); r != 0 {
 		t.Fatalf("Running() = %d, want 0", r)
 	}
-	// Without workers: NO_NODES_AVAILABLE at dispatch, and /v1/info says nothing.
+	// Without workers: QUEUED on the queued resource up to RequiredWorkersMaxWait, then
+	// GENERIC_INSUFFICIENT_RESOURCES there, never run; /v1/info says nothing.
 	c.SetStarting(false)
 	c.SetNoWorkers(true)
 	if info := getInfo(t, c); info.Starting {
 		t.Fatalf("/v1/info without workers = %+v", info)
 	}
-	getJSON(t, submit(t, c, "SELECT 1", http.StatusOK).NextURI, http.StatusOK, &failed)
-	if failed.Stats.State != "FAILED" || failed.Error == nil || failed.Error.ErrorName != "NO_NODES_AVAILABLE" || failed.Error.ErrorCode != 65541 {
-		t.Fatalf("first GET without workers = %+v, want FAILED with NO_NODES_AVAILABLE", failed)
+	lonely := submit(t, c, "SELECT 'lonely'", http.StatusOK)
+	next, polls := lonely.NextURI, 0
+	for {
+		var r wireResults
+		getJSON(t, next+maxWaitParam(next, "100ms"), http.StatusOK, &r)
+		polls++
+		if r.Error != nil || r.NextURI == "" {
+			failed = r
+			break
+		}
+		if r.Stats.State != "QUEUED" || !strings.Contains(r.NextURI, "/v1/statement/queued/") {
+			t.Fatalf("poll %d without workers = %+v, want QUEUED on the queued resource", polls, r)
+		}
+		next = r.NextURI
+	}
+	if failed.Stats.State != "FAILED" || failed.Error == nil || failed.Error.ErrorName != "GENERIC_INSUFFICIENT_RESOURCES" ||
+		failed.Error.ErrorCode != 131072 || failed.Error.ErrorType != "INSUFFICIENT_RESOURCES" ||
+		!strings.Contains(failed.Error.Message, "Waited 0.30s for at least 1 workers, but only 0 workers are active") {
+		t.Fatalf("without workers, after the wait: %+v, want FAILED with GENERIC_INSUFFICIENT_RESOURCES", failed)
+	}
+	if polls < 3 {
+		t.Fatalf("failed after %d polls of at most 100ms, before the 300ms wait", polls)
+	}
+	// A worker back within the wait: the statement runs.
+	patient := submit(t, c, "SELECT 'patient'", http.StatusOK)
+	var r wireResults
+	getJSON(t, patient.NextURI+maxWaitParam(patient.NextURI, "20ms"), http.StatusOK, &r)
+	if r.Stats.State != "QUEUED" || r.Error != nil {
+		t.Fatalf("without workers = %+v, want QUEUED", r)
 	}
 	c.SetNoWorkers(false)
+	if exec := dispatch(t, r); exec == "" {
+		t.Fatal("a statement whose worker came back did not run")
+	}
 
 	// Decided at dispatch, not at the POST: submitted while starting and fetched once
 	// started, it runs; submitted once started and fetched while starting, it fails.
@@ -472,7 +502,7 @@ func TestStartingFailsAtDispatch(t *testing.T) {
 		t.Fatalf("dispatched while starting = %+v, want SERVER_STARTING_UP", failed)
 	}
 	for _, r := range c.Requests() {
-		if want := r.SQL == "SELECT 'late'" || r.SQL == "SELECT 1"; r.Rejected != want {
+		if want := r.SQL == "SELECT 'late'" || r.SQL == "SELECT 1" || r.SQL == "SELECT 'lonely'"; r.Rejected != want {
 			t.Errorf("%q: Rejected %v, want %v", r.SQL, r.Rejected, want)
 		}
 	}

@@ -156,8 +156,9 @@
 // SetStarting(true) makes /v1/info report "starting": true, and a statement dispatched
 // meanwhile (accepted, 200 QUEUED, then the first GET of its nextUri) fails there with
 // SERVER_STARTING_UP ("... server is still initializing"), as on the servers;
-// SetNoWorkers(true) fails it there with NO_NODES_AVAILABLE, SetQueueFull(true) with
-// QUERY_QUEUE_FULL. None answers 503. Stop closes the listener and every
+// SetQueueFull(true) fails it there with QUERY_QUEUE_FULL; SetNoWorkers(true) keeps it on
+// the queued resource for Options.RequiredWorkersMaxWait and then fails it there with
+// GENERIC_INSUFFICIENT_RESOURCES. None answers 503. Stop closes the listener and every
 // connection and forgets all queries, like a node that died; Restart listens again on the
 // same port. /v1/info answers like Presto's NodeInfo resource and /v1/info/state with
 // "ACTIVE" (or "INACTIVE" while starting).

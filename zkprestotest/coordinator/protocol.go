@@ -677,16 +677,69 @@ func (c *Coordinator) waitForSlot(r *http.Request, q *query, wait time.Duration)
 	}
 }
 
+// awaitWorkers keeps a query that a coordinator without workers (SetNoWorkers) would
+// dispatch on the queued resource, as the servers do: each poll waits up to maxWait for a
+// worker, and once Options.RequiredWorkersMaxWait has passed since the first, the query
+// fails there with GENERIC_INSUFFICIENT_RESOURCES, never planned (trino:
+// execution/ClusterSizeMonitor.waitForMinimumWorkers, query-manager.required-workers-max-wait;
+// prestodb: the same; both seen in interop/realservers TestDifferentialNoWorkers). A worker
+// that comes back in time lets it go on. The caller holds q.mu.
+func (c *Coordinator) awaitWorkers(r *http.Request, q *query, maxWait time.Duration) (waiting bool, qe *queryError) {
+	if q.dispatched.Load() || (!c.noWorkers.Load() && q.workersSince.IsZero()) {
+		return false, nil
+	}
+	if q.workersSince.IsZero() {
+		q.workersSince = time.Now()
+	}
+	deadline := q.workersSince.Add(c.requiredWorkersWait)
+	end := time.NewTimer(min(maxWait, time.Until(deadline)))
+	defer end.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for c.noWorkers.Load() {
+		select {
+		case <-tick.C:
+		case <-end.C:
+			break wait
+		case <-q.canceled:
+			break wait
+		case <-r.Context().Done():
+			break wait
+		}
+	}
+	if !c.noWorkers.Load() {
+		return false, nil
+	}
+	if time.Now().Before(deadline) {
+		return true, nil
+	}
+	qe = q.newError(errInsufficientResources, "GENERIC_INSUFFICIENT_RESOURCES", fmt.Sprintf(
+		"Insufficient active worker nodes. Waited %s for at least 1 workers, but only 0 workers are active", airliftDuration(c.requiredWorkersWait)))
+	qe.ErrorType = "INSUFFICIENT_RESOURCES"
+	c.markNeverRan(q.id)
+	return false, qe
+}
+
+// airliftDuration writes d as airlift's Duration.toString does for the units it picks
+// here: "5.00s", "5.00m".
+func airliftDuration(d time.Duration) string {
+	if d >= time.Minute {
+		return fmt.Sprintf("%.2fm", d.Minutes())
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
 // errRefuseNextGet is dispatchFailure's answer for a PrestoDB query it refuses at the next
 // GET: this one answers QUEUED.
 var errRefuseNextGet = &queryError{ErrorName: "refused at the next GET"}
 
 // dispatchFailure is how the first GET of q's queued nextUri fails, nil when q may run: a
-// starting coordinator, one without workers, or one whose queue is full (Options.MaxQueued)
-// accepts the POST like any other and fails the query when it dispatches it, never with a 503 (trino:
+// starting coordinator, or one whose queue is full (Options.MaxQueued), accepts the POST
+// like any other and fails the query when it dispatches it, never with a 503 (trino:
 // dispatcher/DispatchManager.createQueryInternal fails it with SERVER_STARTING_UP "Trino
-// server is still initializing" until ServerConfig's startup finishes; NodeScheduler's
-// NO_NODES_AVAILABLE without workers; prestodb: the same codes). It is decided at dispatch,
+// server is still initializing" until ServerConfig's startup finishes; prestodb: the same
+// codes). It is decided at dispatch,
 // as the servers decide it, so a coordinator that finished starting between the POST and
 // the GET runs the query. The caller holds q.mu.
 func (c *Coordinator) dispatchFailure(q *query) *queryError {
@@ -701,8 +754,6 @@ func (c *Coordinator) dispatchFailure(q *query) *queryError {
 	switch {
 	case c.starting.Load():
 		qe = q.newError(errServerStartingUp, "SERVER_STARTING_UP", server+" server is still initializing")
-	case c.noWorkers.Load():
-		qe = q.newError(errNoNodesAvailable, "NO_NODES_AVAILABLE", "No nodes available to run query")
 	case q.refusing || c.queueFull():
 		// trino: InternalResourceGroup.run refuses a query its group can neither run nor
 		// queue, and DispatchManager fails it at once; prestodb 0.287: the same, but its
@@ -748,6 +799,20 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 	}
 	if token == q.token-1 && q.last != nil {
 		c.writeAnswer(w, r, q.last)
+		return
+	}
+	if waiting, qe := c.awaitWorkers(r, q, params.maxWait); waiting {
+		ans := q.queuedAnswer(c.links(r), time.Now(), phaseQueued, token+1)
+		q.last, q.token = ans, token+1
+		q.tokenNow.Store(q.token)
+		c.writeAnswer(w, r, ans)
+		return
+	} else if qe != nil {
+		res := q.results(c.links(r), "FAILED", time.Now())
+		res.Columns, res.Error = nil, qe
+		ans := encode(res)
+		c.end(q, ans, token, false)
+		c.writeAnswer(w, r, ans)
 		return
 	}
 	if qe := c.dispatchFailure(q); qe == errRefuseNextGet {

@@ -38,9 +38,9 @@ var (
 // Presto's standard error codes for the failures the simulator produces; the internal
 // ones as trino: spi/StandardErrorCode.java numbers them (prestodb's agree).
 const (
-	errNoNodesAvailable = 65541
-	errServerStartingUp = 65548
-	errQueryQueueFull   = 131074 // INSUFFICIENT_RESOURCES
+	errServerStartingUp      = 65548
+	errInsufficientResources = 131072 // GENERIC_INSUFFICIENT_RESOURCES
+	errQueryQueueFull        = 131074 // INSUFFICIENT_RESOURCES
 
 	errGenericUser        = 0
 	errSyntax             = 1
@@ -222,16 +222,19 @@ type query struct {
 	started     bool          // it holds a slot (Options.MaxRunning); guarded by Coordinator.mu
 	// refusing: its queue was full at its first GET, which a PrestoDB coordinator answers
 	// QUEUED before the refusal; guarded by mu.
-	refusing   bool
-	columns    []column
-	touched    atomic.Int64 // unix nanos of the last submission or poll, for abandonment
-	sent       atomic.Int64 // rows sent so far; written by polls, read by cancel and sweep too
-	polled     atomic.Bool  // an executing poll was answered: the query is no longer QUEUED
-	dispatched atomic.Bool  // its queued nextUri was fetched once: the query exists for /v1/query
-	executing  atomic.Bool  // its links moved to /v1/statement/executing
-	tokenNow   atomic.Int64 // token of the current phase, readable by HEAD without a poll's lock
-	partial    atomic.Bool  // partialCancelUri was deleted: no more rows are produced
-	spool      *spooler     // set when the rows go out as spooled segments
+	refusing bool
+	// workersSince is when the first poll found no workers (SetNoWorkers); zero while it
+	// has not waited for them. Guarded by mu.
+	workersSince time.Time
+	columns      []column
+	touched      atomic.Int64 // unix nanos of the last submission or poll, for abandonment
+	sent         atomic.Int64 // rows sent so far; written by polls, read by cancel and sweep too
+	polled       atomic.Bool  // an executing poll was answered: the query is no longer QUEUED
+	dispatched   atomic.Bool  // its queued nextUri was fetched once: the query exists for /v1/query
+	executing    atomic.Bool  // its links moved to /v1/statement/executing
+	tokenNow     atomic.Int64 // token of the current phase, readable by HEAD without a poll's lock
+	partial      atomic.Bool  // partialCancelUri was deleted: no more rows are produced
+	spool        *spooler     // set when the rows go out as spooled segments
 
 	canceled   chan struct{}
 	cancelOnce sync.Once

@@ -60,6 +60,11 @@ type Options struct {
 	// "resource-groups.properties"); "etc/" in a Config value is replaced
 	// by the etc directory's path.
 	Files map[string]string
+	// NoWorkers starts a coordinator that does not schedule work on itself
+	// (node-scheduler.include-coordinator=false) and that no worker joins,
+	// as one whose workers are all gone; it is ready once /v1/info says it
+	// has started, since no query can run.
+	NoWorkers bool
 	// TimeZone is the JVM's zone (user.timezone), the session zone of a
 	// statement that names none; default the machine's.
 	TimeZone string
@@ -267,7 +272,7 @@ func start(opts Options, in install) (*Server, error) {
 		s.mu.Unlock()
 		close(s.done)
 	}()
-	if err := s.waitReady(opts.StartTimeout); err != nil {
+	if err := s.waitReady(opts.StartTimeout, !opts.NoWorkers); err != nil {
 		tail := s.LogTail(40)
 		_ = s.Kill()
 		// The bind failure is at the top of the log, under Guice's
@@ -293,6 +298,9 @@ func (s *Server) writeEtc(etc string, opts Options) error {
 	}
 	if opts.Flavour == coordinator.Presto {
 		config["discovery-server.enabled"] = "true"
+	}
+	if opts.NoWorkers {
+		config["node-scheduler.include-coordinator"] = "false"
 	}
 	for k, v := range opts.Config {
 		config[k] = strings.ReplaceAll(v, "etc/", etc+"/")
@@ -334,8 +342,9 @@ func (s *Server) writeEtc(etc string, opts Options) error {
 // waitReady waits for /v1/info to say the server has started, then for a
 // scan of tpch to finish: a coordinator that has started may not yet have
 // seen itself as a worker, and a query that needs one fails with
-// NO_NODES_AVAILABLE (seen on Trino 476 after SELECT 1 had finished).
-func (s *Server) waitReady(timeout time.Duration) error {
+// NO_NODES_AVAILABLE (seen on Trino 476 after SELECT 1 had finished); without
+// scan (Options.NoWorkers), once it has started.
+func (s *Server) waitReady(timeout time.Duration, scan bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -360,6 +369,9 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		if info.Starting {
 			last = errors.New("/v1/info says starting")
 			continue
+		}
+		if !scan {
+			return nil
 		}
 		qctx, qcancel := context.WithTimeout(ctx, 30*time.Second)
 		_, err = s.Query(qctx, readyCheck)

@@ -1,10 +1,12 @@
 package realservers
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/zkpresto/zkpresto/gateway"
@@ -13,7 +15,9 @@ import (
 
 // postWithHead POSTs a statement to url with a session header of size
 // bytes and returns the answer's status and whether the connection was
-// closed after it.
+// closed after it; a server that closes the connection before it has the
+// whole head (Jetty, once past its limit) may leave no answer to read:
+// status 0, closed.
 func postWithHead(t *testing.T, url, prefix string, size int) (int, bool) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx(t), http.MethodPost, url+"/v1/statement", strings.NewReader("SELECT 1"))
@@ -26,6 +30,9 @@ func postWithHead(t *testing.T, url, prefix string, size int) (int, bool) {
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if err != nil {
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			return 0, true
+		}
 		t.Fatalf("a head of %d bytes: %v", size, err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
@@ -48,6 +55,9 @@ func TestOversizedHeadIsTheClientsFault(t *testing.T) {
 		}
 		for size, want := range direct {
 			status, closed := postWithHead(t, f.servers[0].URL(), prefix, size)
+			if status == 0 && want == http.StatusRequestHeaderFieldsTooLarge {
+				continue // closed while the head was being written: refused too
+			}
 			if status != want || (want == http.StatusRequestHeaderFieldsTooLarge && !closed) {
 				t.Fatalf("a head of %d kB straight to %s: %d (connection closed: %v), want %d", size>>10, f.servers[0].Name(), status, closed, want)
 			}
@@ -64,6 +74,8 @@ func TestOversizedHeadIsTheClientsFault(t *testing.T) {
 		url := "http://" + ln.Addr().String()
 		for size, want := range direct {
 			for range 3 {
+				// The gateway reads a head it refuses to its end (Go's
+				// server), so its client always has the answer.
 				if status, _ := postWithHead(t, url, prefix, size); status != want {
 					t.Fatalf("a head of %d kB through the gateway: %d, want %d", size>>10, status, want)
 				}

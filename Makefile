@@ -40,6 +40,10 @@ test-deps: demo-deps
 	# The real coordinators interop/realservers starts: Trino 476 (on a
 	# Java 24+ JDK) and PrestoDB 0.287 (Java 17), through Maven, cached.
 	bash scripts/fetch-real-servers.sh
+	# The Python clients interop/realservers runs through the gateway
+	# (trino with its SQLAlchemy dialect, presto-python-client), pinned,
+	# in a virtual environment of their own.
+	bash scripts/install-python-clients.sh
 
 # Everything either needs.
 deps: test-deps
@@ -62,10 +66,11 @@ staticcheck:
 	cd interop/trino && GOTOOLCHAIN=$(INTEROP_TOOLCHAIN) $(GO) run $(STATICCHECK) ./...
 
 unit:
-	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /realserver)
+	$(GO) test -race -count=1 -timeout 20m -skip '^TestDevRealServers$$' $$($(GO) list ./... | grep -v /realserver)
 	# The real Trino and PrestoDB servers, in a step of their own: their
 	# JVMs' start-up would take the two cores from the timed tests above.
 	$(GO) test -race -count=1 -timeout 20m -p 1 ./interop/realservers/ ./zkprestotest/realserver/
+	$(GO) test -race -count=1 -timeout 10m -run '^TestDevRealServers$$' ./cmd/zkpresto-lab/internal/devenv/
 	# Allocation counts, which the race detector's instrumentation changes.
 	$(GO) test -count=1 -run 'Allocs' ./internal/gateway/token/ ./internal/pool/
 	# trino-go-client v1.5.0, which needs Go 1.27, against the gateway and

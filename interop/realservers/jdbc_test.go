@@ -2,12 +2,16 @@ package realservers
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	"github.com/zkpresto/zkpresto/zkprestotest/realserver"
 )
@@ -185,5 +189,85 @@ func TestTrinoCLIThroughTheGateway(t *testing.T) {
 		if err == nil || !strings.Contains(string(failed), "does not exist") {
 			t.Errorf("trino-cli on a missing table: %v, %s", err, failed)
 		}
+	})
+}
+
+// What DBeaver, Metabase and Tableau do through JDBC, through the gateway
+// and, for comparison, straight on a server: the catalog browser's
+// DatabaseMetaData calls, a PreparedStatement with parameters, setMaxRows,
+// Statement.cancel of a streaming query (which must stop it on the
+// server), and a failure's SQLException with the server's error code.
+func TestJDBCWhatBIToolsDo(t *testing.T) {
+	eachFlavour(t, func(t *testing.T, f *flavourFleet) {
+		gw := strings.TrimPrefix(startGateway(t, f), "http://")
+		driverJar, scheme := jar(t, realserver.PrestoJDBC), "jdbc:presto://"
+		if f.flavour == coordinator.Trino {
+			driverJar, scheme = jar(t, realserver.TrinoJDBC), "jdbc:trino://"
+		}
+		tag := fmt.Sprintf("zkcancel_%d", time.Now().UnixNano())
+		statements := []string{
+			"META:catalogs",                 // 1
+			"META:schemas:tpch",             // 2
+			"META:tables:tpch:tiny",         // 3
+			"META:columns:tpch:tiny:nation", // 4
+			"META:typeinfo",                 // 5
+			"PREPARED:SELECT name FROM nation WHERE nationkey = ? AND name <> ?|3|x", // 6
+			"MAXROWS:5:SELECT orderkey FROM orders ORDER BY orderkey",                // 7
+			"SELECT * FROM no_such_table",                                            // 8
+			"CANCEL:SELECT orderkey, '" + tag + "' FROM tpch.sf100.orders",           // 9
+		}
+		through := probe(t, driverJar, append([]string{scheme + gw + "/tpch/tiny"}, statements...))
+		direct := probe(t, driverJar, append([]string{scheme + f.servers[0].Addr() + "/tpch/tiny"}, statements...))
+		column := func(rows [][]string, i int) []string {
+			var out []string
+			for _, r := range rows {
+				out = append(out, r[i])
+			}
+			return out
+		}
+		contains := func(i int, want ...string) {
+			t.Helper()
+			got := column(through[i], 0)
+			for _, w := range want {
+				if !slices.Contains(got, w) {
+					t.Errorf("%s through the gateway: %q lacks %q", statements[i-1], got, w)
+				}
+			}
+		}
+		contains(1, "tpch", "memory", "blackhole", "system")
+		contains(2, "tiny", "sf1", "information_schema")
+		contains(3, "nation", "orders", "region")
+		contains(4, "nationkey", "name", "regionkey", "comment")
+		contains(5, "bigint", "varchar", "double", "boolean")
+		// Query ids in messages differ; nothing else may.
+		queryID := regexp.MustCompile(`\d{8}_\d{6}_\d{5}_[a-z0-9]{5}`)
+		for i := 1; i <= 8; i++ {
+			got := queryID.ReplaceAllString(anonymous(through[i], nil), "QUERY_ID")
+			if want := queryID.ReplaceAllString(anonymous(direct[i], nil), "QUERY_ID"); got != want {
+				t.Errorf("%s: through the gateway %.300s, straight on the server %.300s", statements[i-1], got, want)
+			}
+		}
+		if got := anonymous(through[6], nil); got != "CANADA|;" {
+			t.Errorf("the prepared statement through the gateway: %s, want CANADA", got)
+		}
+		if len(through[7]) != 5 || through[7][0][0] != "1" {
+			t.Errorf("setMaxRows(5) through the gateway: %q", through[7])
+		}
+		if len(through[8]) != 1 || through[8][0][0] != "ERROR" || through[8][0][2] == "0" {
+			t.Errorf("a missing table through the gateway: %q, want an SQLException with the server's error code", through[8])
+		}
+		if len(through[9]) != 1 || through[9][0][0] != "CANCELLED" {
+			t.Errorf("Statement.cancel through the gateway: %q", through[9])
+		}
+		// Cancelled on the server too: neither coordinator runs it on.
+		testutil.Eventually(t, 30*time.Second, 200*time.Millisecond, "the cancelled query to end on the servers", func() bool {
+			for _, s := range f.servers {
+				res, err := s.Query(ctx(t), "SELECT count(*) FROM system.runtime.queries WHERE state IN ('QUEUED', 'PLANNING', 'STARTING', 'RUNNING', 'FINISHING') AND query LIKE '%"+tag+"%' AND query NOT LIKE '%system.runtime.queries%'")
+				if err != nil || res.Rows[0][0] != float64(0) {
+					return false
+				}
+			}
+			return true
+		})
 	})
 }

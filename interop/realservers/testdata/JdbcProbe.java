@@ -1,5 +1,7 @@
 import java.sql.Connection;
+import java.sql.DatabaseMetaData;
 import java.sql.DriverManager;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -7,37 +9,123 @@ import java.util.Properties;
 
 // JdbcProbe runs statements through a JDBC URL as a BI tool would, one per
 // argument after the URL, and prints each row as "<statement index>\t<col>\t...",
-// each failure as "<index>\tERROR\t<message>". The argument BEGIN turns
-// autocommit off (the driver then starts a transaction), COMMIT and ROLLBACK
-// end it. Its output is read by jdbc_test.go.
+// each failure as "<index>\tERROR\t<message>\t<error code>\t<SQL state>".
+// The argument BEGIN turns autocommit off (the driver then starts a
+// transaction), COMMIT and ROLLBACK end it. Other arguments of the form
+// "VERB:..." do what DBeaver, Metabase and Tableau do:
+//   META:catalogs, META:schemas:CAT, META:tables:CAT:SCHEMA,
+//   META:columns:CAT:SCHEMA:TABLE (name and type), META:typeinfo
+//   PREPARED:SQL|ARG|ARG...    a PreparedStatement, whole-number arguments as longs
+//   MAXROWS:N:SQL              Statement.setMaxRows(N)
+//   CANCEL:SQL                 Statement.cancel() from another thread once
+//                              the first row arrived; prints "CANCELLED" and
+//                              the failure the reading thread saw
+// Its output is read by jdbc_test.go.
 public class JdbcProbe {
-    public static void main(String[] args) throws SQLException {
+    public static void main(String[] args) throws Exception {
         Properties props = new Properties();
         props.setProperty("user", "alice");
         try (Connection conn = DriverManager.getConnection(args[0], props)) {
             for (int i = 1; i < args.length; i++) {
                 String sql = args[i];
                 try {
-                    switch (sql) {
-                        case "BEGIN" -> conn.setAutoCommit(false);
-                        case "COMMIT" -> { conn.commit(); conn.setAutoCommit(true); }
-                        case "ROLLBACK" -> { conn.rollback(); conn.setAutoCommit(true); }
-                        default -> run(conn, i, sql);
+                    if (sql.equals("BEGIN")) {
+                        conn.setAutoCommit(false);
+                    } else if (sql.equals("COMMIT")) {
+                        conn.commit();
+                        conn.setAutoCommit(true);
+                    } else if (sql.equals("ROLLBACK")) {
+                        conn.rollback();
+                        conn.setAutoCommit(true);
+                    } else if (sql.startsWith("META:")) {
+                        meta(conn, i, sql.substring(5).split(":"));
+                    } else if (sql.startsWith("PREPARED:")) {
+                        prepared(conn, i, sql.substring(9).split("\\|"));
+                    } else if (sql.startsWith("MAXROWS:")) {
+                        String[] p = sql.substring(8).split(":", 2);
+                        try (Statement st = conn.createStatement()) {
+                            st.setMaxRows(Integer.parseInt(p[0]));
+                            print(i, st.executeQuery(p[1]));
+                        }
+                    } else if (sql.startsWith("CANCEL:")) {
+                        cancel(conn, i, sql.substring(7));
+                    } else {
+                        try (Statement st = conn.createStatement()) {
+                            print(i, st.executeQuery(sql));
+                        }
                     }
                 } catch (SQLException e) {
-                    System.out.println(i + "\tERROR\t" + e.getMessage().replace('\n', ' '));
+                    System.out.println(i + "\tERROR\t" + e.getMessage().replace('\n', ' ') + "\t" + e.getErrorCode() + "\t" + e.getSQLState());
                 }
+            }
+        }
+        System.err.println("closed");
+        // The drivers' HTTP clients keep threads that would hold the JVM.
+        System.exit(0);
+    }
+
+    private static void meta(Connection conn, int i, String[] p) throws SQLException {
+        DatabaseMetaData md = conn.getMetaData();
+        switch (p[0]) {
+            case "catalogs" -> print(i, md.getCatalogs(), "TABLE_CAT");
+            case "schemas" -> print(i, md.getSchemas(p[1], null), "TABLE_SCHEM");
+            case "tables" -> print(i, md.getTables(p[1], p[2], null, null), "TABLE_NAME");
+            case "columns" -> print(i, md.getColumns(p[1], p[2], p[3], null), "COLUMN_NAME", "TYPE_NAME");
+            case "typeinfo" -> print(i, md.getTypeInfo(), "TYPE_NAME");
+            default -> throw new IllegalArgumentException("META:" + p[0]);
+        }
+    }
+
+    private static void prepared(Connection conn, int i, String[] p) throws SQLException {
+        try (PreparedStatement ps = conn.prepareStatement(p[0])) {
+            for (int a = 1; a < p.length; a++) {
+                if (p[a].matches("-?[0-9]+")) {
+                    ps.setLong(a, Long.parseLong(p[a]));
+                } else {
+                    ps.setString(a, p[a]);
+                }
+            }
+            print(i, ps.executeQuery());
+        }
+    }
+
+    private static void cancel(Connection conn, int i, String sql) throws Exception {
+        try (Statement st = conn.createStatement()) {
+            ResultSet rs = st.executeQuery(sql);
+            Thread canceller = new Thread(() -> {
+                try {
+                    st.cancel();
+                } catch (SQLException e) {
+                    System.out.println(i + "\tCANCEL FAILED\t" + e.getMessage());
+                }
+            });
+            try {
+                rs.next();
+                canceller.start();
+                canceller.join();
+                while (rs.next()) {
+                    // a cancelled statement ends its rows with a failure
+                }
+                System.out.println(i + "\tNOT CANCELLED");
+            } catch (SQLException e) {
+                System.out.println(i + "\tCANCELLED\t" + e.getMessage().replace('\n', ' '));
             }
         }
     }
 
-    private static void run(Connection conn, int i, String sql) throws SQLException {
-        try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+    private static void print(int i, ResultSet rs, String... columns) throws SQLException {
+        try (rs) {
             int n = rs.getMetaData().getColumnCount();
             while (rs.next()) {
                 StringBuilder line = new StringBuilder().append(i);
-                for (int c = 1; c <= n; c++) {
-                    line.append('\t').append(rs.getString(c));
+                if (columns.length == 0) {
+                    for (int c = 1; c <= n; c++) {
+                        line.append('\t').append(rs.getString(c));
+                    }
+                } else {
+                    for (String c : columns) {
+                        line.append('\t').append(rs.getString(c));
+                    }
                 }
                 System.out.println(line);
             }

@@ -1,7 +1,9 @@
 // Package devenv runs what "zkpresto-lab dev" offers: a local ZooKeeper and
 // coordinator simulators on free loopback ports, announced as shell export
 // lines, to try the zkpresto tool (register, nodes, query) on. It is a
-// zkprestotest cluster with nothing registered.
+// zkprestotest cluster with nothing registered, or, with Options.Real, a
+// realserver cluster of real Trino or PrestoDB servers that zkpresto's
+// registrar keeps registered.
 package devenv
 
 import (
@@ -14,6 +16,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/zkprestotest"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/realserver"
 )
 
 // Options says what to start.
@@ -27,7 +30,16 @@ type Options struct {
 	// default when empty) or "trino": Trino's X-Trino-* headers, and a
 	// trino:// DSN, to try the gateway with Trino clients.
 	Flavour string
+	// Real, when set, is the real server to start instead of simulators:
+	// "trino" (Trino 476) or "presto" (PrestoDB 0.287), fetched by
+	// scripts/fetch-real-servers.sh, at most 4 of them. They are registered
+	// by zkpresto's registrar, as in production; Flavour must then be empty
+	// or the same.
+	Real string
 }
+
+// maxReal bounds the real servers dev starts: each takes about 800 MB.
+const maxReal = 4
 
 // Run starts ZooKeeper and the coordinators, writes the export lines to w
 // (and EnvFile), and runs until ctx is done; then it stops what it started.
@@ -43,6 +55,9 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	default:
 		return fmt.Errorf("--flavour %q: want presto or trino", o.Flavour)
 	}
+	if o.Real != "" {
+		return runReal(ctx, w, o)
+	}
 	started := time.Now()
 	cluster, err := zkprestotest.Start(zkprestotest.Options{Coordinators: o.Coordinators, Flavour: flavour, Unregistered: true})
 	if err != nil {
@@ -50,19 +65,60 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	}
 	defer cluster.Close()
 
-	var env strings.Builder
-	fmt.Fprintf(&env, "export ZKPRESTO_ZOOKEEPER=%s\n", cluster.Ensemble())
-	fmt.Fprintf(&env, "export ZKPRESTO_DSN='%s'\n", cluster.DSN("?user=dev"))
+	urls := make([]string, len(cluster.Coordinators))
 	for i, c := range cluster.Coordinators {
-		fmt.Fprintf(&env, "export C%d=%s\n", i+1, c.URL())
+		urls[i] = c.URL()
 	}
-	if o.EnvFile != "" {
-		if err := os.WriteFile(o.EnvFile, []byte(env.String()), 0o644); err != nil {
+	return announce(ctx, w, o.EnvFile, cluster.Ensemble(), cluster.DSN("?user=dev"), urls,
+		fmt.Sprintf("%d %s coordinators", len(urls), flavour), started)
+}
+
+// runReal is Run with real servers (Options.Real).
+func runReal(ctx context.Context, w io.Writer, o Options) error {
+	flavour := coordinator.Flavour(strings.ToLower(o.Real))
+	if flavour != coordinator.Trino && flavour != coordinator.Presto {
+		return fmt.Errorf("--real %q: want trino or presto", o.Real)
+	}
+	if o.Flavour != "" && !strings.EqualFold(o.Flavour, o.Real) {
+		return fmt.Errorf("--flavour %q with --real %q: the real server decides the flavour; leave --flavour out", o.Flavour, o.Real)
+	}
+	if o.Coordinators > maxReal {
+		return fmt.Errorf("--coordinators %d with --real: at most %d real servers (each takes about 800 MB)", o.Coordinators, maxReal)
+	}
+	if err := realserver.Available(flavour); err != nil {
+		return fmt.Errorf("--real %s: %w (scripts/fetch-real-servers.sh fetches it)", flavour, err)
+	}
+	started := time.Now()
+	fmt.Fprintf(w, "starting %d real %s servers (about 30 s)...\n", o.Coordinators, flavour)
+	cluster, err := realserver.StartCluster(realserver.ClusterOptions{Flavour: flavour, Servers: o.Coordinators})
+	if err != nil {
+		return err
+	}
+	defer cluster.Close()
+	var urls []string
+	for _, s := range cluster.Servers() {
+		urls = append(urls, s.URL())
+	}
+	version := cluster.Servers()[0].Version()
+	return announce(ctx, w, o.EnvFile, cluster.ZooKeeper().Addr(), cluster.DSN("?user=dev"), urls,
+		fmt.Sprintf("%d real %s %s servers, registered under /%s", len(urls), flavour, version, cluster.Namespace()), started)
+}
+
+// announce writes the export lines to w (and envFile) with what is ready,
+// and waits for ctx.
+func announce(ctx context.Context, w io.Writer, envFile, ensemble, dsn string, urls []string, what string, started time.Time) error {
+	var env strings.Builder
+	fmt.Fprintf(&env, "export ZKPRESTO_ZOOKEEPER=%s\n", ensemble)
+	fmt.Fprintf(&env, "export ZKPRESTO_DSN='%s'\n", dsn)
+	for i, u := range urls {
+		fmt.Fprintf(&env, "export C%d=%s\n", i+1, u)
+	}
+	if envFile != "" {
+		if err := os.WriteFile(envFile, []byte(env.String()), 0o644); err != nil {
 			return fmt.Errorf("--env-file: %w", err)
 		}
 	}
-	fmt.Fprintf(w, "ZooKeeper %s and %d %s coordinators ready in %s; Ctrl-C stops them.\n",
-		cluster.Ensemble(), len(cluster.Coordinators), flavour, time.Since(started).Round(time.Millisecond))
+	fmt.Fprintf(w, "ZooKeeper %s and %s ready in %s; Ctrl-C stops them.\n", ensemble, what, time.Since(started).Round(time.Millisecond))
 	fmt.Fprint(w, env.String())
 	<-ctx.Done()
 	fmt.Fprintln(w, "stopping")

@@ -65,3 +65,19 @@ func TestUnknownFlavourIsRefused(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Bad --real settings are refused before anything starts.
+func TestRealSettingsRefused(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Coordinators: 1, Real: "mysql"}, `--real "mysql": want trino or presto`},
+		{Options{Coordinators: 5, Real: "trino"}, "--coordinators 5 with --real: at most 4"},
+		{Options{Coordinators: 1, Real: "trino", Flavour: "presto"}, `--flavour "presto" with --real "trino"`},
+	} {
+		if err := Run(context.Background(), io.Discard, c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want %q", c.o, err, c.want)
+		}
+	}
+}

@@ -30,7 +30,7 @@ func TestMakeInstallsWhatEachTargetNeeds(t *testing.T) {
 	if got, want := installScripts(t, "demo"), []string{"install-zookeeper.sh"}; !slices.Equal(got, want) {
 		t.Errorf("make demo runs %v, want %v", got, want)
 	}
-	test := []string{"install-zookeeper.sh", "install-nginx.sh", "install-tmux.sh", "install-chromium.sh", "install-npmclients.sh", "fetch-real-servers.sh"}
+	test := []string{"install-zookeeper.sh", "install-nginx.sh", "install-tmux.sh", "install-chromium.sh", "install-npmclients.sh", "fetch-real-servers.sh", "install-python-clients.sh"}
 	if got := installScripts(t, "test"); !slices.Equal(got, test) {
 		t.Errorf("make test runs %v, want %v", got, test)
 	}

@@ -66,7 +66,11 @@ func run(m *testing.M) int {
 	// The two clusters start side by side, and each starts its two servers
 	// side by side: on two cores that takes about a minute, against two
 	// minutes one after the other.
-	flavours := []coordinator.Flavour{coordinator.Trino, coordinator.Presto}
+	flavours, err := flavoursToStart()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "realservers:", err)
+		return 1
+	}
 	clusters := make([]*realserver.Cluster, len(flavours))
 	errs := make([]error, len(flavours))
 	var wg sync.WaitGroup
@@ -107,9 +111,44 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// onlyFlavourEnv names the one flavour a developer wants started while
+// working on its tests ("trino" or "presto"): half the memory and start-up.
+// Tests of the other flavour then skip, so CI, which must run them all,
+// refuses it.
+const onlyFlavourEnv = "ZKPRESTO_REALSERVERS_ONLY"
+
+// flavoursToStart is both flavours, or the one onlyFlavourEnv names.
+func flavoursToStart() ([]coordinator.Flavour, error) {
+	all := []coordinator.Flavour{coordinator.Trino, coordinator.Presto}
+	only := os.Getenv(onlyFlavourEnv)
+	if only == "" {
+		return all, nil
+	}
+	if os.Getenv("CI") != "" {
+		return nil, fmt.Errorf("%s=%q under CI: CI runs both flavours", onlyFlavourEnv, only)
+	}
+	for _, f := range all {
+		if string(f) == only {
+			return []coordinator.Flavour{f}, nil
+		}
+	}
+	return nil, fmt.Errorf("%s=%q: want %q or %q", onlyFlavourEnv, only, coordinator.Trino, coordinator.Presto)
+}
+
+// fleet is the flavour's servers; a test of a flavour not started (see
+// onlyFlavourEnv) skips.
+func fleet(t *testing.T, flavour coordinator.Flavour) *flavourFleet {
+	t.Helper()
+	f := fleets[flavour]
+	if f == nil {
+		t.Skipf("%s servers not started (%s)", flavour, onlyFlavourEnv)
+	}
+	return f
+}
+
 // eachFlavour runs fn as a subtest per flavour.
 func eachFlavour(t *testing.T, fn func(t *testing.T, f *flavourFleet)) {
 	for _, flavour := range []coordinator.Flavour{coordinator.Trino, coordinator.Presto} {
-		t.Run(string(flavour), func(t *testing.T) { fn(t, fleets[flavour]) })
+		t.Run(string(flavour), func(t *testing.T) { fn(t, fleet(t, flavour)) })
 	}
 }

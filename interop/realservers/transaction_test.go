@@ -57,7 +57,7 @@ func TestDriverTransactionsStayOnTheirCoordinator(t *testing.T) {
 // (PrestoDB 0.287 accepts the INSERT and keeps the row after ROLLBACK,
 // so the promise of atomicity there is the server's, not testable here.)
 func TestDriverWriteInTransactionRefusedByTrinoMemory(t *testing.T) {
-	f := fleets[coordinator.Trino]
+	f := fleet(t, coordinator.Trino)
 	db := open(t, f, "?user=alice")
 	c := ctx(t)
 	table := "memory.default.txn_refused"

@@ -11,7 +11,7 @@ import (
 // nanoseconds: the driver announces PARAMETRIC_DATETIME, without which
 // Trino rounds them to milliseconds.
 func TestTrinoFractionalSecondsWhole(t *testing.T) {
-	db := open(t, fleets[coordinator.Trino], "?user=alice")
+	db := open(t, fleet(t, coordinator.Trino), "?user=alice")
 	var ts6, ts9, tm6, tz6 time.Time
 	err := db.QueryRowContext(ctx(t), `SELECT
 		CAST(TIMESTAMP '2020-01-02 03:04:05.123456' AS timestamp(6)),

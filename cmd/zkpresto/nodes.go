@@ -188,7 +188,7 @@ func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error 
 		}
 		if !bytes.Equal(buf.Bytes(), last) {
 			if o.watch && !o.json {
-				fmt.Fprintf(out, "%s  %s  %d coordinators\n", time.Now().Format(time.DateTime), snap.Source, len(rows))
+				fmt.Fprintf(out, "%s  %s  %s\n", time.Now().Format(time.DateTime), snap.Source, countOf(len(rows), "coordinator"))
 			}
 			if _, err := out.Write(buf.Bytes()); err != nil {
 				return err
@@ -491,4 +491,12 @@ func writeNodes(w io.Writer, rows []nodeRow, asJSON, oneLine bool) error {
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// countOf is n and noun, plural unless n is one: "1 coordinator", "2 coordinators".
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -243,7 +243,7 @@ func TestDevWalkthroughQuickStarts(t *testing.T) {
 					stopJob(n) // wait %N after kill %N: the job has ended
 					if n == c1Registrar && watch != nil {
 						eventually(t, "the watch to print one coordinator", func() bool {
-							return strings.Contains(watch.out.String(), " 1 coordinators\n")
+							return strings.Contains(watch.out.String(), " 1 coordinator\n")
 						})
 					}
 				}

@@ -5,7 +5,99 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
+	"time"
 )
+
+// DefaultDrainQuiet is how long a draining replica waits, with no request
+// in flight and none coming, before it takes the queries still awaiting
+// a page as carried on elsewhere (see Server.Drain).
+const DefaultDrainQuiet = time.Second
+
+// serving counts the requests in flight and when the last one began or
+// ended: what a drain waits for.
+type serving struct {
+	inFlight atomic.Int64
+	last     atomic.Int64 // unix nanoseconds
+	// cut counts the requests a drain cut because its time ran out.
+	cut atomic.Uint64
+}
+
+func (s *serving) begin(now time.Time) {
+	s.inFlight.Add(1)
+	s.last.Store(now.UnixNano())
+}
+
+// end records a request's end. The time goes first: a drain that sees
+// nothing in flight then sees when the last request ended.
+func (s *serving) end(now time.Time) {
+	s.last.Store(now.UnixNano())
+	s.inFlight.Add(-1)
+}
+
+// quietFor reports whether no request has been in flight for d at now.
+func (s *serving) quietFor(d time.Duration, now time.Time) bool {
+	return s.inFlight.Load() == 0 && now.Sub(time.Unix(0, s.last.Load())) >= d
+}
+
+// drainPoll is how often a drain looks at what is left.
+const drainPoll = 20 * time.Millisecond
+
+// Drain ends srv, which serves g, as a replica of a gateway deployment
+// should end: g refuses new statements (see Gateway.Drain), and srv goes
+// on serving until nothing it is responsible for is left, then stops.
+// What it is responsible for is its own requests in flight (a page being
+// relayed, a cancel); the queries whose answers it relayed are not its
+// own, since any replica serves their next pages. So the drain ends when
+// no request is in flight and either no query whose answer it relayed
+// awaits its next page, or no request has come for quiet (zero:
+// DefaultDrainQuiet): the clients of those queries reach another replica
+// now (their load balancer took this one out when its health check
+// failed), or are gone. A lone replica whose clients poll keeps serving
+// them to their last page.
+//
+// A drain that ends so cuts nothing: srv stops listening and waits for a
+// request that came in the meantime. When ctx ends first, srv is closed
+// and the requests then in flight are cut; Drain returns how many, and
+// Gateway.DrainCuts counts them.
+func (srv *Server) Drain(ctx context.Context, g *Gateway, quiet time.Duration) (cut int) {
+	if quiet <= 0 {
+		quiet = DefaultDrainQuiet
+	}
+	g.Drain()
+	tick := time.NewTicker(drainPoll)
+	defer tick.Stop()
+wait:
+	for !g.drained(quiet, time.Now()) {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	if err := srv.Shutdown(ctx); err == nil {
+		return 0
+	}
+	n := int(max(g.serving.inFlight.Load(), 0))
+	g.serving.cut.Add(uint64(n))
+	_ = srv.Close()
+	return n
+}
+
+// drained reports whether a draining replica has nothing of its own left.
+func (g *Gateway) drained(quiet time.Duration, now time.Time) bool {
+	if !g.serving.quietFor(0, now) {
+		return false
+	}
+	return g.running.empty() || g.serving.quietFor(quiet, now)
+}
+
+// InFlight returns how many requests g is serving now.
+func (g *Gateway) InFlight() int64 { return g.serving.inFlight.Load() }
+
+// DrainCuts returns how many requests in flight drains of this gateway
+// cut because their time ran out.
+func (g *Gateway) DrainCuts() uint64 { return g.serving.cut.Load() }
 
 // running is the set of queries this gateway relayed an answer of that
 // names a next page: those whose clients will come back for it. A drain
@@ -47,6 +139,13 @@ func (q *running) answered(id string, status int, nextURI string) {
 		}
 		q.waiters = nil
 	}
+}
+
+// empty reports whether no query awaits its next page.
+func (q *running) empty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.ids) == 0
 }
 
 // wait returns nil once no query awaits its next page, or ctx's error.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/gateway"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -75,4 +76,137 @@ func TestWaitQueriesWaitsForTheQueriesInFlight(t *testing.T) {
 	if err := wait(time.Second); err != nil {
 		t.Fatalf("every query read to its end or cancelled: WaitQueries gave %v", err)
 	}
+}
+
+// waitFor bounds a wait for what must happen soon.
+const waitFor = 30 * time.Second
+
+// drainIn drains s, serving g, with quiet and a drain timeout, in the
+// background; the channel gets the number of requests cut.
+func drainIn(s *gatewayServer, g *gateway.Gateway, quiet, timeout time.Duration) <-chan int {
+	cut := make(chan int, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		cut <- s.srv.Drain(ctx, g, quiet)
+	}()
+	return cut
+}
+
+// A replica of several drains in what its own requests take, not in what
+// the queries it relayed take: once no request has come for the quiet
+// time, it stops, well before its timeout, and the query it relayed goes
+// on through another replica to its last row.
+func TestDrainEndsWithItsOwnRequestsNotWithTheQueries(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{BatchRows: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	draining, _ := staticGateway(t, gateway.Config{}, c.Addr())
+	other, _ := staticGateway(t, gateway.Config{}, c.Addr())
+	s, o := serveGateway(t, draining), serveGateway(t, other)
+	_, next := page(t, http.MethodPost, s.URL+"/v1/statement", strings.NewReader("SELECT * FROM rows(5)"))
+	if next == "" {
+		t.Fatal("no nextUri in the statement's answer")
+	}
+	// The drain would wait for ever (a day) for the query if that were its
+	// rule; it ends on the quiet time instead.
+	select {
+	case cut := <-drainIn(s, draining, 50*time.Millisecond, 24*time.Hour):
+		if cut != 0 {
+			t.Fatalf("the drain cut %d requests, with none in flight", cut)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("the drain did not end with no request in flight and none coming")
+	}
+	rows := 0
+	for next != "" {
+		var status int
+		status, next = page(t, http.MethodGet, strings.Replace(next, s.URL, o.URL, 1), nil)
+		if status != http.StatusOK {
+			t.Fatalf("a page through the other replica: HTTP %d", status)
+		}
+		rows++
+	}
+	if rows < 5 {
+		t.Fatalf("the query went on for %d pages through the other replica, want its 5 rows' pages at least", rows)
+	}
+	if n := draining.DrainCuts(); n != 0 {
+		t.Fatalf("DrainCuts = %d, want 0", n)
+	}
+}
+
+// A drain never cuts a request in flight: a page the coordinator takes a
+// while to answer reaches its client whole, however short the quiet time.
+func TestDrainWaitsForARequestInFlight(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{BatchRows: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	g, _ := staticGateway(t, gateway.Config{}, c.Addr())
+	s := serveGateway(t, g)
+	_, next := page(t, http.MethodPost, s.URL+"/v1/statement", strings.NewReader("SELECT * FROM rows(3)"))
+	c.SetPageDelay(300 * time.Millisecond)
+	answered := make(chan int, 1)
+	go func() {
+		status, _ := pageOrError(next)
+		answered <- status
+	}()
+	testutil.Eventually(t, waitFor, time.Millisecond, "the page's request to be in flight", func() bool { return g.InFlight() == 1 })
+	cut := drainIn(s, g, time.Millisecond, waitFor)
+	if status := <-answered; status != http.StatusOK {
+		t.Fatalf("the page in flight at the drain: %d, want 200", status)
+	}
+	if n := <-cut; n != 0 {
+		t.Fatalf("the drain cut %d requests", n)
+	}
+}
+
+// When the drain's time runs out, it cuts what is in flight, and says how
+// many it cut, in its result and in DrainCuts.
+func TestDrainTimeoutCutsAndCounts(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{BatchRows: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	g, _ := staticGateway(t, gateway.Config{}, c.Addr())
+	s := serveGateway(t, g)
+	_, next := page(t, http.MethodPost, s.URL+"/v1/statement", strings.NewReader("SELECT * FROM rows(3)"))
+	c.SetPageDelay(time.Minute)
+	answered := make(chan int, 1)
+	go func() {
+		status, _ := pageOrError(next)
+		answered <- status
+	}()
+	testutil.Eventually(t, waitFor, time.Millisecond, "the page's request to be in flight", func() bool { return g.InFlight() == 1 })
+	if n := <-drainIn(s, g, time.Millisecond, 100*time.Millisecond); n != 1 {
+		t.Fatalf("the drain cut %d requests, want the 1 in flight", n)
+	}
+	if status := <-answered; status != 0 {
+		t.Fatalf("the page cut by the drain's end: HTTP %d, want a broken connection", status)
+	}
+	if n := g.DrainCuts(); n != 1 {
+		t.Fatalf("DrainCuts = %d, want 1", n)
+	}
+}
+
+// pageOrError is page for a request that may be cut: status 0 then.
+func pageOrError(uri string) (status int, err error) {
+	req, err := http.NewRequest(http.MethodGet, uri, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("X-Presto-User", "a")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, nil
 }

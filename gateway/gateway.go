@@ -102,6 +102,7 @@ type Gateway struct {
 	forwardedFor bool // Config.ForwardedFor
 
 	draining atomic.Bool
+	serving  serving // the requests in flight, for a drain
 	members  members
 	queries  queryTable
 	running  running // queries awaiting a follow-up, for a drain
@@ -164,8 +165,13 @@ func (g *Gateway) Draining() bool { return g.draining.Load() }
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	g.serving.begin(start)
 	// Also when a handler ends by cutting the connection (a panic).
-	defer func() { g.latency.observe(requestKind(r), time.Since(start)) }()
+	defer func() {
+		end := time.Now()
+		g.latency.observe(requestKind(r), end.Sub(start))
+		g.serving.end(end)
+	}()
 	path := r.URL.Path
 	switch {
 	case strings.HasPrefix(path, token.PathPrefix):

@@ -12,13 +12,14 @@ import (
 type GatewaySource interface {
 	Requests() []gateway.RequestCount
 	RequestLatencies() []gateway.RequestLatency
+	DrainCuts() uint64
 }
 
 // GatewayCollector exports a gateway's request counts by kind and status
 // and its latencies by kind. Create it with NewGatewayCollector.
 type GatewayCollector struct {
-	src               GatewaySource
-	requests, latency *prometheus.Desc
+	src                    GatewaySource
+	requests, latency, cut *prometheus.Desc
 }
 
 // NewGatewayCollector returns a collector that reads src at every scrape.
@@ -29,6 +30,8 @@ func NewGatewayCollector(src GatewaySource) *GatewayCollector {
 			"Requests the gateway answered, by kind (submit, followup, query, info, other) and HTTP status.", []string{"kind", "status"}, nil),
 		latency: prometheus.NewDesc("zkpresto_gateway_request_duration_seconds",
 			"How long the gateway took to serve a request, until its answer was relayed whole, by kind.", []string{"kind"}, nil),
+		cut: prometheus.NewDesc("zkpresto_gateway_drain_cut_requests_total",
+			"Requests in flight that a drain cut because --drain-timeout passed.", nil, nil),
 	}
 }
 
@@ -36,6 +39,7 @@ func NewGatewayCollector(src GatewaySource) *GatewayCollector {
 func (c *GatewayCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.requests
 	ch <- c.latency
+	ch <- c.cut
 }
 
 // Collect implements prometheus.Collector.
@@ -50,4 +54,5 @@ func (c *GatewayCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstHistogram(c.latency, h.Count, h.Sum, buckets, h.Kind)
 	}
+	ch <- prometheus.MustNewConstMetric(c.cut, prometheus.CounterValue, float64(c.src.DrainCuts()))
 }

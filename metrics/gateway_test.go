@@ -12,10 +12,12 @@ import (
 type gatewayFigures struct {
 	requests  []gateway.RequestCount
 	latencies []gateway.RequestLatency
+	cuts      uint64
 }
 
 func (g gatewayFigures) Requests() []gateway.RequestCount           { return g.requests }
 func (g gatewayFigures) RequestLatencies() []gateway.RequestLatency { return g.latencies }
+func (g gatewayFigures) DrainCuts() uint64                          { return g.cuts }
 
 func TestGatewayCollectorFollowsPrometheusConventions(t *testing.T) {
 	buckets := make([]uint64, len(gateway.LatencyBounds))
@@ -25,6 +27,7 @@ func TestGatewayCollectorFollowsPrometheusConventions(t *testing.T) {
 	src := gatewayFigures{
 		requests:  []gateway.RequestCount{{Kind: "submit", Status: 200, Count: 7}, {Kind: "submit", Status: 503, Count: 2}},
 		latencies: []gateway.RequestLatency{{Kind: "submit", Count: 2, Sum: 0.004, Buckets: buckets}},
+		cuts:      3,
 	}
 	reg := prometheus.NewPedanticRegistry() // checks the descriptions and the metrics' consistency
 	reg.MustRegister(metrics.NewGatewayCollector(src))
@@ -39,12 +42,16 @@ func TestGatewayCollectorFollowsPrometheusConventions(t *testing.T) {
 			if h := m.GetHistogram(); h != nil && (h.GetSampleCount() != 2 || len(h.GetBucket()) != len(gateway.LatencyBounds)) {
 				t.Errorf("histogram %v", h)
 			}
-			if c := m.GetCounter(); c != nil && len(m.GetLabel()) != 2 {
+			if c := m.GetCounter(); c != nil && f.GetName() == "zkpresto_gateway_requests_total" && len(m.GetLabel()) != 2 {
 				t.Errorf("counter labels %v", m.GetLabel())
+			}
+			if f.GetName() == "zkpresto_gateway_drain_cut_requests_total" && m.GetCounter().GetValue() != 3 {
+				t.Errorf("drain cuts %v, want 3", m.GetCounter())
 			}
 		}
 	}
-	want := map[string]int{"zkpresto_gateway_requests_total COUNTER": 2, "zkpresto_gateway_request_duration_seconds HISTOGRAM": 1}
+	want := map[string]int{"zkpresto_gateway_requests_total COUNTER": 2, "zkpresto_gateway_request_duration_seconds HISTOGRAM": 1,
+		"zkpresto_gateway_drain_cut_requests_total COUNTER": 1}
 	for k, n := range want {
 		if got[k] != n {
 			t.Errorf("%s: %d series, want %d (all: %v)", k, got[k], n, got)

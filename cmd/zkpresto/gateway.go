@@ -44,6 +44,7 @@ type gatewayOptions struct {
 	tlsCert      string
 	tlsKey       string
 	drainTimeout time.Duration
+	drainQuiet   time.Duration
 	noNodesGrace time.Duration
 	logLevel     string
 	// adminListen, when set, is where the operator pages are served
@@ -87,9 +88,10 @@ balancers. A group with no coordinator answers 503 for
 --no-coordinator-grace, then a NO_NODES_AVAILABLE query failure every client
 shows. On SIGTERM the gateway drains: /_zk/health answers 503 and new
 statements get 503 with Connection: close (retried elsewhere), while the
-gateway keeps listening and
-serves the follow-ups of the queries in flight until they finish, for up to
---drain-timeout; then it exits.`,
+gateway keeps listening and serves the requests that come. It exits once
+no request is in flight and either the queries it relayed have ended or
+no request has come for --drain-quiet (their clients reach another
+replica now), or at --drain-timeout, cutting what is then in flight.`,
 		Example: `  zkpresto gateway --listen 0.0.0.0:8080 \
     --dsn 'presto://zk1:2181,zk2:2181/;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto;zooKeeperStrategy=p2c' \
     --secret-file /etc/zkpresto/gateway.key
@@ -126,7 +128,8 @@ serves the follow-ups of the queries in flight until they finish, for up to
 	f.BoolVar(&o.forwardedFor, "forwarded-for", false, "send coordinators X-Forwarded-For naming each client (Trino refuses it with 406 unless http-server.process-forwarded=true)")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate to serve https with (with --tls-key)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
-	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long the queries in flight may go on")
+	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long the drain may last at most; requests then in flight are cut")
+	f.DurationVar(&o.drainQuiet, "drain-quiet", gateway.DefaultDrainQuiet, "on SIGTERM, exit once no request has come for this long, even with queries still running (their clients reach another replica)")
 	f.StringVar(&o.adminListen, "admin-listen", "", "serve the operator pages (/_zk/status, /_zk/status.json, /_zk/metrics) on this address only, not on --listen")
 	f.StringVar(&o.adminPasswordFile, "admin-password-file", "", "require this file's password for the operator pages (HTTP basic authentication, any user; or a bearer token)")
 	f.DurationVar(&o.noNodesGrace, "no-coordinator-grace", gateway.DefaultNoCoordinatorGrace,
@@ -165,6 +168,9 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if o.drainTimeout <= 0 || o.drainQuiet <= 0 {
+		return errors.New("--drain-timeout and --drain-quiet must be positive")
 	}
 	grace := o.noNodesGrace
 	switch {
@@ -307,7 +313,7 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 			<-adminServed
 		}()
 	}
-	return serveGateway(ctx, ln, tlsConfig, mux, gw, logger, o.drainTimeout)
+	return serveGateway(ctx, ln, tlsConfig, mux, gw, logger, o.drainTimeout, o.drainQuiet)
 }
 
 // gatewayOpenRetry is how often the gateway tries again to open discovery

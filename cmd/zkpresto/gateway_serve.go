@@ -12,11 +12,11 @@ import (
 )
 
 // serveGateway serves h on ln with net/http's server as the gateway
-// configures it (gateway.NewServer) until ctx ends, then drains: it keeps
-// listening, gw answers new statements 503 with Connection: close, and
-// the follow-ups of the queries in flight are served until those finish
-// or drainTimeout passes; then the server stops, cutting what still runs.
-func serveGateway(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, h http.Handler, gw *gateway.Gateway, logger *slog.Logger, drainTimeout time.Duration) error {
+// configures it (gateway.NewServer) until ctx ends, then drains (see
+// gateway.Server.Drain): it keeps listening, gw answers new statements 503
+// with Connection: close, and the server stops once nothing of its own is
+// left, or when drainTimeout passes, cutting what is then in flight.
+func serveGateway(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, h http.Handler, gw *gateway.Gateway, logger *slog.Logger, drainTimeout, drainQuiet time.Duration) error {
 	srv := gateway.NewServer(h, logger, gateway.ServerLimits{})
 	serve := func() error { return srv.Serve(ln) }
 	if tlsConfig != nil {
@@ -30,18 +30,14 @@ func serveGateway(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, h
 		return err
 	case <-ctx.Done():
 	}
-	logger.Info("draining: new statements are refused; running queries may go on", "for", drainTimeout)
-	gw.Drain()
+	logger.Info("draining: new statements are refused; requests are served until none is left", "timeout", drainTimeout, "quiet", drainQuiet)
+	start := time.Now()
 	drain, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
-	if err := gw.WaitQueries(drain); err != nil {
-		logger.Warn("queries still running at the end of the drain are cut")
-	}
-	// Requests under way (a page being relayed) end before the server
-	// stops, within what is left of the drain.
-	if err := srv.Shutdown(drain); err != nil {
-		logger.Warn("requests still running at the end of the drain were cut", "err", err)
-		srv.Close()
+	if cut := srv.Drain(drain, gw, drainQuiet); cut > 0 {
+		logger.Warn("the drain timed out: requests in flight were cut", "cut", cut, "took", time.Since(start).Round(time.Millisecond))
+	} else {
+		logger.Info("drained: nothing in flight was cut", "took", time.Since(start).Round(time.Millisecond))
 	}
 	<-served
 	return nil

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
@@ -47,6 +48,19 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state, rc := g.stateOf(r.Context(), base)
+	if state == memberGone && r.Method == http.MethodDelete {
+		// The coordinator left and failed since: its queries went with it,
+		// and nothing is left to cancel.
+		g.queryGoneWithItsCoordinator(w, "followup", base, id)
+		return
+	}
+	if state == memberUnknown && r.Method == http.MethodDelete {
+		// Listed by the replica that signed the token, not by any group
+		// now: it may still be finishing its queries, so the cancel is
+		// tried.
+		g.forward(w, r, "followup", base+rest+queryPart(r), base, id, rc, true)
+		return
+	}
 	if state == memberUnknown || state == memberGone {
 		g.stats.add("followup", http.StatusGone)
 		writeError(w, http.StatusGone, errCoordinatorGone, id,
@@ -106,6 +120,15 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 			return
 		}
 		g.reportFailure(r.Context(), base, err)
+		if r.Method == http.MethodDelete && connectionRefused(err) {
+			// A coordinator that refuses connections has no process
+			// listening: the query is gone with it.
+			if departed {
+				g.markGone(base)
+			}
+			g.queryGoneWithItsCoordinator(w, kind, base, id)
+			return
+		}
 		if departed {
 			g.markGone(base)
 			g.stats.add(kind, http.StatusGone)
@@ -144,6 +167,21 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 		g.log.Warn("relaying an answer failed; cutting the client's connection", "node", hostOf(base), "query", id, "err", err)
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// connectionRefused reports whether err is a refused connection: no
+// process listens at the coordinator's address any more.
+func connectionRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+// queryGoneWithItsCoordinator answers a cancel of query id, whose
+// coordinator at base is gone, as the servers answer the cancel of a
+// query they no longer have: 204, since nothing is left running (clients
+// such as trino-python-client raise on any other answer to a cancel).
+func (g *Gateway) queryGoneWithItsCoordinator(w http.ResponseWriter, kind, base, id string) {
+	g.log.Info("cancel of a query whose coordinator is gone: nothing left to cancel", "node", hostOf(base), "query", id)
+	g.recent.end(id, queryEnd{outcome: outcomeCancelled, at: time.Now()})
+	g.stats.add(kind, http.StatusNoContent)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // webUIOf is the base URL of the web UI of the coordinator at base: what

@@ -702,3 +702,43 @@ func TestPlainTextErrorsPassThrough(t *testing.T) {
 		}
 	}
 }
+
+// A cancel of a query whose coordinator is gone, listed still but refusing
+// connections, or left discovery and stopped, is answered 204: nothing is
+// left running, as a server answers the cancel of a query it no longer
+// has (trino-python-client's cancel raises on anything else). A page of
+// it still fails, naming the coordinator.
+func TestCancelOfAQueryWhoseCoordinatorIsGone(t *testing.T) {
+	for _, leaves := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deregistered=%t", leaves), func(t *testing.T) {
+			s := newSetup(t, 2, coordinator.Options{BatchRows: 5})
+			answer := post(t, s.replicas[0].URL, "SELECT * FROM rows(50)")
+			code, page := do(t, http.MethodGet, answer["nextUri"].(string))
+			if code != http.StatusOK || page["nextUri"] == nil {
+				t.Fatalf("first page: %d %v", code, page)
+			}
+			id := page["id"].(string)
+			var victim, other *coordinator.Coordinator
+			for _, c := range s.coords {
+				if c.Running() == 1 {
+					victim = c
+				} else {
+					other = c
+				}
+			}
+			if leaves {
+				s.disc.set(other)
+			}
+			victim.Stop()
+			next := page["nextUri"].(string)
+			if code, _ := do(t, http.MethodGet, next); code < 400 {
+				t.Fatalf("a page of the query after its coordinator stopped: %d, want a failure", code)
+			}
+			for _, uri := range []string{next, s.replicas[1].URL + "/v1/query/" + id, next} {
+				if code, body := do(t, http.MethodDelete, uri); code != http.StatusNoContent {
+					t.Errorf("DELETE %s after its coordinator stopped: %d %v, want 204", uri, code, body)
+				}
+			}
+		})
+	}
+}

@@ -441,6 +441,8 @@ func (r *rows) Next(dest []driver.Value) error {
 		switch {
 		case r.a.caller.Err() != nil:
 			r.conn.connector.cancelQuery(r.a)
+		case failure != nil && r.qr.Id != "":
+			err = r.a.FailedWhileRunning(failure, r.qr.Id, r.pagesRead)
 		case failure != nil:
 			err = r.a.Failed(failure)
 		case r.running():

@@ -2,8 +2,12 @@ package driver_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
+	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	"github.com/zkpresto/zkpresto/zkprestotest/lostpage"
@@ -51,5 +55,49 @@ func TestRowsAffectedIsTheUpdateCount(t *testing.T) {
 		if n, err := res.RowsAffected(); err != nil || n != want {
 			t.Errorf("%s: RowsAffected %d, %v; want %d", stmt, n, err, want)
 		}
+	}
+}
+
+// A coordinator that goes away while the result is read: the error says
+// so, with the query's id and the page lost, not as a statement refused
+// at its dial; and the statement is not sent again.
+func TestCoordinatorGoneWhileTheResultIsRead(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{Name: "c", BatchRows: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	db, _ := openConnector(t, "presto://"+c.Addr()+";zooKeeperStrategy=poll?user=alice")
+	rows, err := db.QueryContext(context.Background(), "SELECT * FROM rows(20)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for range 4 {
+		if !rows.Next() {
+			t.Fatalf("the result ended early: %v", rows.Err())
+		}
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+	}
+	var se *zkdriver.StatementError
+	if !errors.As(rows.Err(), &se) {
+		t.Fatalf("reading on after the coordinator stopped: %v, want a StatementError", rows.Err())
+	}
+	calls := c.Calls()
+	if len(calls) == 0 || se.QueryID != calls[0].QueryID || se.PagesRead < 2 {
+		t.Fatalf("StatementError names query %q after %d pages; want the query's id and the pages read", se.QueryID, se.PagesRead)
+	}
+	msg := se.Error()
+	for _, want := range []string{"went away while query " + se.QueryID + " ran", fmt.Sprintf("page %d of its result was lost", se.PagesRead+1), c.Addr()} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if n := c.Statements(); n != 1 {
+		t.Fatalf("the statement reached the coordinator %d times, want once", n)
 	}
 }

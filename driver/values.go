@@ -317,6 +317,8 @@ type resultRows struct {
 	cols  []column
 	data  []json.RawMessage // the current page's rows
 	pos   int
+	// pagesRead counts the pages taken, for the error of one lost.
+	pagesRead int
 	// cells is reused from row to row.
 	cells []json.RawMessage
 }
@@ -350,6 +352,7 @@ func newResultRows(ctx context.Context, qr *presto.QueryResults) (*resultRows, e
 
 // load takes the rows of the page the client decoded last.
 func (r *resultRows) load() {
+	r.pagesRead++
 	r.pos = 0
 	r.data = r.qr.Data
 	if r.pages != nil {

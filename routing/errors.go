@@ -63,12 +63,23 @@ func (e *NoCoordinatorError) Unwrap() []error {
 type StatementError struct {
 	// Node is the coordinator's address (host:port).
 	Node string
+	// QueryID is the query's id when the coordinator had accepted the
+	// statement and its result was being read: the coordinator went away
+	// while the query ran. Empty when it failed before naming the query.
+	QueryID string
+	// PagesRead is how many pages of the query's result had been read when
+	// the next one was lost (with QueryID).
+	PagesRead int
 	// Err is the failure.
 	Err error
 }
 
 // Error implements error.
 func (e *StatementError) Error() string {
+	if e.QueryID != "" {
+		return fmt.Sprintf("zkpresto: coordinator %s went away while query %s ran: page %d of its result was lost (the query may have run on; not sent again): %v",
+			e.Node, e.QueryID, e.PagesRead+1, e.Err)
+	}
 	return fmt.Sprintf("zkpresto: coordinator %s failed after the statement was sent (it may have run; not sent again): %v", e.Node, e.Err)
 }
 

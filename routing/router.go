@@ -317,8 +317,18 @@ func (a *Attempt) End(err error) {
 // accepted the statement (for example while its results were read), ends
 // the attempt and returns the StatementError to give the caller.
 func (a *Attempt) Failed(err error) *StatementError {
-	a.router.health.Failure(a.Node.Addr, err)
-	se := &StatementError{Node: a.Node.Addr, Err: err}
+	return a.fail(&StatementError{Node: a.Node.Addr, Err: err})
+}
+
+// FailedWhileRunning is Failed for a statement the coordinator had
+// accepted as query id, of whose result pagesRead pages had been read when
+// the next one failed with err.
+func (a *Attempt) FailedWhileRunning(err error, id string, pagesRead int) *StatementError {
+	return a.fail(&StatementError{Node: a.Node.Addr, QueryID: id, PagesRead: pagesRead, Err: err})
+}
+
+func (a *Attempt) fail(se *StatementError) *StatementError {
+	a.router.health.Failure(a.Node.Addr, se.Err)
 	a.End(se)
 	return se
 }

@@ -39,6 +39,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -895,4 +896,84 @@ func gatewayMetric(b *testing.B, base, name string) float64 {
 	}
 	b.Fatalf("no %s in %s/_zk/metrics", name, base)
 	return 0
+}
+
+// memStatements is how many statements BenchmarkGatewayStatementsMemory
+// runs per round, and memStatementClients how many clients run them.
+const (
+	memStatements       = 100_000
+	memStatementClients = 8
+)
+
+// BenchmarkGatewayStatementsMemory is what a proxy process keeps after
+// memStatements small statements, each read to its end: (resident set
+// after − resident set before) per 100,000 statements, as
+// rss-MiB/100k-statements, and for the gateway its Go heap in use, as
+// heap-MiB/100k-statements. What a gateway keeps of a finished query
+// (the query id → coordinator table, the drain's set) is bounded by count
+// and by age; nginx keeps nothing of a finished request.
+func BenchmarkGatewayStatementsMemory(b *testing.B) {
+	rig := newBenchRig(b, coordinator.Options{})
+	for _, path := range []string{"gateway", "nginx"} {
+		b.Run("path="+path, func(b *testing.B) {
+			base := rig.base(path)
+			pids := func() []int { return []int{rig.gw.cmd.Process.Pid} }
+			if path == "nginx" {
+				pids = rig.ngx.Pids
+			}
+			c := newBenchClient(memStatementClients, false)
+			defer c.close()
+			if _, err := c.statement(base, smallStatement); err != nil {
+				b.Fatal(err)
+			}
+			time.Sleep(memSettle)
+			var rssSum, heapSum float64
+			for b.Loop() {
+				rss0, heap0 := residentSet(b, pids()), 0.0
+				if path == "gateway" {
+					heap0 = heapInuse(b, base)
+				}
+				runStatements(b, c, base, memStatements, memStatementClients)
+				time.Sleep(memSettle)
+				rss1, heap1 := residentSet(b, pids()), 0.0
+				if path == "gateway" {
+					heap1 = heapInuse(b, base)
+				}
+				rssSum += rss1 - rss0
+				heapSum += heap1 - heap0
+			}
+			per := float64(b.N) * memStatements / 100_000 * (1 << 20)
+			b.ReportMetric(rssSum/per, "rss-MiB/100k-statements")
+			if path == "gateway" {
+				b.ReportMetric(heapSum/per, "heap-MiB/100k-statements")
+			}
+		})
+	}
+}
+
+// runStatements runs n small statements through base from clients
+// clients at once, each read to its end.
+func runStatements(b *testing.B, c *benchClient, base string, n, clients int) {
+	b.Helper()
+	var left atomic.Int64
+	left.Store(int64(n))
+	errs := make(chan error, clients)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				if _, err := c.statement(base, smallStatement); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
 }

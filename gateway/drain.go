@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,8 +104,11 @@ func (g *Gateway) DrainCuts() uint64 { return g.serving.cut.Load() }
 // names a next page: those whose clients will come back for it. A drain
 // waits for it to empty.
 type running struct {
-	mu      sync.Mutex
-	ids     map[string]struct{}
+	mu sync.Mutex
+	// ids holds when an answer last named each query (unix seconds): a
+	// query not asked for within queryAge is abandoned on its server.
+	ids     map[string]int64
+	swept   int64 // when ids was last swept of those, unix seconds
 	waiters []chan struct{}
 }
 
@@ -118,15 +122,26 @@ func (q *running) answered(id string, status int, nextURI string) {
 			next = queryIDOf(u.Path, u.RawQuery)
 		}
 	}
+	now := time.Now().Unix()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.ids == nil {
-		q.ids = map[string]struct{}{}
+		q.ids = map[string]int64{}
+	}
+	if age := int64(queryAge / time.Second); now-q.swept >= age/10 {
+		q.swept = now
+		for id, seen := range q.ids {
+			if now-seen >= age {
+				delete(q.ids, id)
+			}
+		}
 	}
 	switch {
 	case next != "":
-		if len(q.ids) < rememberedQueries {
-			q.ids[next] = struct{}{}
+		if _, ok := q.ids[next]; ok {
+			q.ids[next] = now
+		} else if len(q.ids) < rememberedQueries {
+			q.ids[strings.Clone(next)] = now // not a slice of the answer
 		}
 	case id != "" && (status < 300 || status == http.StatusNotFound || status == http.StatusGone):
 		// The last page, a cancel, or a query the coordinator no longer

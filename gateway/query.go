@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // serveQuery routes GET and DELETE /v1/query/{id} (how trino-go-client, the
@@ -103,41 +104,106 @@ func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
 	return "", false
 }
 
+// queryAge bounds how long the gateway remembers a query after the last
+// answer that named it: the servers abandon a query whose client has not
+// asked for it within their client timeout (trino and prestodb:
+// query.client.timeout, 5 minutes by default), so nothing is left to route
+// to after that.
+const queryAge = 5 * time.Minute
+
 // queryTable remembers which coordinator runs a query, from the answers
-// this replica relayed, for /v1/query/{id}; the oldest entries go first.
+// this replica relayed, for /v1/query/{id}: at most limit queries, none
+// longer than queryAge after the last answer that named it. Entries are
+// kept in a ring in the order they came; the oldest goes first, but one
+// named again since goes to the back instead (a second chance), so that a
+// long query's entry is not lost to the count while idle ones go by age.
 type queryTable struct {
 	mu    sync.Mutex
 	limit int
-	byID  map[string]string
-	order []string
-	next  int
+	byID  map[string]queryEntry
+	ring  []string // ids, oldest first from head
+	head  int
+	n     int
+}
+
+// queryEntry is what the routing needs of a query: its coordinator, and
+// when an answer last named it (unix seconds).
+type queryEntry struct {
+	base string
+	seen int64
 }
 
 func (q *queryTable) init(limit int) {
 	q.limit = limit
-	q.byID = map[string]string{}
+	q.byID = map[string]queryEntry{}
 }
 
-func (q *queryTable) remember(id, base string) {
+// sweepPerEntry is how many of the oldest entries each new one looks at,
+// to let those past queryAge go: more than one, so the table shrinks when
+// statements come more slowly than before.
+const sweepPerEntry = 2
+
+func (q *queryTable) remember(id, base string) { q.rememberAt(id, base, time.Now()) }
+
+func (q *queryTable) rememberAt(id, base string, now time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if _, ok := q.byID[id]; ok {
-		q.byID[id] = base
+	if e, ok := q.byID[id]; ok {
+		if e.base != base {
+			e.base = strings.Clone(base)
+		}
+		e.seen = now.Unix()
+		q.byID[id] = e
 		return
 	}
-	if len(q.order) < q.limit {
-		q.order = append(q.order, id)
-	} else {
-		delete(q.byID, q.order[q.next])
-		q.order[q.next] = id
-		q.next = (q.next + 1) % q.limit
+	for range sweepPerEntry {
+		if q.n == 0 {
+			break
+		}
+		oldest := q.ring[q.head]
+		q.pop()
+		if now.Unix()-q.byID[oldest].seen < int64(queryAge/time.Second) && q.n+1 < q.limit {
+			q.push(oldest) // named again since it came: it stays
+			continue
+		}
+		delete(q.byID, oldest)
 	}
-	q.byID[id] = base
+	if q.n == q.limit {
+		delete(q.byID, q.ring[q.head])
+		q.pop()
+	}
+	// Copies: the id and base may be slices of a whole answer, which the
+	// table must not keep alive.
+	id = strings.Clone(id)
+	q.push(id)
+	q.byID[id] = queryEntry{base: strings.Clone(base), seen: now.Unix()}
+}
+
+func (q *queryTable) pop() {
+	q.ring[q.head] = ""
+	q.head = (q.head + 1) % len(q.ring)
+	q.n--
+}
+
+// push adds id at the back, growing the ring up to limit.
+func (q *queryTable) push(id string) {
+	if q.n == len(q.ring) {
+		grown := make([]string, min(max(2*len(q.ring), 16), q.limit))
+		for i := range q.n {
+			grown[i] = q.ring[(q.head+i)%len(q.ring)]
+		}
+		q.ring, q.head = grown, 0
+	}
+	q.ring[(q.head+q.n)%len(q.ring)] = id
+	q.n++
 }
 
 func (q *queryTable) lookup(id string) (string, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	base, ok := q.byID[id]
-	return base, ok
+	e, ok := q.byID[id]
+	if !ok || time.Since(time.Unix(e.seen, 0)) >= queryAge {
+		return "", false
+	}
+	return e.base, true
 }

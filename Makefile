@@ -121,3 +121,4 @@ bench:
 	$(GO) run $(BENCHSTAT) -col /path bench-gateway-stream.txt
 	$(GO) test -run '^$$' -bench '^BenchmarkGatewayMemory$$' -benchtime 1x -count $(BENCHCOUNT) ./gateway/ | tee bench-gateway-memory.txt
 	$(GO) run $(BENCHSTAT) -col /path bench-gateway-memory.txt
+	$(GO) test -run '^$$' -bench '^BenchmarkGatewayStatementsMemory$$' -benchtime 1x -count 1 ./gateway/ | tee bench-gateway-statements-memory.txt

@@ -199,7 +199,7 @@ func (c *column) convert(raw json.RawMessage) (driver.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return time.Parse("2006-01-02", s)
+		return parseDateTime("2006-01-02", s, time.UTC)
 	case "timestamp":
 		s, err := unquote(raw)
 		if err != nil {
@@ -273,7 +273,7 @@ func parseFraction(layout, s string, loc *time.Location) (time.Time, error) {
 	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i-1 > 9 {
 		s = s[:i+10]
 	}
-	return time.ParseInLocation(layout, s, loc)
+	return parseDateTime(layout, s, loc)
 }
 
 // parseTimeTZ parses a TIME WITH TIME ZONE value: Presto writes the time and

@@ -38,6 +38,8 @@ type column struct {
 	prec     int64  // decimal(p,s), time(p)...: p; else -1
 	scale    int64  // decimal(p,s): s; else -1
 	scanType reflect.Type
+	// container is an array's, map's or row's type, nil for other types.
+	container *containerType
 }
 
 // newColumns reads the result's column list.
@@ -86,6 +88,8 @@ func parseColumn(name, typ string) column {
 		if params != "" {
 			c.prec = num(params)
 		}
+	case "array", "map", "row":
+		c.container = parseContainerType(typ)
 	}
 	c.scanType = scanTypeOf(base)
 	return c
@@ -151,10 +155,11 @@ func scanTypeOf(base string) reflect.Type {
 
 // databaseTypeName is the column's type as trino-go-client names it: the
 // base name for a scalar type (DECIMAL, VARCHAR; the parameters are in
-// DecimalSize and Length), the whole type for ARRAY, MAP and ROW.
+// DecimalSize and Length), the whole type for ARRAY, MAP and ROW, spelt
+// as Trino spells it (PrestoDB writes no space after a comma).
 func (c *column) databaseTypeName() string {
 	if isContainer(c.base) {
-		return strings.ToUpper(c.typ)
+		return strings.ToUpper(spacedCommas(c.typ))
 	}
 	return strings.ToUpper(c.base)
 }
@@ -225,9 +230,10 @@ func (c *column) convert(raw json.RawMessage) (driver.Value, error) {
 		}
 		return parseTimeTZ(s)
 	case "array", "map", "row":
-		// The JSON text as the coordinator wrote it: a BIGINT inside stays
-		// exact for a decoder with UseNumber (or presto.NullSlice).
-		return compactJSON(raw)
+		// The JSON text, the same from both servers (containers.go): a
+		// BIGINT inside stays exact for a decoder with UseNumber (or
+		// presto.NullSlice).
+		return containerText(raw, c.container)
 	}
 	if raw[0] != '"' {
 		// A type the driver does not know, written as a number or an

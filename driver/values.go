@@ -85,6 +85,10 @@ func parseColumn(name, typ string) column {
 		p, s, _ := strings.Cut(params, ",")
 		c.prec, c.scale = num(p), num(s)
 	case "time", "time with time zone", "timestamp", "timestamp with time zone":
+		// Without a parameter (PrestoDB names these types so) the
+		// precision is milliseconds: PrestoDB's SqlTimestamp writes
+		// "uuuu-MM-dd HH:mm:ss.SSS", its SqlTime "HH:mm:ss.SSS".
+		c.prec = 3
 		if params != "" {
 			c.prec = num(params)
 		}
@@ -454,7 +458,8 @@ func (r *resultRows) ColumnTypeLength(i int) (int64, bool) {
 
 // ColumnTypePrecisionScale implements driver.RowsColumnTypePrecisionScale:
 // DECIMAL(p,s)'s p and s, and the fraction digits of TIME(p) and
-// TIMESTAMP(p).
+// TIMESTAMP(p): 3 for PrestoDB's TIME and TIMESTAMP, which have
+// milliseconds.
 func (r *resultRows) ColumnTypePrecisionScale(i int) (int64, int64, bool) {
 	if c := r.col(i); c != nil && c.prec >= 0 {
 		return c.prec, max(c.scale, 0), true

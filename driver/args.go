@@ -156,6 +156,12 @@ func sqlLiteral(v driver.Value) (string, error) {
 	case string:
 		return "'" + strings.ReplaceAll(v, "'", "''") + "'", nil
 	case []byte:
+		if v == nil {
+			// A nil slice is SQL NULL, as database/sql's NullString and
+			// the drivers of other databases have it; X'' is an empty
+			// VARBINARY.
+			return "NULL", nil
+		}
 		return "X'" + hex.EncodeToString(v) + "'", nil
 	case time.Time:
 		return timestampLiteral(v), nil

@@ -29,7 +29,7 @@ func parseTSTZ(s string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("zkpresto: timestamp with time zone %q: %w", s, err)
 	}
-	t, err := time.ParseInLocation("2006-01-02 15:04:05", s[:i], loc)
+	t, err := parseDateTime("2006-01-02 15:04:05", s[:i], loc)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("zkpresto: timestamp with time zone %q: %w", s, err)
 	}

@@ -38,6 +38,8 @@ type column struct {
 	prec     int64  // decimal(p,s), time(p)...: p; else -1
 	scale    int64  // decimal(p,s): s; else -1
 	scanType reflect.Type
+	// container is an array's, map's or row's type, nil for other types.
+	container *containerType
 }
 
 // newColumns reads the result's column list.
@@ -83,9 +85,15 @@ func parseColumn(name, typ string) column {
 		p, s, _ := strings.Cut(params, ",")
 		c.prec, c.scale = num(p), num(s)
 	case "time", "time with time zone", "timestamp", "timestamp with time zone":
+		// Without a parameter (PrestoDB names these types so) the
+		// precision is milliseconds: PrestoDB's SqlTimestamp writes
+		// "uuuu-MM-dd HH:mm:ss.SSS", its SqlTime "HH:mm:ss.SSS".
+		c.prec = 3
 		if params != "" {
 			c.prec = num(params)
 		}
+	case "array", "map", "row":
+		c.container = parseContainerType(typ)
 	}
 	c.scanType = scanTypeOf(base)
 	return c
@@ -151,10 +159,11 @@ func scanTypeOf(base string) reflect.Type {
 
 // databaseTypeName is the column's type as trino-go-client names it: the
 // base name for a scalar type (DECIMAL, VARCHAR; the parameters are in
-// DecimalSize and Length), the whole type for ARRAY, MAP and ROW.
+// DecimalSize and Length), the whole type for ARRAY, MAP and ROW, spelt
+// as Trino spells it (PrestoDB writes no space after a comma).
 func (c *column) databaseTypeName() string {
 	if isContainer(c.base) {
-		return strings.ToUpper(c.typ)
+		return strings.ToUpper(spacedCommas(c.typ))
 	}
 	return strings.ToUpper(c.base)
 }
@@ -199,7 +208,7 @@ func (c *column) convert(raw json.RawMessage) (driver.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return time.Parse("2006-01-02", s)
+		return parseDateTime("2006-01-02", s, time.UTC)
 	case "timestamp":
 		s, err := unquote(raw)
 		if err != nil {
@@ -225,9 +234,10 @@ func (c *column) convert(raw json.RawMessage) (driver.Value, error) {
 		}
 		return parseTimeTZ(s)
 	case "array", "map", "row":
-		// The JSON text as the coordinator wrote it: a BIGINT inside stays
-		// exact for a decoder with UseNumber (or presto.NullSlice).
-		return compactJSON(raw)
+		// The JSON text, the same from both servers (containers.go): a
+		// BIGINT inside stays exact for a decoder with UseNumber (or
+		// presto.NullSlice).
+		return containerText(raw, c.container)
 	}
 	if raw[0] != '"' {
 		// A type the driver does not know, written as a number or an
@@ -273,7 +283,7 @@ func parseFraction(layout, s string, loc *time.Location) (time.Time, error) {
 	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i-1 > 9 {
 		s = s[:i+10]
 	}
-	return time.ParseInLocation(layout, s, loc)
+	return parseDateTime(layout, s, loc)
 }
 
 // parseTimeTZ parses a TIME WITH TIME ZONE value: Presto writes the time and
@@ -451,7 +461,8 @@ func (r *resultRows) ColumnTypeLength(i int) (int64, bool) {
 
 // ColumnTypePrecisionScale implements driver.RowsColumnTypePrecisionScale:
 // DECIMAL(p,s)'s p and s, and the fraction digits of TIME(p) and
-// TIMESTAMP(p).
+// TIMESTAMP(p): 3 for PrestoDB's TIME and TIMESTAMP, which have
+// milliseconds.
 func (r *resultRows) ColumnTypePrecisionScale(i int) (int64, int64, bool) {
 	if c := r.col(i); c != nil && c.prec >= 0 {
 		return c.prec, max(c.scale, 0), true

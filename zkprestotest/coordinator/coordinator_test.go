@@ -776,7 +776,8 @@ func TestUnknownQueryIs404(t *testing.T) {
 		}
 		do(t, req, http.StatusNotFound)
 	}
-	getJSON(t, c.URL()+"/v1/statement/executing/"+first.ID+"/notanumber?slug=x", http.StatusBadRequest, nil)
+	// A token that is not a number is a path no resource serves (JAX-RS cannot convert it).
+	getJSON(t, c.URL()+"/v1/statement/executing/"+first.ID+"/notanumber?slug=x", http.StatusNotFound, nil)
 	submit(t, c, "   ", http.StatusBadRequest)
 	if r := c.Running(); r != 1 {
 		t.Fatalf("Running() = %d, want the one valid query", r)

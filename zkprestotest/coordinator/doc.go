@@ -22,8 +22,10 @@
 // # Statements
 //
 // The simulator does not parse SQL. These session statements (the whole statement text,
-// case-insensitive) answer one boolean row, then FINISHED, each executing answer with the
-// response header real servers send, named with the flavour's prefix (the servers rebuild
+// case-insensitive) answer once, FINISHED: on Trino without columns or data, on PrestoDB with
+// the boolean row "result", as those servers answer them; every executing answer, a retry
+// included, carries the response header real servers send, named with the flavour's
+// prefix (the servers rebuild
 // these headers from the query's info on every answer: trino: server/protocol/Query.java,
 // getNextResult, and ExecutingStatementResource.toResponse):
 //
@@ -88,9 +90,11 @@
 // never runs. The queued resource answers QUEUED for Options.QueuedPolls GETs, then points to
 // /v1/statement/executing/ with tokens starting again at 0 (server/protocol/
 // ExecutingStatementResource.java). Trino's links are /v1/statement/{phase}/{id}/{slug}/{token}
-// with a slug per token and phase (server/protocol/Slug.java); PrestoDB's
-// /v1/statement/{phase}/{id}/{token}?slug=..., one slug per query. A wrong slug is 404, with a
-// text/plain body as the servers' "not found" answers have.
+// with a slug per token and phase ("y" and 40 hex digits, server/protocol/Slug.java);
+// PrestoDB's /v1/statement/{phase}/{id}/{token}?slug=..., one slug per query ("x" and 32
+// hex digits). A wrong slug, or an unknown query, is 404 text/plain "Query not found"; other
+// refusals (a path nothing serves, a token out of turn) are text/plain on Trino and Jetty's
+// HTML error page on PrestoDB, as the servers answer them.
 //
 // With Options.MaxRunning, a dispatched statement without a slot stays on the queued
 // resource, each poll waiting up to maxWait for a slot and answering QUEUED with the next
@@ -102,15 +106,19 @@
 // (Options.Latency, measured from dispatch) has passed, but at most maxWait (a query
 // parameter; 1 s, its default, at most) per poll, and answers RUNNING without data while it
 // has not; targetResultSize (a query parameter, such as 16kB) bounds the bytes of rows of a
-// page, at least one row, and a page is at most Options.BatchRows rows; after that each poll
+// page, at least one row, and a page is at most Options.BatchRows rows (an unreadable
+// maxWait or targetResultSize is ignored on Trino and 404 on PrestoDB); after that each poll
 // returns the next batch, and the last one is FINISHED (or FAILED) without a nextUri. Executing answers carry a
 // partialCancelUri (/v1/statement/executing/partialCancel/...); DELETE on it ends the output,
 // and the query finishes with the rows sent. The token rules are the servers'
 // (server/protocol/Query.java, getNextResult): the last token again replays its answer, so an
 // idempotent retry of a page is safe; an older token is 410; one past the next, or past the
 // end, is 404. DELETE on a nextUri, queued or executing, cancels the query and answers 204
-// without a body. HEAD on a link runs as a GET and drops the body, as on the JAX-RS servers:
-// it consumes the page, and a GET of the same token then replays it. Executing answers carry
+// without a body. HEAD on a link runs as a GET and drops the body, as on PrestoDB: it
+// consumes the page, and a GET of the same token then replays it; Trino 476 answers a HEAD
+// of an executing link 404 before the query's first executing GET, then 200, consuming
+// nothing. A statement that does not parse (syntax(L, C)) fails at dispatch, on the queued
+// resource, without progress or stages. Executing answers carry
 // stats.progressPercentage (pages done over pages) and a stats.rootStage (trino:
 // client/StageStats.java). A finished query is forgotten, apart from a bounded record of
 // recent final answers; a query that nobody polls for Options.AbandonAfter is dropped, as Presto abandons queries

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,26 +43,36 @@ var (
 )
 
 // readPollParams reads maxWait (an airlift Duration: "10ms", "1.5s", "2m") and
-// targetResultSize (an airlift DataSize: "1kB", "16MB") from a poll's query string; an
-// unreadable one is 400, as JAX-RS answers a parameter it cannot convert.
-func readPollParams(w http.ResponseWriter, r *http.Request) (pollParams, bool) {
+// targetResultSize (an airlift DataSize: "1kB", "16MB") from a poll's query string in phase.
+// An unreadable one is what each server makes of it, seen on Trino 476 and PrestoDB 0.287
+// (interop/realservers TestDifferentialMaxWaitAndTargetResultSize): Trino ignores it and
+// takes the default; PrestoDB answers 404, as JAX-RS does for a @QueryParam it cannot convert
+// (prestodb: ExecutingStatementResource.getQueryResults takes both, QueuedStatementResource's
+// getStatus maxWait only, so there an unreadable targetResultSize is ignored).
+func (c *Coordinator) readPollParams(w http.ResponseWriter, r *http.Request, phase string) (pollParams, bool) {
 	p := pollParams{maxWait: maxPollWait}
 	q := r.URL.Query()
+	refused := func() (pollParams, bool) {
+		c.refuse(w, r, http.StatusNotFound, "unreadable maxWait or targetResultSize")
+		return p, false
+	}
 	if v := q.Get("maxWait"); v != "" {
 		d, err := parseAirlift(v, "a duration", durationUnits, int64(maxPollWait))
-		if err != nil {
-			writeText(w, http.StatusBadRequest, "maxWait: "+err.Error())
-			return p, false
+		switch {
+		case err == nil:
+			p.maxWait = time.Duration(d)
+		case c.flavour != Trino:
+			return refused()
 		}
-		p.maxWait = time.Duration(d)
 	}
 	if v := q.Get("targetResultSize"); v != "" {
 		n, err := parseAirlift(v, "a data size", dataSizeUnits, maxTargetResultSize)
-		if err != nil {
-			writeText(w, http.StatusBadRequest, "targetResultSize: "+err.Error())
-			return p, false
+		switch {
+		case err == nil:
+			p.targetSize = n
+		case c.flavour != Trino && phase == phaseExecuting:
+			return refused()
 		}
-		p.targetSize = n
 	}
 	return p, true
 }
@@ -109,9 +120,9 @@ func (c *Coordinator) routes(s *serving) http.Handler {
 	}))
 	// HEAD on a nextUri is served by the GET pattern: JAX-RS runs the @GET method for a HEAD
 	// and drops the entity, so a HEAD waits, consumes and advances the token as a GET does,
-	// and a GET of the same token then replays that page (trino:
+	// and a GET of the same token then replays that page (prestodb:
 	// ExecutingStatementResource.getQueryResults and QueuedStatementResource.getStatus are
-	// @GET only; prestodb: the same).
+	// @GET only). Trino 476 does so on the queued resource only; see handlePoll.
 	mux.HandleFunc("HEAD /v1/statement", c.recorded(c.handleStatementHead))
 	mux.HandleFunc("DELETE "+statementPath, c.recorded(c.handleCancel))
 	mux.HandleFunc("DELETE "+partialCancelPath, c.recorded(c.handlePartialCancel))
@@ -129,9 +140,9 @@ func (c *Coordinator) routes(s *serving) http.Handler {
 		mux.HandleFunc("GET /v1/cluster", c.handleClusterStats)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		// JAX-RS answers a path no resource matches 404 with a text/plain body, as the
-		// servers' NotFoundException does (trino: ExecutingStatementResource.queryNotFound).
-		writeNotFound(w, "no such resource: "+r.Method+" "+r.URL.Path)
+		// JAX-RS answers a path no resource matches 404: text/plain on Trino, Jetty's HTML
+		// error page on PrestoDB.
+		c.refuse(w, r, http.StatusNotFound, "no such resource: "+r.Method+" "+r.URL.Path)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.enter() {
@@ -435,7 +446,7 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 	p := c.planStatement(req, prepared)
 	q := &query{
 		id:          id,
-		slug:        "x" + strings.ToLower(rand.Text()),
+		slug:        newSlugSecret(),
 		coordinator: c.name,
 		flavour:     c.flavour,
 		batchRows:   c.batchRows,
@@ -489,6 +500,14 @@ func (c *Coordinator) handleSubmit(w http.ResponseWriter, r *http.Request, preMi
 	c.writeAnswer(w, r, q.queuedAnswer(c.links(r), now, phaseQueued, 1))
 }
 
+// newSlugSecret is a query's slug: PrestoDB's, "x" and a random UUID's 32 hex digits, also
+// the secret of Trino's per-token slugs (see query.slugFor).
+func newSlugSecret() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "x" + hex.EncodeToString(b[:])
+}
+
 // resetConn resets the connection of w without answering: SO_LINGER 0, then close.
 func resetConn(w http.ResponseWriter) {
 	conn, _, err := http.NewResponseController(w).Hijack()
@@ -505,19 +524,20 @@ func resetConn(w http.ResponseWriter) {
 }
 
 // pollToken reads a statement link: the phase, the query id, the slug (in the path on Trino,
-// in the query string on PrestoDB) and the token.
-func pollToken(w http.ResponseWriter, r *http.Request) (phase, id, slug string, token int64, ok bool) {
+// in the query string on PrestoDB) and the token. A link no resource serves, a token that
+// is not a number included, is 404, as JAX-RS answers a path parameter it cannot convert.
+func (c *Coordinator) pollToken(w http.ResponseWriter, r *http.Request) (phase, id, slug string, token int64, ok bool) {
 	phase = r.PathValue("phase")
 	if phase == "" {
 		phase = phaseExecuting // partialCancel lives under executing
 	}
 	if phase != phaseQueued && phase != phaseExecuting {
-		writeNotFound(w, "no such resource: "+r.Method+" "+r.URL.Path)
+		c.refuse(w, r, http.StatusNotFound, "no such resource: "+r.Method+" "+r.URL.Path)
 		return "", "", "", 0, false
 	}
 	token, err := strconv.ParseInt(r.PathValue("token"), 10, 64)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad token "+strconv.Quote(r.PathValue("token")))
+		c.refuse(w, r, http.StatusNotFound, "bad token "+strconv.Quote(r.PathValue("token")))
 		return "", "", "", 0, false
 	}
 	slug = r.PathValue("slug")
@@ -559,7 +579,7 @@ func tokenStatus(token, next int64, replay bool) int {
 }
 
 func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serving) {
-	phase, id, slug, token, ok := pollToken(w, r)
+	phase, id, slug, token, ok := c.pollToken(w, r)
 	if !ok {
 		return
 	}
@@ -572,7 +592,7 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 		writeNotFound(w, "Query not found")
 		return
 	}
-	params, ok := readPollParams(w, r)
+	params, ok := c.readPollParams(w, r, phase)
 	if !ok {
 		return
 	}
@@ -589,6 +609,19 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 		writeNotFound(w, "Query not found")
 		return
 	}
+	if r.Method == http.MethodHead && c.flavour == Trino {
+		// Trino 476 does not run a HEAD as the GET: it is 404 "Query not found" until the
+		// executing resource has answered a GET of the query, then 200 without a body, the
+		// query left as it was (seen: interop/realservers TestDifferentialHeadRunsAsGet;
+		// PrestoDB 0.287 runs it as the GET, as JAX-RS does for a @GET method).
+		if !q.polled.Load() {
+			writeNotFound(w, "Query not found")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	switch tokenStatus(token, q.token, q.last != nil) {
 	case 0:
 		if token != q.token {
@@ -596,10 +629,10 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 			return
 		}
 	case http.StatusGone:
-		writeGone(w, fmt.Sprintf("query %s: token %d is older than the last one", id, token))
+		c.refuse(w, r, http.StatusGone, fmt.Sprintf("query %s: token %d is older than the last one", id, token))
 		return
 	default:
-		writeNotFound(w, fmt.Sprintf("query %s: token %d is past the next one", id, token))
+		c.refuse(w, r, http.StatusNotFound, fmt.Sprintf("query %s: token %d is past the next one", id, token))
 		return
 	}
 
@@ -786,15 +819,17 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 	now := time.Now()
 	q.touched.Store(now.UnixNano())
 	if q.executing.Load() {
-		if token != q.queuedTok && token != q.queuedTok+1 {
-			writeGone(w, "Invalid token")
+		// PrestoDB 0.287 no longer answers the queued resource once the executing one has
+		// (seen: interop/realservers TestDifferentialTokenRules); Trino answers its last.
+		if (token != q.queuedTok && token != q.queuedTok+1) || (c.flavour != Trino && q.polled.Load()) {
+			c.refuse(w, r, http.StatusGone, "Invalid token")
 			return
 		}
 		c.writeAnswer(w, r, q.queuedLast)
 		return
 	}
 	if token != q.token && token != q.token-1 {
-		writeGone(w, "Invalid token")
+		c.refuse(w, r, http.StatusGone, "Invalid token")
 		return
 	}
 	if token == q.token-1 && q.last != nil {
@@ -808,9 +843,7 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 		c.writeAnswer(w, r, ans)
 		return
 	} else if qe != nil {
-		res := q.results(c.links(r), "FAILED", time.Now())
-		res.Columns, res.Error = nil, qe
-		ans := encode(res)
+		ans := encode(q.failedAtDispatch(c.links(r), time.Now(), qe))
 		c.end(q, ans, token, false)
 		c.writeAnswer(w, r, ans)
 		return
@@ -824,9 +857,17 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 	} else if qe != nil {
 		// The queued resource answers the failure: FAILED, no nextUri (trino:
 		// QueuedStatementResource.Query.createQueryResults with the dispatch's failure).
-		res := q.results(c.links(r), "FAILED", now)
-		res.Columns, res.Error = nil, qe
-		ans := encode(res)
+		ans := encode(q.failedAtDispatch(c.links(r), now, qe))
+		c.end(q, ans, token, false)
+		c.writeAnswer(w, r, ans)
+		return
+	}
+	if q.plan.failLocation != nil {
+		// A statement that does not parse fails when it is dispatched, on the queued
+		// resource, never planned (trino: DispatchManager.createQueryInternal prepares it
+		// and creates a failed dispatch query; seen on Trino 476 and PrestoDB 0.287:
+		// interop/realservers TestDifferentialAnswersJSON).
+		ans := encode(q.failedAtDispatch(c.links(r), now, q.planError()))
 		c.end(q, ans, token, false)
 		c.writeAnswer(w, r, ans)
 		return
@@ -884,9 +925,9 @@ func (c *Coordinator) replayFinished(w http.ResponseWriter, r *http.Request, pha
 	case done.anyToken || (done.phase == phase && done.token == token):
 		c.writeAnswer(w, r, done.final)
 	case done.phase == phase && token > done.token:
-		writeNotFound(w, fmt.Sprintf("query %s has finished; token %d is past its end", id, token))
+		c.refuse(w, r, http.StatusNotFound, fmt.Sprintf("query %s has finished; token %d is past its end", id, token))
 	default:
-		writeGone(w, fmt.Sprintf("query %s has finished; token %d is not current", id, token))
+		c.refuse(w, r, http.StatusGone, fmt.Sprintf("query %s has finished; token %d is not current", id, token))
 	}
 }
 
@@ -905,7 +946,13 @@ func (c *Coordinator) handleStatementHead(w http.ResponseWriter, _ *http.Request
 // handleCancel is DELETE on a nextUri, queued or executing: it cancels the query, also one
 // submitted and never fetched, which then never runs, and answers 204 No Content without a
 // body (trino: QueuedStatementResource.cancelQuery and ExecutingStatementResource.cancelQuery;
-// prestodb: the same methods). A link whose slug does not match is 404.
+// prestodb: the same methods). PrestoDB 0.287 differs before the first GET: it fails that
+// DELETE with a NullPointerException, 500, and the query stays, never run unless fetched
+// (QueuedStatementResource.Query.cancel reads querySubmissionFuture, which only the first GET
+// sets; interop/realservers TestDifferentialCancel). The simulator cancels it all the same,
+// deliberately: the driver's and the gateway's tests count the queries left with Running,
+// which would count such a query until it is abandoned. A link whose slug does not match is
+// 404.
 func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
 	c.deleteLink(w, r, func(q *query) { c.end(q, q.canceledAnswer(), 0, true) })
 }
@@ -921,7 +968,7 @@ func (c *Coordinator) handlePartialCancel(w http.ResponseWriter, r *http.Request
 // to do; any other link is 404. A partialCancel link has no phase and counts as an
 // executing one (pollToken).
 func (c *Coordinator) deleteLink(w http.ResponseWriter, r *http.Request, act func(q *query)) {
-	phase, id, slug, token, ok := pollToken(w, r)
+	phase, id, slug, token, ok := c.pollToken(w, r)
 	if !ok {
 		return
 	}
@@ -984,8 +1031,8 @@ type (
 )
 
 // handleQueryInfo is GET /v1/query/{queryId}: the query's state while it runs and for a
-// while after it ended; 410 Gone with an empty body, as Trino answers, for a query it does
-// not know, which includes one submitted and not yet dispatched (trino:
+// while after it ended; 410 Gone for a query it does not know (text/plain on Trino, Jetty's
+// HTML page on PrestoDB: interop/realservers TestDifferentialLazySubmission), which includes one submitted and not yet dispatched (trino:
 // server/QueryResource.java getQueryInfo; the dispatcher creates the query at the first GET
 // of its queued nextUri).
 func (c *Coordinator) handleQueryInfo(w http.ResponseWriter, r *http.Request) {
@@ -995,7 +1042,7 @@ func (c *Coordinator) handleQueryInfo(w http.ResponseWriter, r *http.Request) {
 		q, done = nil, nil
 	}
 	if q == nil && done == nil {
-		w.WriteHeader(http.StatusGone)
+		c.refuse(w, r, http.StatusGone, "Error 410 Gone: HTTP 410 Gone")
 		return
 	}
 	now := time.Now()
@@ -1136,10 +1183,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeNotFound answers 404 with a text/plain body, as the servers' JAX-RS NotFoundException
 // does (trino: ExecutingStatementResource.getQuery; prestodb: the same).
 func writeNotFound(w http.ResponseWriter, message string) { writeText(w, http.StatusNotFound, message) }
-
-// writeGone answers 410 with a text/plain body, as a GoneException does (trino:
-// server/protocol/Query.java and QueuedStatementResource.java).
-func writeGone(w http.ResponseWriter, message string) { writeText(w, http.StatusGone, message) }
 
 func writeText(w http.ResponseWriter, status int, message string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -36,10 +36,10 @@ func queryInfoOf(t *testing.T, c *Coordinator, id string) info {
 func TestQueryResource(t *testing.T) {
 	c := start(t, Options{})
 	first := submit(t, c, "SELECT 1", http.StatusOK)
-	// Not dispatched until its queued nextUri is fetched: unknown, 410 with an empty body
-	// (trino: QueryResource.getQueryInfo).
-	if status, body := rawStatus(t, http.MethodGet, c.URL()+"/v1/query/"+first.ID); status != http.StatusGone || body != "" {
-		t.Fatalf("info of a submitted query before its first GET: %d %q, want 410 without a body", status, body)
+	// Not dispatched until its queued nextUri is fetched: unknown, 410 (trino:
+	// QueryResource.getQueryInfo).
+	if status, body := rawStatus(t, http.MethodGet, c.URL()+"/v1/query/"+first.ID); status != http.StatusGone || strings.HasPrefix(body, "{") {
+		t.Fatalf("info of a submitted query before its first GET: %d %q, want 410 without a JSON body", status, body)
 	}
 	exec := dispatch(t, first)
 	if i := queryInfoOf(t, c, first.ID); i.State != "QUEUED" || i.Query != "SELECT 1" || i.Session.User != "raw" || i.Self != c.URL()+"/v1/query/"+first.ID {
@@ -83,12 +83,36 @@ func TestCancelByQueryID(t *testing.T) {
 	}
 }
 
-// HEAD on a nextUri runs as the GET would and drops the body, as on the JAX-RS servers:
-// it consumes the page, and the GET of the same token that follows replays it, so a client
-// that sends HEAD as a heartbeat (trino-go-client while it downloads spooled segments)
-// loses no rows.
+// HEAD on a nextUri runs as the GET would and drops the body, as on PrestoDB: it consumes
+// the page, and the GET of the same token that follows replays it, so a client that sends
+// HEAD as a heartbeat loses no rows. Trino 476 answers a HEAD of an executing link 404 until
+// the query's first executing GET, then 200, and consumes nothing.
 func TestHeadRunsAsGet(t *testing.T) {
-	for _, flavour := range []Flavour{Presto, Trino} {
+	t.Run("trino", func(t *testing.T) {
+		c := start(t, Options{Flavour: Trino, BatchRows: 5})
+		exec := dispatch(t, submit(t, c, "SELECT * FROM rows(12)", http.StatusOK))
+		if resp, body := exchange(t, http.MethodHead, exec, nil, ""); resp.StatusCode != http.StatusNotFound || len(body) != 0 {
+			t.Fatalf("HEAD before the first executing GET: %d, want 404", resp.StatusCode)
+		}
+		var page, again wireResults
+		getJSON(t, exec, http.StatusOK, &page)
+		for range 2 {
+			if resp, body := exchange(t, http.MethodHead, page.NextURI, nil, ""); resp.StatusCode != http.StatusOK || len(body) != 0 {
+				t.Fatalf("HEAD of the next link: %d %q, want 200 without a body", resp.StatusCode, body)
+			}
+		}
+		// Nothing consumed: the last token is still current, the next one has rows 6..10.
+		getJSON(t, exec, http.StatusOK, &again)
+		if len(again.Data) != 5 || again.Data[0][0] != float64(1) {
+			t.Fatalf("the last token again after HEADs = %v, want rows 1..5", again.Data)
+		}
+		getJSON(t, page.NextURI, http.StatusOK, &page)
+		if len(page.Data) != 5 || page.Data[0][0] != float64(6) {
+			t.Fatalf("GET after HEADs = %v, want rows 6..10", page.Data)
+		}
+		drain(t, page)
+	})
+	for _, flavour := range []Flavour{Presto} {
 		t.Run(string(flavour), func(t *testing.T) {
 			c := start(t, Options{Flavour: flavour, BatchRows: 5})
 			head := func(uri string) (int, int64) {
@@ -119,10 +143,7 @@ func TestHeadRunsAsGet(t *testing.T) {
 			if len(second.Data) != 5 || second.Data[0][0] != float64(6) {
 				t.Fatalf("GET after the second HEAD = %v, want rows 6..10", second.Data)
 			}
-			unknown := c.URL() + "/v1/statement/executing/nope/x/1"
-			if flavour == Presto {
-				unknown = c.URL() + "/v1/statement/executing/nope/1?slug=x"
-			}
+			unknown := c.URL() + "/v1/statement/executing/nope/1?slug=x"
 			if s, _ := head(unknown); s != http.StatusNotFound {
 				t.Fatalf("HEAD of an unknown query: %d, want 404", s)
 			}

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/hmac"
-	"crypto/sha256"
+	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -258,9 +258,11 @@ const (
 )
 
 // slugFor is the slug of the link that carries token in phase. Trino makes a new one per
-// token and phase, an HMAC of both under the query's secret (trino:
-// server/protocol/Slug.java, makeSlug and isValid); PrestoDB keeps one random slug per query
-// and puts it in the query string (prestodb: QueuedStatementResource.java, Query.slug).
+// token and phase, "y" and the hex of an HMAC-SHA1 of both under the query's secret, 41
+// characters (trino: server/protocol/Slug.java, makeSlug and isValid); PrestoDB keeps one
+// slug per query, "x" and a random UUID's 32 hex digits, and puts it in the query string
+// (prestodb: QueuedStatementResource.java, Query.slug). Both shapes seen on Trino 476 and
+// PrestoDB 0.287 (interop/realservers TestDifferentialTwoPhasesAndSlugs).
 func (q *query) slugFor(phase string, token int64) string {
 	if q.flavour != Trino {
 		return q.slug
@@ -269,11 +271,11 @@ func (q *query) slugFor(phase string, token int64) string {
 }
 
 func slugMAC(secret, phase string, token int64) string {
-	m := hmac.New(sha256.New, []byte(secret))
+	m := hmac.New(sha1.New, []byte(secret))
 	m.Write([]byte(phase))
 	m.Write([]byte{0})
 	m.Write(strconv.AppendInt(nil, token, 10))
-	return "y" + hex.EncodeToString(m.Sum(nil)[:16])
+	return "y" + hex.EncodeToString(m.Sum(nil))
 }
 
 func (q *query) cancel() { q.cancelOnce.Do(func() { close(q.canceled) }) }
@@ -395,18 +397,19 @@ type finishedQuery struct {
 // Wire format of QueryResults, with the fields in the order Presto writes them.
 type (
 	queryResults struct {
-		ID               string      `json:"id"`
-		InfoURI          string      `json:"infoUri"`
-		PartialCancelURI string      `json:"partialCancelUri,omitempty"`
-		NextURI          string      `json:"nextUri,omitempty"`
-		Columns          []column    `json:"columns,omitempty"`
-		Data             any         `json:"data,omitempty"`
-		Stats            stats       `json:"stats"`
-		Error            *queryError `json:"error,omitempty"`
-		Warnings         []warning   `json:"warnings"`
-		UpdateType       string      `json:"updateType,omitempty"`
-		UpdateCount      *int64      `json:"updateCount,omitempty"`
-		rows             *page       // streamed in place of Data
+		ID               string    `json:"id"`
+		InfoURI          string    `json:"infoUri"`
+		PartialCancelURI string    `json:"partialCancelUri,omitempty"`
+		NextURI          string    `json:"nextUri,omitempty"`
+		Columns          *[]column `json:"columns,omitempty"` // a pointer, as Trino sends an empty list
+
+		Data        any         `json:"data,omitempty"`
+		Stats       stats       `json:"stats"`
+		Error       *queryError `json:"error,omitempty"`
+		Warnings    []warning   `json:"warnings"`
+		UpdateType  string      `json:"updateType,omitempty"`
+		UpdateCount *int64      `json:"updateCount,omitempty"`
+		rows        *page       // streamed in place of Data
 	}
 	// warning is a client Warning (trino: client/Warning.java, a warningCode of code and
 	// name, and a message; prestodb: presto-client's PrestoWarning).
@@ -443,9 +446,45 @@ type (
 	// (trino: client/StatementStats.java, rootStage a StageStats; prestodb: the same).
 	stats struct {
 		wire.QueryStats
-		RootStage *stageStats `json:"rootStage,omitempty"`
+		*trinoStats
+		*prestoStats
+		SpilledBytes int64       `json:"spilledBytes"`
+		RootStage    *stageStats `json:"rootStage,omitempty"`
 	}
-	// stageStats is a client StageStats (trino: client/StageStats.java).
+	// trinoStats are the keys of Trino's StatementStats that PrestoDB's lacks (trino:
+	// client/StatementStats.java), all 0 here but runningPercentage, which comes with
+	// progressPercentage.
+	trinoStats struct {
+		PlanningTimeMillis        int64    `json:"planningTimeMillis"`
+		AnalysisTimeMillis        int64    `json:"analysisTimeMillis"`
+		FinishingTimeMillis       int64    `json:"finishingTimeMillis"`
+		PhysicalInputTimeMillis   int64    `json:"physicalInputTimeMillis"`
+		PhysicalInputBytes        int64    `json:"physicalInputBytes"`
+		PhysicalWrittenBytes      int64    `json:"physicalWrittenBytes"`
+		InternalNetworkInputBytes int64    `json:"internalNetworkInputBytes"`
+		RunningPercentage         *float64 `json:"runningPercentage,omitempty"`
+	}
+	// prestoStats are the keys of PrestoDB 0.287's StatementStats that Trino's lacks
+	// (prestodb: presto-client StatementStats.java), runtimeStats only once the query runs.
+	prestoStats struct {
+		WaitingForPrerequisites           bool                     `json:"waitingForPrerequisites"`
+		WaitingForPrerequisitesTimeMillis int64                    `json:"waitingForPrerequisitesTimeMillis"`
+		PeakTotalMemoryBytes              int64                    `json:"peakTotalMemoryBytes"`
+		PeakTaskTotalMemoryBytes          int64                    `json:"peakTaskTotalMemoryBytes"`
+		RuntimeStats                      map[string]runtimeMetric `json:"runtimeStats,omitempty"`
+	}
+	// runtimeMetric is one of PrestoDB's RuntimeStats (prestodb: common/RuntimeMetric.java).
+	runtimeMetric struct {
+		Name  string `json:"name"`
+		Unit  string `json:"unit"`
+		Sum   int64  `json:"sum"`
+		Count int64  `json:"count"`
+		Max   int64  `json:"max"`
+		Min   int64  `json:"min"`
+	}
+	// stageStats is a client StageStats (trino: client/StageStats.java); PrestoDB 0.287's
+	// has no physicalInputBytes, failedTasks or coordinatorOnly (prestodb: presto-client
+	// StageStats.java), so they are pointers, nil on PrestoDB.
 	stageStats struct {
 		StageID         string       `json:"stageId"`
 		State           string       `json:"state"`
@@ -459,9 +498,9 @@ type (
 		WallTimeMillis  int64        `json:"wallTimeMillis"`
 		ProcessedRows   int64        `json:"processedRows"`
 		ProcessedBytes  int64        `json:"processedBytes"`
-		PhysicalInput   int64        `json:"physicalInputBytes"`
-		FailedTasks     int          `json:"failedTasks"`
-		CoordinatorOnly bool         `json:"coordinatorOnly"`
+		PhysicalInput   *int64       `json:"physicalInputBytes,omitempty"`
+		FailedTasks     *int         `json:"failedTasks,omitempty"`
+		CoordinatorOnly *bool        `json:"coordinatorOnly,omitempty"`
 		SubStages       []stageStats `json:"subStages"`
 	}
 	// errorLocation is where in the statement a syntax error is (trino:
@@ -476,7 +515,7 @@ type (
 		ErrorCode     int            `json:"errorCode"`
 		ErrorName     string         `json:"errorName"`
 		ErrorType     string         `json:"errorType"`
-		Retriable     bool           `json:"retriable"`
+		Retriable     *bool          `json:"retriable,omitempty"` // PrestoDB's; Trino 476 sends none
 		ErrorLocation *errorLocation `json:"errorLocation,omitempty"`
 		FailureInfo   failureInfo    `json:"failureInfo"`
 	}
@@ -535,11 +574,16 @@ func (q *query) newError(code int, name, message string) *queryError {
 	if q.flavour == Trino {
 		exception = "io.trino.spi.TrinoException"
 	}
+	var retriable *bool
+	if q.flavour != Trino {
+		retriable = new(bool)
+	}
 	return &queryError{
 		Message:   message,
 		ErrorCode: code,
 		ErrorName: name,
 		ErrorType: "USER_ERROR",
+		Retriable: retriable,
 		FailureInfo: failureInfo{
 			Type:       exception,
 			Message:    message,
@@ -566,6 +610,11 @@ func (q *query) results(l linker, state string, now time.Time) queryResults {
 			ProcessedRows:     q.sent.Load(),
 		}},
 	}
+	if q.flavour == Trino {
+		r.Stats.trinoStats = &trinoStats{}
+	} else {
+		r.Stats.prestoStats = &prestoStats{}
+	}
 	if q.plan.warning != "" && q.dispatched.Load() {
 		// The analyzer's warnings are in the query's info from then on, and every answer
 		// carries them (trino: Query.getNextResult, queryInfo.getWarnings through
@@ -575,7 +624,9 @@ func (q *query) results(l linker, state string, now time.Time) queryResults {
 	if state == "QUEUED" {
 		return r
 	}
-	r.Columns = q.columns
+	if q.columns != nil {
+		r.Columns = &q.columns
+	}
 	// The executing resource's answers carry the updateType from the query's info on every
 	// page (trino: Query.getNextResult, queryInfo.getUpdateType()).
 	r.UpdateType = q.plan.updateType
@@ -584,7 +635,34 @@ func (q *query) results(l linker, state string, now time.Time) queryResults {
 	} else {
 		q.splitProgress(&r.Stats.QueryStats, state)
 	}
-	r.Stats.RootStage = rootStage(&r.Stats.QueryStats)
+	r.Stats.RootStage = rootStage(q.flavour, &r.Stats.QueryStats)
+	if q.flavour == Trino {
+		running := 0.0
+		r.Stats.RunningPercentage = &running
+	} else {
+		// What the planner reports once the query runs (prestodb: RuntimeStats in
+		// QueryStats); the one metric here stands for them.
+		r.Stats.RuntimeStats = map[string]runtimeMetric{
+			"optimizerTimeNanos": {Name: "optimizerTimeNanos", Unit: "NANO", Count: 1},
+		}
+	}
+	return r
+}
+
+// failedAtDispatch is the answer's results of a query that failed before it was planned:
+// FAILED, the error, no columns, and stats without progress or stages, as the servers'
+// queued resource answers it (seen on Trino 476 and PrestoDB 0.287 for a syntax error:
+// interop/realservers TestDifferentialAnswersJSON).
+func (q *query) failedAtDispatch(l linker, now time.Time, qe *queryError) queryResults {
+	r := q.results(l, "FAILED", now)
+	r.Columns, r.Error, r.UpdateType = nil, qe, ""
+	r.Stats.ProgressPercentage, r.Stats.RootStage = nil, nil
+	if r.Stats.trinoStats != nil {
+		r.Stats.RunningPercentage = nil
+	}
+	if r.Stats.prestoStats != nil {
+		r.Stats.RuntimeStats = nil
+	}
 	return r
 }
 
@@ -615,7 +693,7 @@ func (q *query) splitProgress(s *wire.QueryStats, state string) {
 // rootStage is the output stage of a statement with s's figures (trino:
 // ProtocolUtil.toStageStats of the query's output stage), with one source stage under it
 // for the statements that read rows; the coordinator runs them all on its one node.
-func rootStage(s *wire.QueryStats) *stageStats {
+func rootStage(f Flavour, s *wire.QueryStats) *stageStats {
 	state := s.State
 	done := state == "FINISHED" || state == "FAILED"
 	if state == "FINISHING" {
@@ -625,11 +703,15 @@ func rootStage(s *wire.QueryStats) *stageStats {
 		StageID: "0", State: state, Done: done, Nodes: 1,
 		TotalSplits: s.TotalSplits, QueuedSplits: s.QueuedSplits, RunningSplits: s.RunningSplits,
 		CompletedSplits: s.CompletedSplits, CPUTimeMillis: s.CPUTimeMillis, WallTimeMillis: s.WallTimeMillis,
-		ProcessedRows: s.ProcessedRows, ProcessedBytes: s.ProcessedBytes, PhysicalInput: s.ProcessedBytes,
+		ProcessedRows: s.ProcessedRows, ProcessedBytes: s.ProcessedBytes,
 		SubStages: []stageStats{},
 	}
-	if state == "FAILED" {
-		st.FailedTasks = 1
+	if f == Trino {
+		input, failed, coordinatorOnly := s.ProcessedBytes, 0, false
+		if state == "FAILED" {
+			failed = 1
+		}
+		st.PhysicalInput, st.FailedTasks, st.CoordinatorOnly = &input, &failed, &coordinatorOnly
 	}
 	return &st
 }
@@ -717,9 +799,7 @@ func (q *query) nextPage(l linker, now time.Time, targetSize int64) (*answer, bo
 	}
 	switch q.plan.kind {
 	case failQuery:
-		qe := q.newError(q.plan.failCode, q.plan.failName, q.plan.failure)
-		qe.ErrorLocation, qe.FailureInfo.ErrorLocation = q.plan.failLocation, q.plan.failLocation
-		return q.failedAnswer(l, now, qe), true
+		return q.failedAnswer(l, now, q.planError()), true
 	case dataChange:
 		// The count comes as the one row of column rows, and from then on the answers
 		// carry it as updateCount, the last one included (trino: Query.getNextResult keeps
@@ -774,14 +854,18 @@ func (q *query) nextPage(l linker, now time.Time, targetSize int64) (*answer, bo
 		r.Data = TstzValues(q.plan.zone)
 		return encode(r), true
 	case sessionStatement:
-		// Its result row, then the final answer: two answers, both with the headers.
-		if q.sent.Swap(1) == 0 {
-			r := q.results(l, "RUNNING", now)
+		// One answer, the last, with the headers: Trino's has an empty list of columns
+		// and no data (its data definition tasks produce no rows: trino:
+		// execution/DataDefinitionExecution), PrestoDB 0.287's the boolean row "result"
+		// (seen: interop/realservers TestDifferentialSessionHeaders).
+		q.sent.Store(1)
+		r := q.results(l, "FINISHED", now)
+		if q.flavour == Trino {
+			r.Columns = &[]column{}
+		} else {
 			r.Data = [][]bool{{true}}
-			r.NextURI, r.PartialCancelURI = next, partialCancel
-			return encode(r), false
 		}
-		return encode(q.results(l, "FINISHED", now)), true
+		return encode(r), true
 	default:
 		q.sent.Store(1)
 		r := q.results(l, "FINISHED", now)
@@ -789,6 +873,13 @@ func (q *query) nextPage(l linker, now time.Time, targetSize int64) (*answer, bo
 		r.Data = [][]string{{q.coordinator, req.User, req.Catalog, req.Schema, req.Source, q.plan.sql}}
 		return encode(r), true
 	}
+}
+
+// planError is the failure the plan of a failQuery statement says.
+func (q *query) planError() *queryError {
+	qe := q.newError(q.plan.failCode, q.plan.failName, q.plan.failure)
+	qe.ErrorLocation, qe.FailureInfo.ErrorLocation = q.plan.failLocation, q.plan.failLocation
+	return qe
 }
 
 // prefixed names h's headers with the flavour's prefix.

@@ -98,7 +98,8 @@ func TestFlavourSetsResponsePrefix(t *testing.T) {
 				t.Fatalf("Flavour() = %q", c.Flavour())
 			}
 			final, h, rows := runRaw(t, c, hdr(tc.prefix+"User", "u"), "SET SESSION hive.compression = 'a b,c'")
-			if final.Stats.State != "FINISHED" || len(rows) != 1 || rows[0][0] != true {
+			// PrestoDB answers the row "result" true, Trino no row at all.
+			if final.Stats.State != "FINISHED" || (tc.flavour == Presto && (len(rows) != 1 || rows[0][0] != true)) || (tc.flavour == Trino && len(rows) != 0) {
 				t.Fatalf("SET SESSION ended %+v with rows %v", final, rows)
 			}
 			if got := h.Get(tc.prefix + "Set-Session"); got != "hive.compression="+url.QueryEscape("a b,c") {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	"github.com/zkpresto/zkpresto/zkprestotest/realserver"
 )
 
@@ -250,8 +251,8 @@ func TestDriverCancelWhileQueued(t *testing.T) {
 		defer cancel()
 		done := runInBackground(c, db, "SELECT count(*) FROM "+slowTable+" /* "+tag+" */")
 		q := waitForQuery(t, f, tag, "QUEUED")
-		cancel()
 		cancelled := time.Now()
+		cancel()
 		returnedCancelled(t, done, cancelled, context.Canceled)
 		for _, q := range endedCancelled(t, f, tag) {
 			t.Logf("%s: query %s %s %s", q.server.Name(), q.id, q.state, q.errorName)
@@ -286,8 +287,9 @@ func TestDriverCancelWhileRunning(t *testing.T) {
 			defer cancel()
 			done := runInBackground(c, conn, "SELECT count(*) FROM zk_slow /* "+tag+" */")
 			waitForQuery(t, f, tag, "RUNNING")
+			cancelled := time.Now()
 			cancel()
-			returnedCancelled(t, done, time.Now(), context.Canceled)
+			returnedCancelled(t, done, cancelled, context.Canceled)
 			endedCancelled(t, f, tag)
 			var n int64
 			if err := conn.QueryRowContext(ctx(t), "SELECT count(*) FROM information_schema.tables WHERE table_name = 'zk_slow'").Scan(&n); err != nil || n != 1 {
@@ -299,8 +301,9 @@ func TestDriverCancelWhileRunning(t *testing.T) {
 			c := newExpiring(ctx(t))
 			done := runInBackground(c, db, "SELECT count(*) FROM "+slowTable+" /* "+tag+" */")
 			waitForQuery(t, f, tag, "RUNNING")
+			expired := time.Now()
 			c.expire()
-			returnedCancelled(t, done, time.Now(), context.DeadlineExceeded)
+			returnedCancelled(t, done, expired, context.DeadlineExceeded)
 			endedCancelled(t, f, tag)
 		})
 	})
@@ -360,4 +363,88 @@ func (e *expiring) Err() error {
 		return context.DeadlineExceeded
 	}
 	return nil
+}
+
+// queryInfoAt is the state and error name GET /v1/query/{id} reports at
+// baseURL (QueryResource.getQueryInfo, both servers and the simulator).
+func queryInfoAt(t *testing.T, baseURL string, f *flavourFleet, id string) (state, errorName string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx(t), http.MethodGet, baseURL+"/v1/query/"+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(f.flavour.HeaderPrefix()+"User", "test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /v1/query/%s: %v", id, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/v1/query/%s: %s", baseURL, id, resp.Status)
+	}
+	var q restQuery
+	if err := json.NewDecoder(resp.Body).Decode(&q); err != nil {
+		t.Fatalf("GET /v1/query/%s: %v", id, err)
+	}
+	if q.ErrorCode != nil {
+		errorName = q.ErrorCode.Name
+	}
+	return q.State, errorName
+}
+
+// endedAt polls GET /v1/query/{id} at baseURL until the query is done,
+// and returns its state and error name.
+func endedAt(t *testing.T, baseURL string, f *flavourFleet, id string) string {
+	t.Helper()
+	deadline := time.Now().Add(cancelBound)
+	for {
+		state, name := queryInfoAt(t, baseURL, f, id)
+		if state == "FAILED" || state == "FINISHED" {
+			return state + " " + name
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("query %s at %s is %s %s %s after its DELETE", id, baseURL, state, name, cancelBound)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the server
+	}
+}
+
+// Differential: a DELETE of a statement's nextUri, while it waits in its
+// resource group's queue and while it runs, ends its query FAILED with
+// USER_CANCELED on the simulator as on the real server of each flavour
+// (trino QueuedStatementResource.cancelQuery and
+// ExecutingStatementResource.cancelQuery, DispatchManager.cancelQuery;
+// PrestoDB the same).
+func TestDifferentialCancel(t *testing.T) {
+	eachFlavour(t, func(t *testing.T, f *flavourFleet) {
+		createSlowTable(t, f)
+		slow := "SELECT count(*) FROM " + slowTable
+		real := f.servers[0]
+		sim, err := coordinator.Start(coordinator.Options{Flavour: f.flavour, MaxRunning: 1, Latency: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sim.Close() })
+		outcomes := func(url, sql string) (queued, running string) {
+			run := submitRaw(t, url, f.flavour, queueSource, sql)
+			run.advanceUntil("RUNNING")
+			wait := submitRaw(t, url, f.flavour, queueSource, sql)
+			wait.advance()
+			if p := wait.advanceUntil("QUEUED"); !strings.Contains(p.NextURI, "/v1/statement/queued/") {
+				t.Fatalf("%s: the second statement of the tight group is %s at %s, want QUEUED", url, p.Stats.State, p.NextURI)
+			}
+			wait.cancel()
+			run.cancel()
+			return endedAt(t, url, f, wait.last.ID), endedAt(t, url, f, run.last.ID)
+		}
+		realQueued, realRunning := outcomes(real.URL(), slow)
+		simQueued, simRunning := outcomes(sim.URL(), "SELECT 1")
+		want := "FAILED USER_CANCELED"
+		if realQueued != want || realRunning != want {
+			t.Errorf("%s: a statement cancelled while queued ended %s, while running %s; want %s", real.Name(), realQueued, realRunning, want)
+		}
+		if simQueued != realQueued || simRunning != realRunning {
+			t.Errorf("the simulator ends a cancelled statement %s while queued and %s while running, the real server %s and %s", simQueued, simRunning, realQueued, realRunning)
+		}
+	})
 }

@@ -224,6 +224,10 @@ func returnedCancelled(t *testing.T, done <-chan outcome, cancelled time.Time, w
 		if !errors.Is(o.err, want) {
 			t.Fatalf("the cancelled statement returned %d rows and %v (%T), want %v", o.rows, o.err, o.err, want)
 		}
+		// The error names the URI it was polling, without its slug.
+		if text := o.err.Error(); strings.Contains(text, "/v1/statement/") && !strings.Contains(text, "REDACTED") {
+			t.Fatalf("the cancelled statement's error names its nextUri's slug: %v", o.err)
+		}
 		t.Logf("the statement returned %v after the cancellation: %v", o.ended.Sub(cancelled).Round(time.Millisecond), o.err)
 	case <-time.After(cancelBound):
 		t.Fatalf("the statement had not returned %s after its context was cancelled", cancelBound)

@@ -235,7 +235,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 	}
 	c.retireUnpinnedTransaction(last)
 	if err != nil {
-		return nil, err
+		return nil, redactSlugs(err)
 	}
 	return last, nil
 }
@@ -452,7 +452,7 @@ func (r *rows) Next(dest []driver.Value) error {
 		}
 		r.end(err)
 	}
-	return err
+	return redactSlugs(err)
 }
 
 // running reports whether the query may still run on the coordinator: the
@@ -493,7 +493,7 @@ func (r *rows) drain() error {
 		r.qr.Data, r.data = nil, nil
 		if err := r.qr.FetchNextBatch(r.ctx); err != nil {
 			r.conn.connector.cancelQuery(r.a)
-			return fmt.Errorf("zkpresto: reading the rest of a result closed early in a transaction (the transaction may be aborted): %w", err)
+			return redactSlugs(fmt.Errorf("zkpresto: reading the rest of a result closed early in a transaction (the transaction may be aborted): %w", err))
 		}
 		if r.pages != nil {
 			r.pages.takePage()

@@ -419,7 +419,7 @@ func endedAt(t *testing.T, baseURL string, f *flavourFleet, id string) string {
 // (trino QueuedStatementResource.cancelQuery and
 // ExecutingStatementResource.cancelQuery, DispatchManager.cancelQuery;
 // PrestoDB the same).
-func TestDifferentialCancel(t *testing.T) {
+func TestDifferentialCancelEndsTheQueryQueuedOrRunning(t *testing.T) {
 	eachFlavour(t, func(t *testing.T, f *flavourFleet) {
 		createSlowTable(t, f)
 		slow := "SELECT count(*) FROM " + slowTable

@@ -64,6 +64,9 @@ func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
 // report of a statement whose context asks for it (see WithProgress).
 func (t *routingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.roundTrip(req)
+	if err == nil && req.Method != http.MethodHead && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		explainRefusal(resp, req, t.coordinatorURL(attemptFrom(req.Context()), req))
+	}
 	if err != nil || resp.StatusCode != http.StatusOK || req.Method == http.MethodDelete {
 		return resp, err
 	}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fetches the real coordinators the tests start (zkprestotest/realserver):
 # Trino 476 and PrestoDB 0.287, each with the tpch, memory and blackhole
-# connectors and the file resource group manager, and the clients the tests run against them (trino-jdbc 476,
+# connectors, the file resource group manager and the password
+# authenticators (the file authenticator, for the tests of TLS with
+# passwords), and the clients the tests run against them (trino-jdbc 476,
 # presto-jdbc 0.287, trino-cli 476), resolved by Maven from Maven Central
 # with strict checksums.
 # The result is cached (ZKPRESTO_REAL_SERVERS, by default
@@ -13,8 +15,8 @@
 #   another SPI version, so the whole trino-server tarball is fetched and
 #   only lib/ and the plugins are kept.
 #   PrestoDB 0.287 is the newest at which presto-main, presto-tpch,
-#   presto-memory, presto-blackhole and presto-resource-group-managers are
-#   all published; the 2 GB presto-server tarball is assembled from them
+#   presto-memory, presto-blackhole, presto-resource-group-managers and
+#   presto-password-authenticators are all published; the 2 GB presto-server tarball is assembled from them
 #   instead.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -28,7 +30,7 @@ trino_version=476
 presto_version=0.287
 # The plugins each server gets; .complete holds the list, so that a cache
 # made with fewer is fetched again.
-plugins=(tpch memory blackhole resource-group-managers)
+plugins=(tpch memory blackhole resource-group-managers password-authenticators)
 layout="plugins: ${plugins[*]}"
 mvn_flags=(-q -B --strict-checksums -Dstyle.color=never)
 # ZKPRESTO_MAVEN_REPO, when set, is Maven's local repository for this

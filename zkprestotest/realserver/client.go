@@ -83,26 +83,43 @@ type page struct {
 // Query runs a statement as user "test" straight on the server, with the
 // extra headers given as name, value pairs ("X-Trino-Session", "k=v"), and
 // returns its rows. It is the test kit's own check of the server, apart
-// from the clients under test.
+// from the clients under test. On a server with Options.Passwords it runs
+// over https as the first user (in name order), with that user's password.
 func (s *Server) Query(ctx context.Context, sql string, headers ...string) (*Result, error) {
+	if s.check != nil {
+		return s.check.query(ctx, s.HTTPSURL(), s.flavour, sql, headers...)
+	}
 	return QueryAt(ctx, s.URL(), s.flavour, sql, headers...)
 }
 
 // QueryAt is Server.Query against any coordinator at baseURL, of the
 // flavour given (the simulator, for the differential tests).
 func QueryAt(ctx context.Context, baseURL string, flavour coordinator.Flavour, sql string, headers ...string) (*Result, error) {
+	return (&checker{client: http.DefaultClient, user: "test"}).query(ctx, baseURL, flavour, sql, headers...)
+}
+
+// checker is who the kit's own statements run as, and over which client.
+type checker struct {
+	client         *http.Client
+	user, password string
+}
+
+func (c *checker) query(ctx context.Context, baseURL string, flavour coordinator.Flavour, sql string, headers ...string) (*Result, error) {
 	prefix := flavour.HeaderPrefix()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/v1/statement", strings.NewReader(sql))
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set(prefix+"User", "test")
+	req.Header.Set(prefix+"User", c.user)
+	if c.password != "" {
+		req.SetBasicAuth(c.user, c.password)
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Add(headers[i], headers[i+1])
 	}
 	res := &Result{Header: http.Header{}}
 	for {
-		p, header, err := do(req)
+		p, header, err := c.do(req)
 		if err != nil {
 			return nil, err
 		}
@@ -125,12 +142,16 @@ func QueryAt(ctx context.Context, baseURL string, flavour coordinator.Flavour, s
 		if req, err = http.NewRequestWithContext(ctx, http.MethodGet, p.NextURI, nil); err != nil {
 			return nil, err
 		}
+		// Every request is authenticated, the pages' too.
+		if c.password != "" {
+			req.SetBasicAuth(c.user, c.password)
+		}
 	}
 }
 
-func do(req *http.Request) (*page, http.Header, error) {
+func (c *checker) do(req *http.Request) (*page, http.Header, error) {
 	for attempt := 0; ; attempt++ {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := c.client.Do(req)
 		if err != nil {
 			return nil, nil, err
 		}

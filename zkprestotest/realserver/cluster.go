@@ -138,12 +138,21 @@ func (c *Cluster) register(load registrar.LoadPublishing) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	for _, s := range c.servers {
+		// A server that serves https is registered at its https address,
+		// where it checks passwords, and polled on its http port, whose
+		// /v1/info needs neither a password nor the test CA (as
+		// `zkpresto register --advertise https://… --coordinator http://…`).
+		advertise := s.URL()
+		if s.HTTPSURL() != "" {
+			advertise = s.HTTPSURL()
+		}
 		r, err := registrar.New(registrar.Config{
-			Servers:      []string{c.zk.Addr()},
-			Namespace:    c.namespace,
-			AdvertiseURI: s.URL(),
-			Interval:     time.Second,
-			Load:         &load,
+			Servers:        []string{c.zk.Addr()},
+			Namespace:      c.namespace,
+			AdvertiseURI:   advertise,
+			CoordinatorURL: s.URL(),
+			Interval:       time.Second,
+			Load:           &load,
 		})
 		if err != nil {
 			return fmt.Errorf("realserver: registrar for %s: %w", s.Name(), err)

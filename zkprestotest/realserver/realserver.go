@@ -65,6 +65,20 @@ type Options struct {
 	// as one whose workers are all gone; it is ready once /v1/info says it
 	// has started, since no query can run.
 	NoWorkers bool
+	// HTTPSKeyStore, when set, is the absolute path of a PEM file holding
+	// a private key and then its certificate (valid for 127.0.0.1, as
+	// testtls.Files.ServerKeyStore): the server then also serves https on
+	// a port of its own (Server.HTTPSURL), beside its http port.
+	HTTPSKeyStore string
+	// Passwords, when set, turns on password authentication
+	// (http-server.authentication.type=PASSWORD) with the file
+	// authenticator of the password-authenticators plugin, whose password
+	// file holds these users and passwords (hashed); Query then runs as
+	// the first user over https. Both servers check passwords only on
+	// https (HTTPSKeyStore). Over http, Trino with https on refuses all
+	// authentication (403), Trino without https refuses a password (401)
+	// and takes a user without one, and PrestoDB 0.287 checks nothing.
+	Passwords map[string]string
 	// TimeZone is the JVM's zone (user.timezone), the session zone of a
 	// statement that names none; default the machine's.
 	TimeZone string
@@ -83,8 +97,13 @@ type Server struct {
 	name    string
 	version string
 	port    int
-	dir     string
-	log     string
+	// httpsPort is the https port, 0 without Options.HTTPSKeyStore.
+	httpsPort int
+	// check, when set, is how the kit's own statements (Query) reach a
+	// server with Options.Passwords; nil: QueryAt's way, http as "test".
+	check *checker
+	dir   string
+	log   string
 	// environment is node.environment, unique to this start.
 	environment string
 
@@ -184,6 +203,9 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPasswordPlugin(in, opts); err != nil {
+		return nil, err
+	}
 	// A port another process takes between FreePort and the bind is the
 	// one start failure worth a second try.
 	var lastErr error
@@ -216,14 +238,24 @@ func start(opts Options, in install) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("realserver: %s: %w", opts.Name, err)
 	}
+	httpsPort := 0
+	if opts.HTTPSKeyStore != "" {
+		if httpsPort, err = zkserver.FreePort(); err != nil {
+			return nil, fmt.Errorf("realserver: %s: %w", opts.Name, err)
+		}
+	}
 	dir, err := os.MkdirTemp("", "zkpresto-"+string(opts.Flavour)+"-")
 	if err != nil {
 		return nil, fmt.Errorf("realserver: %s: %w", opts.Name, err)
 	}
 	s := &Server{
-		flavour: opts.Flavour, name: opts.Name, version: in.version, port: port,
+		flavour: opts.Flavour, name: opts.Name, version: in.version, port: port, httpsPort: httpsPort,
 		dir: dir, log: filepath.Join(dir, "server.log"), done: make(chan struct{}),
 		environment: fmt.Sprintf("zkpresto_%d_%d", os.Getpid(), starts.Add(1)),
+	}
+	if s.check, err = newChecker(opts); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
 	etc := filepath.Join(dir, "etc")
 	if err := s.writeEtc(etc, opts); err != nil {
@@ -302,6 +334,10 @@ func (s *Server) writeEtc(etc string, opts Options) error {
 	if opts.NoWorkers {
 		config["node-scheduler.include-coordinator"] = "false"
 	}
+	files := map[string]string{}
+	if err := s.secureEtc(opts, etc, config, files); err != nil {
+		return err
+	}
 	for k, v := range opts.Config {
 		config[k] = strings.ReplaceAll(v, "etc/", etc+"/")
 	}
@@ -314,13 +350,11 @@ func (s *Server) writeEtc(etc string, opts Options) error {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s=%s\n", k, config[k])
 	}
-	files := map[string]string{
-		"config.properties":            b.String(),
-		"log.properties":               "io.airlift=WARN\ncom.facebook.airlift=WARN\n",
-		"catalog/tpch.properties":      "connector.name=tpch\n",
-		"catalog/memory.properties":    "connector.name=memory\n",
-		"catalog/blackhole.properties": "connector.name=blackhole\n",
-	}
+	files["config.properties"] = b.String()
+	files["log.properties"] = "io.airlift=WARN\ncom.facebook.airlift=WARN\n"
+	files["catalog/tpch.properties"] = "connector.name=tpch\n"
+	files["catalog/memory.properties"] = "connector.name=memory\n"
+	files["catalog/blackhole.properties"] = "connector.name=blackhole\n"
 	for p, content := range opts.Files {
 		if filepath.IsAbs(p) || strings.Contains(p, "..") {
 			return fmt.Errorf("realserver: %s: file %q must be relative to etc", opts.Name, p)
@@ -439,6 +473,9 @@ func (s *Server) Kill() error {
 // Close stops the server (SIGTERM, then SIGKILL after 20 s) and removes its
 // directory.
 func (s *Server) Close() error {
+	if s.check != nil {
+		s.check.client.CloseIdleConnections()
+	}
 	select {
 	case <-s.done:
 	default:

@@ -1,0 +1,465 @@
+package realservers
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	zkdriver "github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/gateway"
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+	"github.com/zkpresto/zkpresto/zkprestotest/realserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/testtls"
+)
+
+// passwordUser is the one user of the password servers' password file.
+const passwordUser = "alice"
+
+// secureFleet is a flavour's coordinator with https and the file password
+// authenticator, registered at its https address under a namespace of its
+// own in the shared ZooKeeper.
+type secureFleet struct {
+	flavour coordinator.Flavour
+	cluster *realserver.Cluster
+	server  *realserver.Server
+	// certs is the coordinators' CA and certificate; gatewayCerts the
+	// gateway's, a CA of its own, which is all its clients trust.
+	certs, gatewayCerts *testtls.Files
+	// password is passwordUser's, random per run, so that finding it in
+	// an error or a log cannot be chance.
+	password string
+	// plain is, for Trino, a coordinator with the same password file and
+	// no https: where a password meets plain http.
+	plain *realserver.Server
+}
+
+// startSecureFleet starts f's password coordinator, closed when t ends,
+// and for Trino beside it one with passwords on plain http only.
+func startSecureFleet(t *testing.T, f coordinator.Flavour) *secureFleet {
+	t.Helper()
+	dir := t.TempDir()
+	certs, err := testtls.Generate(dir, "coordinators")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gatewayCerts, err := testtls.Generate(dir, "gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := &secureFleet{flavour: f, certs: certs, gatewayCerts: gatewayCerts, password: randomPassword(t)}
+	passwords := map[string]string{passwordUser: sf.password}
+	// These start while the shared servers run, two or three JVMs more
+	// on two cores: a wider bound than a lone start needs.
+	const startTimeout = 8 * time.Minute
+	// Side by side: each takes a minute or more on two busy cores.
+	var plainErr error
+	plainStarted := make(chan struct{})
+	go func() {
+		defer close(plainStarted)
+		if f == coordinator.Trino {
+			sf.plain, plainErr = realserver.Start(realserver.Options{Flavour: f, Name: "trino-http-password", Passwords: passwords, StartTimeout: startTimeout})
+		}
+	}()
+	var clusterErr error
+	sf.cluster, clusterErr = realserver.StartCluster(realserver.ClusterOptions{
+		Flavour: f, Servers: 1, Namespace: string(f) + "-password", ZooKeeper: zkServer,
+		Server: realserver.Options{HTTPSKeyStore: certs.ServerKeyStore, Passwords: passwords, StartTimeout: startTimeout},
+	})
+	<-plainStarted
+	if sf.cluster != nil {
+		t.Cleanup(func() { _ = sf.cluster.Close() })
+	}
+	if sf.plain != nil {
+		t.Cleanup(func() { _ = sf.plain.Close() })
+	}
+	if err := errors.Join(clusterErr, plainErr); err != nil {
+		t.Fatal(err)
+	}
+	sf.server = sf.cluster.Servers()[0]
+	return sf
+}
+
+// randomPassword holds the characters a DSN's user info must carry as
+// they are (';', '@', ':'), so that their parsing is tested too.
+func randomPassword(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "pw;" + hex.EncodeToString(b) + "@x:y"
+}
+
+// noSecretIn fails t when text holds either password.
+func noSecretIn(t *testing.T, what, text string, passwords ...string) {
+	t.Helper()
+	for _, p := range passwords {
+		if strings.Contains(text, p) || strings.Contains(text, url.QueryEscape(p)) || strings.Contains(text, url.PathEscape(p)) {
+			t.Errorf("%s carries a password: %s", what, text)
+		}
+	}
+}
+
+// whoAmI is the statement the password tests run: the user the coordinator
+// authenticated, and the node that ran it.
+const whoAmI = "SELECT current_user, node_id FROM system.runtime.nodes"
+
+func queryWhoAmI(t *testing.T, db *sql.DB) (user, node string, err error) {
+	t.Helper()
+	err = db.QueryRowContext(ctx(t), whoAmI).Scan(&user, &node)
+	return user, node, err
+}
+
+// Password authentication end to end, on each flavour's coordinator with
+// https and the file authenticator (TLS in http-server.https.*, PASSWORD
+// in http-server.authentication.type, etc/password-authenticator.properties
+// naming the file authenticator and its password file): the driver
+// straight to the coordinators, the gateway in front of them for every
+// client, and what plain http does with a password. The servers check
+// HTTP basic authentication on https (trino server/security
+// PasswordAuthenticator and plugin/trino-password-authenticators
+// FileAuthenticator; PrestoDB server/security PasswordAuthenticator and
+// presto-password-authenticators FileAuthenticator) and answer a wrong
+// password 401 "Access Denied: Invalid credentials".
+func TestPasswordAuthentication(t *testing.T) {
+	eachFlavour(t, func(t *testing.T, f *flavourFleet) {
+		sf := startSecureFleet(t, f.flavour)
+		t.Run("driver", func(t *testing.T) { testPasswordDriver(t, sf) })
+		t.Run("gateway", func(t *testing.T) { testPasswordGateway(t, sf) })
+		t.Run("plain http", func(t *testing.T) { testPasswordPlainHTTP(t, sf) })
+	})
+}
+
+// The driver with the DSN's ssl_ca and user:password reaches the
+// coordinators over TLS and is let in as the user; a wrong password fails
+// with an error that says so and carries neither password.
+func testPasswordDriver(t *testing.T, sf *secureFleet) {
+	dsn := func(password string) string {
+		return sf.cluster.DSN(";ssl_ca=" + sf.certs.CAFile + "?user=" + passwordUser + "&password=" + url.QueryEscape(password))
+	}
+	db, err := sql.Open("zkpresto", dsn(sf.password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	user, node, err := queryWhoAmI(t, db)
+	if err != nil {
+		t.Fatalf("with the right password: %v", err)
+	}
+	if user != passwordUser || node != sf.server.Name() {
+		t.Fatalf("ran as %q on %q, want %q on %q", user, node, passwordUser, sf.server.Name())
+	}
+
+	wrong := sf.password + "-wrong"
+	bad, err := sql.Open("zkpresto", dsn(wrong))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	_, _, err = queryWhoAmI(t, bad)
+	if err == nil {
+		t.Fatal("a wrong password was let in")
+	}
+	noSecretIn(t, "the wrong password's error", err.Error(), wrong, sf.password)
+	// One line naming the coordinator and its reason: PrestoDB's answer is
+	// a page of Jetty's HTML, which the driver boils down.
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, sf.server.HTTPSURL()) ||
+		!strings.Contains(msg, "401 Unauthorized") || !strings.Contains(msg, "Invalid credentials") {
+		t.Errorf("a wrong password: %q; want one line with the coordinator, its 401 and its reason", msg)
+	}
+	t.Logf("a wrong password: %v", err)
+}
+
+// lockedLog is a log written from many goroutines, read at the end.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// startPasswordGateway serves a gateway on https with the gateway's own
+// certificate, routing with dsnText as `zkpresto gateway --dsn` does, and
+// returns its host:port and its log (debug level and up, discovery's and
+// the routing's lines included).
+func startPasswordGateway(t *testing.T, sf *secureFleet, dsnText string) (string, *lockedLog) {
+	t.Helper()
+	cfg, err := zkdriver.ParseDSN(dsnText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &lockedLog{}
+	logger := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	group, err := gateway.DSNGroup(gateway.DefaultGroup, cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := gateway.NewGroups([]*gateway.Group{group}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(gateway.Config{Groups: groups, Keys: gatewayKeys, Logger: logger})
+	if err != nil {
+		groups.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	pair, err := tls.LoadX509KeyPair(sf.gatewayCerts.ServerKeyStore, sf.gatewayCerts.ServerKeyStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := gateway.NewServer(g, logger, gateway.ServerLimits{})
+	// What `zkpresto gateway --tls-cert --tls-key` serves with.
+	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("the gateway's server: %v", err)
+		}
+	})
+	return ln.Addr().String(), log
+}
+
+// goClientThrough opens the flavour's own Go client (presto-go-client,
+// trino-go-client) on the gateway at addr over https, trusting the
+// gateway's CA, with password.
+func goClientThrough(t *testing.T, sf *secureFleet, addr, password string) *sql.DB {
+	t.Helper()
+	userinfo := url.UserPassword(passwordUser, password).String()
+	name, dsn := "presto", "presto://"+userinfo+"@"+addr+"/tpch/tiny?ssl_ca="+url.QueryEscape(sf.gatewayCerts.CAFile)
+	if sf.flavour == coordinator.Trino {
+		name, dsn = "trino", "https://"+userinfo+"@"+addr+"?catalog=tpch&schema=tiny&SSLCertPath="+url.QueryEscape(sf.gatewayCerts.CAFile)
+	}
+	db, err := sql.Open(name, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// The gateway whose DSN reaches the coordinators over TLS (ssl_ca), on its
+// own https listener: a client's Basic authentication passes through it to
+// the coordinator, which checks it. The Go clients and the JDBC driver of
+// each flavour are let in with the right password and refused with a
+// wrong one; the gateway's own DSN carries no password.
+func testPasswordGateway(t *testing.T, sf *secureFleet) {
+	addr, log := startPasswordGateway(t, sf, sf.cluster.DSN(";ssl_ca="+sf.certs.CAFile))
+	wrong := sf.password + "-wrong"
+	defer func() {
+		noSecretIn(t, "the gateway's log", log.String(), sf.password, wrong, basicAuth(passwordUser, sf.password), basicAuth(passwordUser, wrong))
+	}()
+
+	t.Run("go client", func(t *testing.T) {
+		user, node, err := queryWhoAmI(t, goClientThrough(t, sf, addr, sf.password))
+		if err != nil {
+			t.Fatalf("with the right password through the gateway: %v", err)
+		}
+		if user != passwordUser || node != sf.server.Name() {
+			t.Fatalf("ran as %q on %q, want %q on %q", user, node, passwordUser, sf.server.Name())
+		}
+		_, _, err = queryWhoAmI(t, goClientThrough(t, sf, addr, wrong))
+		if err == nil {
+			t.Fatal("a wrong password was let in through the gateway")
+		}
+		noSecretIn(t, "the wrong password's error", err.Error(), wrong, sf.password)
+		t.Logf("a wrong password through the gateway: %v", err)
+	})
+
+	t.Run("zkpresto driver", func(t *testing.T) {
+		// The driver on a host list of one, the gateway: no discovery.
+		scheme := "presto://"
+		if sf.flavour == coordinator.Trino {
+			scheme = "trino://"
+		}
+		db, err := sql.Open("zkpresto", scheme+addr+"/tpch/tiny;ssl_ca="+sf.gatewayCerts.CAFile+"?user="+passwordUser+"&password="+url.QueryEscape(sf.password))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		user, _, err := queryWhoAmI(t, db)
+		if err != nil || user != passwordUser {
+			t.Fatalf("through the gateway: %q, %v", user, err)
+		}
+	})
+
+	t.Run("jdbc", func(t *testing.T) {
+		driverJar, scheme := jar(t, realserver.PrestoJDBC), "jdbc:presto://"
+		if sf.flavour == coordinator.Trino {
+			driverJar, scheme = jar(t, realserver.TrinoJDBC), "jdbc:trino://"
+		}
+		jdbcURL := func(password string) string {
+			return scheme + addr + "/tpch/tiny?SSL=true&SSLTrustStorePath=" + url.QueryEscape(sf.gatewayCerts.CAFile) + "&password=" + url.QueryEscape(password)
+		}
+		rows := probe(t, driverJar, []string{jdbcURL(sf.password), whoAmI})
+		if len(rows[1]) != 1 || rows[1][0][0] != passwordUser || rows[1][0][1] != sf.server.Name() {
+			t.Fatalf("JDBC through the gateway: %q, want %s on %s", rows[1], passwordUser, sf.server.Name())
+		}
+		out, err := javaCombined(t, "-cp", driverJar, "testdata/JdbcProbe.java", jdbcURL(wrong), whoAmI)
+		if err == nil && !strings.Contains(out, "\tERROR\t") {
+			t.Fatalf("JDBC with a wrong password through the gateway: %s", out)
+		}
+		if !strings.Contains(out, "401") && !strings.Contains(strings.ToLower(out), "authentication failed") {
+			t.Errorf("JDBC with a wrong password: %s; want the 401", out)
+		}
+		t.Logf("JDBC with a wrong password: %.400s", out)
+		// Without SSL=true the driver keeps the password to itself
+		// (trino-jdbc TrinoDriverUri, presto-jdbc PrestoDriverUri).
+		out, _ = javaCombined(t, "-cp", driverJar, "testdata/JdbcProbe.java", scheme+addr+"/tpch/tiny?password="+url.QueryEscape(sf.password), whoAmI)
+		refusal := "Authentication using username/password requires SSL to be enabled"
+		if sf.flavour == coordinator.Trino {
+			refusal = "TLS/SSL is required for authentication with username and password"
+		}
+		if !strings.Contains(out, refusal) {
+			t.Errorf("JDBC with a password and without SSL: %.400s; want its refusal %q", out, refusal)
+		}
+	})
+
+	if sf.flavour != coordinator.Trino {
+		return // presto-go-client sends a password over http as well (client.go: Basic auth whatever the scheme)
+	}
+	t.Run("trino-go-client without TLS", func(t *testing.T) {
+		db, err := sql.Open("trino", "http://"+url.UserPassword(passwordUser, sf.password).String()+"@"+addr+"?catalog=tpch&schema=tiny")
+		if err == nil {
+			_, _, err = queryWhoAmI(t, db)
+			db.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "TLS/SSL is required for authentication with username and password") {
+			t.Fatalf("trino-go-client with a password over http: %v; want its refusal", err)
+		}
+	})
+}
+
+// javaCombined runs a Java program as java does, but returns its output
+// and stderr together with its error instead of failing t.
+func javaCombined(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	bin, err := realserver.Java(coordinator.Trino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(c, bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// postWithPassword POSTs a statement to baseURL as passwordUser with
+// password, and returns the answer's status and body.
+func postWithPassword(t *testing.T, flavour coordinator.Flavour, baseURL, password string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx(t), http.MethodPost, baseURL+"/v1/statement", strings.NewReader("SELECT current_user"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(passwordUser, password)
+	req.Header.Set(flavour.HeaderPrefix()+"User", passwordUser)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// Plain http and passwords, as each server has it. Trino with https on
+// refuses every authentication over its http port (ServerSecurityModule
+// sets http-server.authentication.allow-insecure-over-http to false,
+// AuthenticationFilter answers 403 "Authentication over HTTP is not
+// enabled"); Trino without https refuses a password ("Password not allowed
+// for insecure authentication", InsecureAuthenticator), to the driver and
+// through the gateway alike. PrestoDB 0.287 checks nothing over http
+// (AuthenticationFilter.doFilter skips a request that is not secure), a
+// wrong password included: only its https port checks passwords.
+func testPasswordPlainHTTP(t *testing.T, sf *secureFleet) {
+	wrong := sf.password + "-wrong"
+	status, body := postWithPassword(t, sf.flavour, sf.server.URL(), wrong)
+	t.Logf("POST /v1/statement to the https coordinator's http port with a wrong password: %d %.200q", status, body)
+	if sf.flavour == coordinator.Presto {
+		if status != http.StatusOK {
+			t.Fatalf("PrestoDB's http port with a wrong password: %d %.300s; PrestoDB checks no password over http", status, body)
+		}
+		res, err := realserver.QueryAt(ctx(t), sf.server.URL(), sf.flavour, whoAmI, "Authorization", "Basic "+basicAuth(passwordUser, wrong))
+		if err != nil {
+			t.Fatalf("PrestoDB's http port with a wrong password: %v", err)
+		}
+		t.Logf("PrestoDB over http with a wrong password ran as %v", res.Rows)
+		return
+	}
+	if status != http.StatusForbidden || !strings.Contains(body, insecureHTTPRefused) {
+		t.Fatalf("Trino's http port beside https: %d %.300s; want 403 %q", status, body, insecureHTTPRefused)
+	}
+
+	status, body = postWithPassword(t, sf.flavour, sf.plain.URL(), sf.password)
+	if status != http.StatusUnauthorized || !strings.Contains(body, passwordOverHTTPRefused) {
+		t.Fatalf("Trino without https, the right password: %d %.300s; want 401 %q", status, body, passwordOverHTTPRefused)
+	}
+	// The driver straight to it: the coordinator's words, no password.
+	db, err := sql.Open("zkpresto", "trino://"+passwordUser+":"+url.PathEscape(sf.password)+"@"+sf.plain.Addr()+"/tpch/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, _, err = queryWhoAmI(t, db)
+	if err == nil || !strings.Contains(err.Error(), passwordOverHTTPRefused) {
+		t.Fatalf("the driver to Trino over http with a password: %v; want %q", err, passwordOverHTTPRefused)
+	}
+	noSecretIn(t, "the driver's error", err.Error(), sf.password)
+	t.Logf("the driver over http: %v", err)
+	// The gateway with a DSN without ssl_* keys, in front of it: the
+	// client's password crosses the gateway's TLS and then plain http.
+	addr, _ := startPasswordGateway(t, sf, "trino://"+sf.plain.Addr()+"/")
+	_, _, err = queryWhoAmI(t, goClientThrough(t, sf, addr, sf.password))
+	if err == nil || !strings.Contains(err.Error(), passwordOverHTTPRefused) {
+		t.Fatalf("through a gateway on plain http to Trino: %v; want %q", err, passwordOverHTTPRefused)
+	}
+	noSecretIn(t, "the client's error", err.Error(), sf.password)
+	t.Logf("through the gateway over http: %v", err)
+}
+
+// The servers' own words for authentication over plain http (Trino's
+// AuthenticationFilter and InsecureAuthenticator), which
+// docs/gateway-operations.md quotes.
+const (
+	insecureHTTPRefused     = "Authentication over HTTP is not enabled"
+	passwordOverHTTPRefused = "Password not allowed for insecure authentication"
+)
+
+func basicAuth(user, password string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+}

@@ -160,6 +160,25 @@ func TestFailure(t *testing.T) {
 	})
 }
 
+// A statement that fails at dispatch, on the queued resource, as one that
+// does not parse does on the real servers: each client shows the
+// coordinator's error as it shows any failed query's. Through the gateway,
+// which makes the first GET itself, that failure must not become the
+// POST's answer: trino-client's iterator drops a first answer without a
+// nextUri, and the statement looked like an empty success; presto-client
+// wrapped it as a failed request.
+func TestFailureAtDispatch(t *testing.T) {
+	each(t, coordinator.Options{}, func(t *testing.T, client string, rig *gatewayrig.Rig) {
+		r := run(t, client, rig.Front, "syntax")
+		if r.Thrown != nil || r.Error == nil {
+			t.Fatalf("got %+v, want the query's error", r)
+		}
+		if r.Error["message"] != "line 1:8: mismatched input 'syntax'. Expecting: <query>" || r.Error["errorName"] != "SYNTAX_ERROR" || r.Error["errorType"] != "USER_ERROR" {
+			t.Fatalf("the client shows the error %v", r.Error)
+		}
+	})
+}
+
 // A cancel while the statement runs stops it on its coordinator, and the
 // client reports it as it does. presto-client asks its cancel callback
 // before each poll and then sends DELETE on the query's nextUri (a URI the

@@ -2,7 +2,7 @@
 // gave back as one line of JSON on stdout, for the Go test beside it
 // (interop/node) to check: node clients.js CLIENT SERVER SCENARIO, where
 // CLIENT is presto-client or trino-client, SERVER the base URL and
-// SCENARIO one of query, pages, fail, cancel, nonodes.
+// SCENARIO one of query, pages, fail, syntax, cancel, nonodes.
 'use strict';
 
 const [client, server, scenario] = process.argv.slice(2);
@@ -12,6 +12,7 @@ const statements = {
   nonodes: 'SELECT 1',
   pages: 'SELECT * FROM rows(120)',
   fail: "SELECT fail('boom')",
+  syntax: 'SELECT syntax(1, 8)',
   cancel: 'SELECT * FROM rows(3) WHERE sleep(10000)',
   // trino-client's iterator hands out only pages with rows (it polls
   // through the others itself), so its cancel comes after a first page.

@@ -66,17 +66,19 @@ staticcheck:
 	cd interop/trino && GOTOOLCHAIN=$(INTEROP_TOOLCHAIN) $(GO) run $(STATICCHECK) ./...
 
 unit:
-	$(GO) test -race -count=1 -timeout 20m -skip '^TestDevRealServers$$' $$($(GO) list ./... | grep -v /realserver)
+	$(GO) test -race -count=1 -timeout 20m -skip '^TestDevRealServers$$' $$($(GO) list ./... | grep -v -e /realserver -e /interop/node)
 	# The real Trino and PrestoDB servers, in a step of their own: their
 	# JVMs' start-up would take the two cores from the timed tests above.
-	$(GO) test -race -count=1 -timeout 20m -p 1 ./interop/realservers/ ./zkprestotest/realserver/
+	# interop/node starts one server of each flavour for the npm clients.
+	$(GO) test -race -count=1 -timeout 20m -p 1 ./interop/realservers/ ./zkprestotest/realserver/ ./interop/node/
 	$(GO) test -race -count=1 -timeout 10m -run '^TestDevRealServers$$' ./cmd/zkpresto-lab/internal/devenv/
 	# Allocation counts, which the race detector's instrumentation changes.
 	$(GO) test -count=1 -run 'Allocs' ./internal/gateway/token/ ./internal/pool/
-	# trino-go-client v1.5.0, which needs Go 1.27, against the gateway and
-	# the simulator: a module of its own (docs/interop.md), on the Go
-	# toolchain the go command fetches as a module, for this step only.
-	cd interop/trino && GOTOOLCHAIN=$(INTEROP_TOOLCHAIN) $(GO) test -race -count=1 -timeout 5m ./...
+	# trino-go-client v1.5.0, which needs Go 1.27, against the gateway, the
+	# simulator and a real Trino it starts: a module of its own
+	# (docs/interop.md), on the Go toolchain the go command fetches as a
+	# module, for this step only; alone, as a real-server step.
+	cd interop/trino && GOTOOLCHAIN=$(INTEROP_TOOLCHAIN) $(GO) test -race -count=1 -timeout 10m ./...
 
 # A program that imports the driver from a module of its own, with no
 # replace of presto-go-client: what the driver fixes reaches its users.

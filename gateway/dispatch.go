@@ -60,7 +60,9 @@ const dispatchGets = 3
 // provably never ran and the statement may go to another coordinator.
 // Otherwise the client gets the last GET's answer in place of the POST's
 // (the POST's headers, then the GETs'), and its own next GET is the one
-// after; the coordinator sees the requests it would see anyway. A later
+// after; the coordinator sees the requests it would see anyway. An answer
+// that ends the query is never the POST's: the client gets the one before
+// and repeats its GET. A later
 // GET is made only while the query is still on the queued resource, which
 // answers a query waiting for its slot after up to its maxWait (1 s), as
 // it would answer the client's.
@@ -105,6 +107,15 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 		if next.NextURI == "" && next.Error != nil && wire.NeverRan(next.Error.ErrorName, true) {
 			post.Body.Close()
 			return nil, &notReadyError{Node: hostOf(base), ErrorName: next.Error.ErrorName, Message: next.Error.Message}
+		}
+		if next.NextURI == "" {
+			// The query ended on the queued resource (a statement that does not
+			// parse, a missing table): the client gets the answer before, and
+			// the end from its own GET of the same token, as without the
+			// gateway. A last answer in place of the POST's is lost on
+			// trino-client, whose iterator drops a first answer without a
+			// nextUri, and presto-client wraps it as a failed request.
+			break
 		}
 		copyAnswerHeader(merged, get.Header)
 		out, outBody, ans = get, got, next

@@ -4,7 +4,7 @@
 # connectors, the file resource group manager and the password
 # authenticators (the file authenticator, for the tests of TLS with
 # passwords), and the clients the tests run against them (trino-jdbc 476,
-# presto-jdbc 0.287, trino-cli 476), resolved by Maven from Maven Central
+# presto-jdbc 0.287, trino-cli 476, presto-cli 0.287), resolved by Maven from Maven Central
 # with strict checksums.
 # The result is cached (ZKPRESTO_REAL_SERVERS, by default
 # ~/.cache/zkpresto/real-servers); a second run fetches nothing.
@@ -154,23 +154,34 @@ fetch_presto() {
 }
 
 # The Java clients BI tools and users run, for the tests through the
-# gateway: the JDBC drivers of both and trino-cli, in clients/.
+# gateway: the JDBC drivers and the CLIs of both, in clients/. .complete
+# holds the list, so that a cache made with fewer fetches only the jars it
+# lacks.
+clients=("io.trino:trino-jdbc:$trino_version" "com.facebook.presto:presto-jdbc:$presto_version"
+	"io.trino:trino-cli:$trino_version:jar:executable" "com.facebook.presto:presto-cli:$presto_version:jar:executable")
+clients_layout="clients: ${clients[*]}"
+
 fetch_clients() {
 	local dir="$cache/clients"
-	[[ -f "$dir/.complete" ]] && return 0
+	[[ -f "$dir/.complete" && "$(cat "$dir/.complete")" == "$clients_layout" ]] && return 0
 	need mvn
-	rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-	local a
-	for a in "io.trino:trino-jdbc:$trino_version" "com.facebook.presto:presto-jdbc:$presto_version" \
-		"io.trino:trino-cli:$trino_version:jar:executable"; do
+	rm -rf "$dir.tmp" && mkdir -p "$dir.tmp" "$dir"
+	local a group artifact version type classifier jar
+	for a in "${clients[@]}"; do
+		IFS=: read -r group artifact version type classifier <<<"$a"
+		jar="$artifact-$version${classifier:+-$classifier}.jar"
+		[[ -f "$dir/$jar" ]] && continue
+		# Through clients.tmp, so that an interrupted copy never leaves a
+		# partial jar under the name the tests read.
 		maven dependency:copy -Dartifact="$a" -DoutputDirectory="$dir.tmp"
+		mv "$dir.tmp/$jar" "$dir/$jar"
 	done
-	touch "$dir.tmp/.complete"
-	rm -rf "$dir" && mv "$dir.tmp" "$dir"
+	echo "$clients_layout" >"$dir/.complete"
+	rm -rf "$dir.tmp"
 }
 
 start=$(date +%s)
 fetch_trino
 fetch_presto
 fetch_clients
-echo "fetch-real-servers: Trino $trino_version and PrestoDB $presto_version (and their JDBC drivers and trino-cli) in $cache ($(du -sh "$cache" | cut -f1), $(($(date +%s) - start)) s)" >&2
+echo "fetch-real-servers: Trino $trino_version and PrestoDB $presto_version (and their JDBC drivers and CLIs) in $cache ($(du -sh "$cache" | cut -f1), $(($(date +%s) - start)) s)" >&2

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +30,21 @@ import (
 // that a difference between the two is the gateway's.
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if err := realTrino.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "trino: stopping the real server:", err)
+		code = 1
+	}
+	if code == 0 {
+		// The real server's own checks (realserver.Server.Query) use
+		// http.DefaultClient: its idle connections are not a leak.
+		http.DefaultClient.CloseIdleConnections()
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "trino: goroutines left behind:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // target is where a test points the client: the gateway rig's front, or
@@ -59,7 +75,13 @@ func targets(t *testing.T, opts coordinator.Options) []target {
 
 func (tg target) open(t *testing.T, params string) *sql.DB {
 	t.Helper()
-	dsn := "http://alice@" + strings.TrimPrefix(tg.base, "http://") + "?catalog=hive&schema=default"
+	return tg.openIn(t, "hive", "default", params)
+}
+
+// openIn is open with the client's catalog and schema.
+func (tg target) openIn(t *testing.T, catalog, schema, params string) *sql.DB {
+	t.Helper()
+	dsn := "http://alice@" + strings.TrimPrefix(tg.base, "http://") + "?catalog=" + catalog + "&schema=" + schema
 	if params != "" {
 		dsn += "&" + params
 	}

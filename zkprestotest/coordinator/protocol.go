@@ -785,6 +785,16 @@ func (c *Coordinator) dispatchFailure(q *query) *queryError {
 	}
 	var qe *queryError
 	switch {
+	case q.plan.kind == failQuery && q.plan.failLocation != nil:
+		// A statement that does not parse fails at dispatch, and the queued resource answers
+		// the failure (trino: DispatchManager.createQueryInternal parses it with
+		// QueryPreparer.prepareQuery; prestodb 0.287 the same). On both real servers a missing
+		// table, found by the analysis, failed there too (interop/node TestRealServerFailure).
+		// The query was refused, not for want of resources: another coordinator would fail it
+		// alike, so it is not marked as never run.
+		qe = q.newError(q.plan.failCode, q.plan.failName, q.plan.failure)
+		qe.ErrorLocation, qe.FailureInfo.ErrorLocation = q.plan.failLocation, q.plan.failLocation
+		return qe
 	case c.starting.Load():
 		qe = q.newError(errServerStartingUp, "SERVER_STARTING_UP", server+" server is still initializing")
 	case q.refusing || c.queueFull():

@@ -14,15 +14,17 @@ const (
 	TrinoJDBC  = "trino-jdbc-" + TrinoVersion + ".jar"
 	PrestoJDBC = "presto-jdbc-" + PrestoVersion + ".jar"
 	TrinoCLI   = "trino-cli-" + TrinoVersion + "-executable.jar"
+	PrestoCLI  = "presto-cli-" + PrestoVersion + "-executable.jar"
 )
 
 // ClientJar returns the path of one of the fetched client jars (TrinoJDBC,
-// PrestoJDBC, TrinoCLI) in Cache, or an error that says how to fetch it.
+// PrestoJDBC, TrinoCLI, PrestoCLI) in Cache, or an error that says how to
+// fetch it.
 func ClientJar(name string) (string, error) {
 	switch name {
-	case TrinoJDBC, PrestoJDBC, TrinoCLI:
+	case TrinoJDBC, PrestoJDBC, TrinoCLI, PrestoCLI:
 	default:
-		return "", fmt.Errorf("realserver: unknown client jar %q (want %q, %q or %q)", name, TrinoJDBC, PrestoJDBC, TrinoCLI)
+		return "", fmt.Errorf("realserver: unknown client jar %q (want %q, %q, %q or %q)", name, TrinoJDBC, PrestoJDBC, TrinoCLI, PrestoCLI)
 	}
 	path := filepath.Join(Cache(), "clients", name)
 	if _, err := os.Stat(path); err != nil {

@@ -44,6 +44,10 @@ type Options struct {
 	Unreachable bool
 	// NoCoordinatorGrace is the replicas' (see gateway.Config).
 	NoCoordinatorGrace time.Duration
+	// Addrs, when set, are the coordinators (host:port) instead of
+	// simulated ones: real servers, which the rig neither starts nor
+	// stops; Coordinator.Flavour (or Flavour) still says their flavour.
+	Addrs []string
 }
 
 // Rig is a running deployment. Everything in it stops when the test that
@@ -73,8 +77,11 @@ func Start(tb testing.TB, opts Options) *Rig {
 	}
 	rig := &Rig{}
 	nodes := make([]discovery.Node, 0, opts.Coordinators)
-	if opts.Unreachable {
+	if opts.Unreachable || len(opts.Addrs) > 0 {
 		opts.Coordinators = 0
+	}
+	for _, addr := range opts.Addrs {
+		nodes = append(nodes, discovery.Node{Addr: addr})
 	}
 	for range opts.Coordinators {
 		c, err := coordinator.Start(opts.Coordinator)

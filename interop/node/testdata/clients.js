@@ -1,21 +1,27 @@
 // Runs one scenario with one of the npm clients and prints what the client
 // gave back as one line of JSON on stdout, for the Go test beside it
-// (interop/node) to check: node clients.js CLIENT SERVER SCENARIO, where
-// CLIENT is presto-client or trino-client, SERVER the base URL and
-// SCENARIO one of query, pages, fail, cancel, nonodes.
+// (interop/node) to check: node clients.js CLIENT SERVER SCENARIO
+// [CATALOG SCHEMA], where CLIENT is presto-client or trino-client, SERVER
+// the base URL, SCENARIO one of query, pages, fail, syntax, cancel, nonodes (for
+// the simulator), orders, missing (for the real servers), and CATALOG and
+// SCHEMA the session's, by default hive and default.
 'use strict';
 
-const [client, server, scenario] = process.argv.slice(2);
+const [client, server, scenario, catalog = 'hive', schema = 'default'] = process.argv.slice(2);
 
 const statements = {
   query: 'SELECT 1',
   nonodes: 'SELECT 1',
   pages: 'SELECT * FROM rows(120)',
   fail: "SELECT fail('boom')",
+  syntax: 'SELECT syntax(1, 8)',
   cancel: 'SELECT * FROM rows(3) WHERE sleep(10000)',
   // trino-client's iterator hands out only pages with rows (it polls
   // through the others itself), so its cancel comes after a first page.
   cancelAfterRows: 'SELECT * FROM rows(1000) WHERE slow(20)',
+  // The real servers, in tpch.tiny: 15,000 rows, and a missing table.
+  orders: 'SELECT orderkey FROM orders ORDER BY orderkey',
+  missing: 'SELECT * FROM no_such_table',
 };
 
 function report(result) {
@@ -29,8 +35,8 @@ function runPresto() {
     host: url.hostname,
     port: Number(url.port),
     user: 'alice',
-    catalog: 'hive',
-    schema: 'default',
+    catalog,
+    schema,
     // The default waits 800 ms between polls; the simulator answers at once.
     checkInterval: 1,
     timeout: 20,
@@ -56,7 +62,7 @@ function runPresto() {
 
 async function runTrino() {
   const { Trino } = require('trino-client');
-  const trino = Trino.create({ server, catalog: 'hive', schema: 'default', auth: { type: 'basic', username: 'alice' } });
+  const trino = Trino.create({ server, catalog, schema, auth: { type: 'basic', username: 'alice' } });
   const result = { rows: [], states: [] };
   try {
     const iter = await trino.query(statements[scenario === 'cancel' ? 'cancelAfterRows' : scenario]);

@@ -55,6 +55,13 @@ const (
 	// so that clients can tell a quiet coordinator from a stale figure
 	// (strategy.DefaultPublishedStaleAfter is three of these).
 	DefaultLoadRefresh = 5 * time.Second
+	// DefaultLoadUser is the user the figures are read as when
+	// LoadPublishing names none: Trino answers its JMX resource only to a
+	// request that names a user (401 "Basic authentication or
+	// X-Trino-Original-User or X-Trino-User must be sent", from
+	// server/security/InsecureAuthenticator.java), so a registrar that sent
+	// none published no load at all.
+	DefaultLoadUser = "zkpresto"
 	// loadReadTimeout bounds one read of the coordinator's figures.
 	loadReadTimeout = time.Second
 )
@@ -85,9 +92,9 @@ type LoadPublishing struct {
 	// as at least its slots, so that a free slot beats a queue, and the
 	// gate writes when the last slot fills or the first one frees.
 	Slots int
-	// User, when set, is sent as the user of the reads (X-Presto-User or
-	// X-Trino-User), and with Password as HTTP basic authentication.
-	// Password is never logged.
+	// User is sent as the user of the reads (X-Presto-User or
+	// X-Trino-User), and with Password as HTTP basic authentication;
+	// default DefaultLoadUser. Password is never logged.
 	User, Password string
 }
 
@@ -208,7 +215,11 @@ func newLoadReader(client *http.Client, coordinator string, p LoadPublishing) *l
 	if p.Source == LoadFromTrino {
 		path = "/v1/jmx/mbean/" + url.PathEscape("trino.execution:name=QueryManager")
 	}
-	return &loadReader{http: client, url: strings.TrimRight(coordinator, "/") + path, source: p.Source, user: p.User, pass: p.Password}
+	user := p.User
+	if user == "" {
+		user = DefaultLoadUser
+	}
+	return &loadReader{http: client, url: strings.TrimRight(coordinator, "/") + path, source: p.Source, user: user, pass: p.Password}
 }
 
 // loadMaxBody bounds what a figures' answer may be; the QueryManager mbean

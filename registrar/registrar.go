@@ -96,7 +96,9 @@ type Config struct {
 	// FailureThreshold is how many consecutive failed health checks
 	// (errors, timeouts, non-200 answers) deregister the coordinator;
 	// default 2. A coordinator that answers "starting": true is not ready
-	// and is deregistered at once, because that answer is not noise.
+	// and is deregistered at once, because that answer is not noise; so is
+	// one whose GET /v1/info/state says SHUTTING_DOWN (or Trino's DRAINING
+	// or DRAINED), which still answers /v1/info as ready.
 	FailureThreshold int
 	// SessionTimeout is the ZooKeeper session timeout; default 15s.
 	SessionTimeout time.Duration
@@ -507,6 +509,10 @@ func (r *Registrar) nudge() {
 func (r *Registrar) check(ctx context.Context) {
 	probeCtx, cancel := context.WithTimeout(ctx, r.cfg.Interval)
 	info := wire.ProbeInfo(probeCtx, r.http, r.cfg.CoordinatorURL)
+	var leaving error
+	if info.Verdict == wire.Up {
+		leaving = r.leaving(probeCtx)
+	}
 	cancel()
 	if ctx.Err() != nil {
 		return // shutting down; the answer does not matter
@@ -515,14 +521,18 @@ func (r *Registrar) check(ctx context.Context) {
 		r.coordinatorVer = info.Version // desired checks it before use
 	}
 	err := info.Err
+	if leaving != nil {
+		err = leaving
+	}
 	healthyBefore := r.Status().Healthy
 	healthy := healthyBefore
-	switch info.Verdict {
-	case wire.Up:
+	switch {
+	case info.Verdict == wire.Up && leaving == nil:
 		r.failures = 0
 		healthy = true
-	case wire.Starting:
-		// Not noise: the coordinator itself says it is not ready.
+	case info.Verdict == wire.Starting, leaving != nil:
+		// Not noise: the coordinator itself says it is not ready, or that
+		// it is going away and takes no more work.
 		r.failures = r.cfg.FailureThreshold
 		healthy = false
 	default:

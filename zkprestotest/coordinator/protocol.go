@@ -1115,9 +1115,21 @@ func (c *Coordinator) handleClusterStats(w http.ResponseWriter, _ *http.Request)
 // handleQueryManagerMBean answers Trino's GET
 // /v1/jmx/mbean/trino.execution:name=QueryManager (airlift's MBeanResource
 // over io.trino.execution.QueryManagerStats) with this coordinator's own
-// counts; other mbeans are not simulated.
+// counts, to a request that names a user; other mbeans are not simulated.
 func (c *Coordinator) handleQueryManagerMBean(w http.ResponseWriter, r *http.Request) {
 	const name = "trino.execution:name=QueryManager"
+	if r.Header.Get("X-Trino-User") == "" && r.Header.Get("X-Trino-Original-User") == "" {
+		if _, _, ok := r.BasicAuth(); !ok {
+			// Trino authenticates this resource: without authentication
+			// configured it still wants a user named, and answers 401 as
+			// the real 476 does (server/security/InsecureAuthenticator.java).
+			w.Header().Set("WWW-Authenticate", `Basic realm="Trino"`)
+			w.Header().Set("Content-Type", "text/plain;charset=utf-8")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, "Basic authentication or X-Trino-Original-User or X-Trino-User must be sent")
+			return
+		}
+	}
 	if r.PathValue("name") != name {
 		writeError(w, http.StatusNotFound, "no such mbean: "+r.PathValue("name"))
 		return

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -58,7 +59,26 @@ func TestMaxRunningQueuesInOrder(t *testing.T) {
 						Value int64  `json:"value"`
 					} `json:"attributes"`
 				}
-				getJSON(t, c.URL()+"/v1/jmx/mbean/trino.execution:name=QueryManager", http.StatusOK, &mbean)
+				mbeanURL := c.URL() + "/v1/jmx/mbean/trino.execution:name=QueryManager"
+				// Trino wants a user named, as the real 476 does
+				// (InsecureAuthenticator).
+				getJSON(t, mbeanURL, http.StatusUnauthorized, nil)
+				req, err := http.NewRequest(http.MethodGet, mbeanURL, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("X-Trino-User", "monitor")
+				resp, err := rawClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("GET %s as monitor: %s", mbeanURL, resp.Status)
+				}
+				if err := json.NewDecoder(resp.Body).Decode(&mbean); err != nil {
+					t.Fatal(err)
+				}
 				got := map[string]int64{}
 				for _, a := range mbean.Attributes {
 					got[a.Name] = a.Value
@@ -98,7 +118,21 @@ func TestMaxRunningQueuesInOrder(t *testing.T) {
 				t.Errorf("after one ended: %d running, %d queued", r, q)
 			}
 			if flavour == Trino {
-				getJSON(t, c.URL()+"/v1/jmx/mbean/java.lang:type=Memory", http.StatusNotFound, nil)
+				// Authentication first, as on the real server.
+				getJSON(t, c.URL()+"/v1/jmx/mbean/java.lang:type=Memory", http.StatusUnauthorized, nil)
+				req, err := http.NewRequest(http.MethodGet, c.URL()+"/v1/jmx/mbean/java.lang:type=Memory", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("X-Trino-User", "monitor")
+				resp, err := rawClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusNotFound {
+					t.Errorf("an mbean not simulated: %s, want 404", resp.Status)
+				}
 			}
 		})
 	}

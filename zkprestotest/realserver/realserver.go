@@ -187,18 +187,7 @@ var jvmOpens = []string{
 
 // Start starts a server and returns once it has run a statement.
 func Start(opts Options) (*Server, error) {
-	if opts.Name == "" {
-		opts.Name = "coordinator"
-	}
-	if opts.HeapMB == 0 {
-		opts.HeapMB = 1024
-	}
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = 4 * time.Minute
-	}
-	if opts.Cache == "" {
-		opts.Cache = Cache()
-	}
+	opts = opts.withDefaults()
 	in, err := findInstall(opts.Cache, opts.Flavour)
 	if err != nil {
 		return nil, err
@@ -222,6 +211,23 @@ func Start(opts Options) (*Server, error) {
 	return nil, lastErr
 }
 
+// withDefaults fills the zero values of opts.
+func (opts Options) withDefaults() Options {
+	if opts.Name == "" {
+		opts.Name = "coordinator"
+	}
+	if opts.HeapMB == 0 {
+		opts.HeapMB = 1024
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 4 * time.Minute
+	}
+	if opts.Cache == "" {
+		opts.Cache = Cache()
+	}
+	return opts
+}
+
 var errPortTaken = errors.New("port taken")
 
 // starts numbers the servers this process starts, for an environment name
@@ -233,7 +239,8 @@ var starts atomic.Int64
 // needs a worker, so it fails until the coordinator schedules on itself.
 const readyCheck = "SELECT count(*) FROM tpch.tiny.region"
 
-func start(opts Options, in install) (*Server, error) {
+// launch starts a server's process and returns at once.
+func launch(opts Options, in install) (*Server, error) {
 	port, err := zkserver.FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("realserver: %s: %w", opts.Name, err)
@@ -304,19 +311,37 @@ func start(opts Options, in install) (*Server, error) {
 		s.mu.Unlock()
 		close(s.done)
 	}()
+	return s, nil
+}
+
+func start(opts Options, in install) (*Server, error) {
+	s, err := launch(opts, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.awaitReady(opts); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// awaitReady waits for a launched server as Start does: one that is not
+// ready in time is killed and its directory removed, and the error says
+// whether its port was taken.
+func (s *Server) awaitReady(opts Options) error {
 	if err := s.waitReady(opts.StartTimeout, !opts.NoWorkers); err != nil {
 		tail := s.LogTail(40)
 		_ = s.Kill()
 		// The bind failure is at the top of the log, under Guice's
 		// legend, so the whole log is searched, not its tail.
 		if whole, _ := os.ReadFile(s.log); bytes.Contains(whole, []byte("Address already in use")) || bytes.Contains(whole, []byte("BindException")) {
-			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("realserver: %s: %w: %v", opts.Name, errPortTaken, err)
+			_ = os.RemoveAll(s.dir)
+			return fmt.Errorf("realserver: %s: %w: %v", opts.Name, errPortTaken, err)
 		}
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("realserver: %s %s %s: %w; the log ends:\n%s", opts.Flavour, in.version, opts.Name, err, tail)
+		_ = os.RemoveAll(s.dir)
+		return fmt.Errorf("realserver: %s %s %s: %w; the log ends:\n%s", opts.Flavour, s.version, opts.Name, err, tail)
 	}
-	return s, nil
+	return nil
 }
 
 func (s *Server) writeEtc(etc string, opts Options) error {

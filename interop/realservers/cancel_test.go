@@ -16,23 +16,16 @@ import (
 	"github.com/zkpresto/zkpresto/zkprestotest/realserver"
 )
 
-// slowTable is a blackhole table whose scan yields one row a second for a
-// day: a query of it runs until it is cancelled.
-const slowTable = "blackhole.default.zk_slow"
-
-// createSlowTable creates slowTable on every server of f (a blackhole
-// table lives on its coordinator only).
-func createSlowTable(t *testing.T, f *flavourFleet) {
+// createSlowTable creates on every server of f the slowTable of a day
+// (a blackhole table lives on its coordinator only): a query of it runs
+// until it is cancelled. It returns the table's name, the same on each.
+func createSlowTable(t *testing.T, f *flavourFleet) string {
 	t.Helper()
+	name := ""
 	for _, s := range f.servers {
-		// blackhole's page_processing_delay sleeps before each page
-		// (trino plugin/blackhole BlackHolePageSource; PrestoDB
-		// presto-blackhole BlackHolePageSourceProvider).
-		if _, err := s.Query(ctx(t), `CREATE TABLE IF NOT EXISTS `+slowTable+` (x bigint)
-			WITH (split_count = 1, pages_per_split = 100000, rows_per_page = 1, page_processing_delay = '1s')`); err != nil {
-			t.Fatalf("%s: %v", s.Name(), err)
-		}
+		name = slowTable(t, s, 24*60*60)
 	}
+	return name
 }
 
 var cancelTags atomic.Int64
@@ -241,19 +234,19 @@ func returnedCancelled(t *testing.T, done <-chan outcome, cancelled time.Time, w
 // DispatchManager.cancelQuery; PrestoDB the same).
 func TestDriverCancelWhileQueued(t *testing.T) {
 	eachFlavour(t, func(t *testing.T, f *flavourFleet) {
-		createSlowTable(t, f)
+		table := createSlowTable(t, f)
 		// The tight group of each coordinator runs one statement: with one
 		// of its own on each, the driver's waits in the queue wherever it
 		// goes.
 		for _, s := range f.servers {
-			running := submitRaw(t, s.URL(), s.Flavour(), queueSource, "SELECT count(*) FROM "+slowTable)
+			running := submitRaw(t, s.URL(), s.Flavour(), queueSource, "SELECT count(*) FROM "+table)
 			running.advanceUntil("RUNNING")
 		}
 		db := open(t, f, "?user=alice&source="+queueSource)
 		tag := cancelTag()
 		c, cancel := context.WithCancel(ctx(t))
 		defer cancel()
-		done := runInBackground(c, db, "SELECT count(*) FROM "+slowTable+" /* "+tag+" */")
+		done := runInBackground(c, db, "SELECT count(*) FROM "+table+" /* "+tag+" */")
 		q := waitForQuery(t, f, tag, "QUEUED")
 		cancelled := time.Now()
 		cancel()
@@ -273,7 +266,7 @@ func TestDriverCancelWhileQueued(t *testing.T) {
 // context.DeadlineExceeded.
 func TestDriverCancelWhileRunning(t *testing.T) {
 	eachFlavour(t, func(t *testing.T, f *flavourFleet) {
-		createSlowTable(t, f)
+		table := createSlowTable(t, f)
 		db := open(t, f, "?user=alice")
 		t.Run("cancel", func(t *testing.T) {
 			// On one connection whose session USE changed: the session
@@ -303,7 +296,7 @@ func TestDriverCancelWhileRunning(t *testing.T) {
 		t.Run("deadline", func(t *testing.T) {
 			tag := cancelTag()
 			c := newExpiring(ctx(t))
-			done := runInBackground(c, db, "SELECT count(*) FROM "+slowTable+" /* "+tag+" */")
+			done := runInBackground(c, db, "SELECT count(*) FROM "+table+" /* "+tag+" */")
 			waitForQuery(t, f, tag, "RUNNING")
 			expired := time.Now()
 			c.expire()
@@ -319,10 +312,10 @@ func TestDriverCancelWhileRunning(t *testing.T) {
 // once.
 func TestDriverRowsClosedEarlyCancelTheQuery(t *testing.T) {
 	eachFlavour(t, func(t *testing.T, f *flavourFleet) {
-		createSlowTable(t, f)
+		table := createSlowTable(t, f)
 		db := open(t, f, "?user=alice")
 		tag := cancelTag()
-		rows, err := db.QueryContext(ctx(t), "SELECT x FROM "+slowTable+" /* "+tag+" */")
+		rows, err := db.QueryContext(ctx(t), "SELECT x FROM "+table+" /* "+tag+" */")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -421,8 +414,7 @@ func endedAt(t *testing.T, baseURL string, f *flavourFleet, id string) string {
 // PrestoDB the same).
 func TestDifferentialCancelEndsTheQueryQueuedOrRunning(t *testing.T) {
 	eachFlavour(t, func(t *testing.T, f *flavourFleet) {
-		createSlowTable(t, f)
-		slow := "SELECT count(*) FROM " + slowTable
+		slow := "SELECT count(*) FROM " + createSlowTable(t, f)
 		real := f.servers[0]
 		sim, err := coordinator.Start(coordinator.Options{Flavour: f.flavour, MaxRunning: 1, Latency: time.Hour})
 		if err != nil {

@@ -472,18 +472,6 @@ func TestCoordinatorJoinsWhileStarting(t *testing.T) {
 	})
 }
 
-// slowTable makes, on s, a blackhole table whose scan takes about seconds
-// seconds: one split of that many pages, each delayed a second.
-func slowTable(t *testing.T, s *realserver.Server, seconds int) string {
-	t.Helper()
-	name := fmt.Sprintf("blackhole.default.zk_ops_slow_%d", seconds)
-	if _, err := s.Query(ctx(t), fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (x bigint)
-		WITH (split_count = 1, pages_per_split = %d, rows_per_page = 1, page_processing_delay = '1s')`, name, seconds)); err != nil {
-		t.Fatalf("creating %s on %s: %v", name, s.Name(), err)
-	}
-	return name
-}
-
 // unfinished counts the queries s has not finished whose source is
 // source, or of any source but none when source is "".
 func unfinished(t *testing.T, s *realserver.Server, source string) int64 {

@@ -144,7 +144,7 @@ other users can see in the process list.`,
 	f.IntVar(&o.loadBurst, "load-burst", registrar.DefaultLoadBurst, "how many load writes may come closer than --load-min-gap after quieter spells")
 	f.DurationVar(&o.loadRefresh, "load-refresh", registrar.DefaultLoadRefresh, "longest an unchanged load figure goes unwritten")
 	f.IntVar(&o.loadSlots, "load-slots", 0, "publish this as the coordinator's concurrency (its hard concurrency limit): clients then prefer a free slot, and the registrar writes when the last one fills or the first one frees")
-	f.StringVar(&o.loadUser, "load-user", "", "user the load is read as (X-Presto-User or X-Trino-User, and basic authentication with the password)")
+	f.StringVar(&o.loadUser, "load-user", "", "user the load is read as (X-Presto-User or X-Trino-User, and basic authentication with the password; default "+registrar.DefaultLoadUser+": Trino refuses its JMX resource to a request that names none)")
 	f.StringVar(&o.loadPassword, "load-password", "", "password for --load-user (visible in ps; prefer the environment variable or --load-password-file)")
 	f.StringVar(&o.loadPasswordFile, "load-password-file", "", "file holding the password for --load-user")
 	bindEnv(f)

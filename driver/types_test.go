@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
 // pageServer is a coordinator that answers every statement with one page
@@ -232,7 +234,7 @@ func TestEveryTypeComesBackExact(t *testing.T) {
 					if err := rows.Scan(&got); err != nil {
 						t.Fatal(err)
 					}
-					if !sameValue(got, tc.want) {
+					if !testutil.SameValue(got, tc.want) {
 						t.Errorf("got %#v (%T), want %#v (%T)", got, got, tc.want, tc.want)
 					}
 					if !rows.Next() {
@@ -255,23 +257,6 @@ func TestEveryTypeComesBackExact(t *testing.T) {
 			}
 		})
 	}
-}
-
-// sameValue compares driver values: times as instants in the same zone,
-// NaN equal to itself.
-func sameValue(got, want any) bool {
-	switch w := want.(type) {
-	case time.Time:
-		g, ok := got.(time.Time)
-		return ok && g.Equal(w) && g.Location().String() == w.Location().String()
-	case float64:
-		g, ok := got.(float64)
-		return ok && (g == w || math.IsNaN(g) && math.IsNaN(w))
-	case []byte:
-		g, ok := got.([]byte)
-		return ok && bytes.Equal(g, w)
-	}
-	return reflect.DeepEqual(got, want)
 }
 
 // NaN is written as a string: it scans into float64 and sql.NullFloat64,

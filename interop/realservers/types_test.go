@@ -1,7 +1,6 @@
 package realservers
 
 import (
-	"bytes"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
+
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
 
 // Trino's timestamp(p) and time(p) arrive with all their digits, up to
@@ -231,7 +232,7 @@ func TestRealValuesAsTypesMdSays(t *testing.T) {
 				if err := rows.Scan(&got); err != nil {
 					t.Fatal(err)
 				}
-				if !sameValue(got, tc.want) {
+				if !testutil.SameValue(got, tc.want) {
 					t.Errorf("got %#v (%T), want %#v (%T)", got, got, tc.want, tc.want)
 				}
 				if !rows.Next() {
@@ -253,23 +254,6 @@ func TestRealValuesAsTypesMdSays(t *testing.T) {
 			})
 		}
 	})
-}
-
-// sameValue compares Go values: times as the same instant in a zone of
-// the same name, NaN equal to itself, byte slices by their bytes.
-func sameValue(got, want any) bool {
-	switch w := want.(type) {
-	case time.Time:
-		g, ok := got.(time.Time)
-		return ok && g.Equal(w) && g.Location().String() == w.Location().String()
-	case float64:
-		g, ok := got.(float64)
-		return ok && (g == w || math.IsNaN(g) && math.IsNaN(w))
-	case []byte:
-		g, ok := got.([]byte)
-		return ok && g != nil && bytes.Equal(g, w)
-	}
-	return reflect.DeepEqual(got, want)
 }
 
 // current_timestamp is the server's clock in the session's zone, read
@@ -347,7 +331,7 @@ func TestRealArgumentsRoundTrip(t *testing.T) {
 			case json.RawMessage:
 				want = string(a)
 			}
-			if !sameValue(got, want) {
+			if !testutil.SameValue(got, want) {
 				t.Errorf("SELECT ? with %#v: got %#v", arg, got)
 			}
 		}

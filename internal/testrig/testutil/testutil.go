@@ -1,16 +1,19 @@
 // Package testutil holds the small helpers that the tests of several
 // packages share: a buffer that running goroutines may write while the test
 // reads it, a bounded wait for a condition, an HTTP client whose
-// connections end with the test, and a check of the rows a simulated
-// coordinator's rows(n) returns. Only tests import it.
+// connections end with the test, a check of the rows a simulated
+// coordinator's rows(n) returns, and a comparison of the values a driver
+// hands out. Only tests import it.
 package testutil
 
 import (
 	"bytes"
 	"database/sql"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -128,4 +131,22 @@ func (n TransactionNone) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	return n.Next.RoundTrip(r)
+}
+
+// SameValue compares the values a driver hands out: times as the same
+// instant in a zone of the same name, NaN equal to itself, byte slices by
+// their bytes (nil apart from empty, as NULL is apart from X”).
+func SameValue(got, want any) bool {
+	switch w := want.(type) {
+	case time.Time:
+		g, ok := got.(time.Time)
+		return ok && g.Equal(w) && g.Location().String() == w.Location().String()
+	case float64:
+		g, ok := got.(float64)
+		return ok && (g == w || math.IsNaN(g) && math.IsNaN(w))
+	case []byte:
+		g, ok := got.([]byte)
+		return ok && (g == nil) == (w == nil) && bytes.Equal(g, w)
+	}
+	return reflect.DeepEqual(got, want)
 }

@@ -140,21 +140,7 @@ func TestDrainEndsWithItsOwnRequestsNotWithTheQueries(t *testing.T) {
 // A drain never cuts a request in flight: a page the coordinator takes a
 // while to answer reaches its client whole, however short the quiet time.
 func TestDrainWaitsForARequestInFlight(t *testing.T) {
-	c, err := coordinator.Start(coordinator.Options{BatchRows: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	g, _ := staticGateway(t, gateway.Config{}, c.Addr())
-	s := serveGateway(t, g)
-	_, next := page(t, http.MethodPost, s.URL+"/v1/statement", strings.NewReader("SELECT * FROM rows(3)"))
-	c.SetPageDelay(300 * time.Millisecond)
-	answered := make(chan int, 1)
-	go func() {
-		status, _ := pageOrError(next)
-		answered <- status
-	}()
-	testutil.Eventually(t, waitFor, time.Millisecond, "the page's request to be in flight", func() bool { return g.InFlight() == 1 })
+	g, s, answered := pageInFlight(t, 300*time.Millisecond)
 	cut := drainIn(s, g, time.Millisecond, waitFor)
 	if status := <-answered; status != http.StatusOK {
 		t.Fatalf("the page in flight at the drain: %d, want 200", status)
@@ -167,21 +153,7 @@ func TestDrainWaitsForARequestInFlight(t *testing.T) {
 // When the drain's time runs out, it cuts what is in flight, and says how
 // many it cut, in its result and in DrainCuts.
 func TestDrainTimeoutCutsAndCounts(t *testing.T) {
-	c, err := coordinator.Start(coordinator.Options{BatchRows: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	g, _ := staticGateway(t, gateway.Config{}, c.Addr())
-	s := serveGateway(t, g)
-	_, next := page(t, http.MethodPost, s.URL+"/v1/statement", strings.NewReader("SELECT * FROM rows(3)"))
-	c.SetPageDelay(time.Minute)
-	answered := make(chan int, 1)
-	go func() {
-		status, _ := pageOrError(next)
-		answered <- status
-	}()
-	testutil.Eventually(t, waitFor, time.Millisecond, "the page's request to be in flight", func() bool { return g.InFlight() == 1 })
+	g, s, answered := pageInFlight(t, time.Minute)
 	if n := <-drainIn(s, g, time.Millisecond, 100*time.Millisecond); n != 1 {
 		t.Fatalf("the drain cut %d requests, want the 1 in flight", n)
 	}
@@ -191,6 +163,30 @@ func TestDrainTimeoutCutsAndCounts(t *testing.T) {
 	if n := g.DrainCuts(); n != 1 {
 		t.Fatalf("DrainCuts = %d, want 1", n)
 	}
+}
+
+// pageInFlight serves a gateway in front of a coordinator that takes
+// delay to answer a page, and starts the GET of a query's page through it;
+// it returns once the gateway serves that request, with the channel that
+// gets its status (0 when it was cut).
+func pageInFlight(t *testing.T, delay time.Duration) (*gateway.Gateway, *gatewayServer, <-chan int) {
+	t.Helper()
+	c, err := coordinator.Start(coordinator.Options{BatchRows: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	g, _ := staticGateway(t, gateway.Config{}, c.Addr())
+	s := serveGateway(t, g)
+	_, next := page(t, http.MethodPost, s.URL+"/v1/statement", strings.NewReader("SELECT * FROM rows(3)"))
+	c.SetPageDelay(delay)
+	answered := make(chan int, 1)
+	go func() {
+		status, _ := pageOrError(next)
+		answered <- status
+	}()
+	testutil.Eventually(t, waitFor, time.Millisecond, "the page's request to be in flight", func() bool { return g.InFlight() == 1 })
+	return g, s, answered
 }
 
 // pageOrError is page for a request that may be cut: status 0 then.

@@ -90,35 +90,12 @@ func queriesTagged(t *testing.T, f *flavourFleet, tag string) []serverQuery {
 	return out
 }
 
-// restQuery is what GET /v1/query says of a query.
-type restQuery struct {
-	QueryID   string `json:"queryId"`
-	State     string `json:"state"`
-	Query     string `json:"query"`
-	ErrorCode *struct {
-		Name string `json:"name"`
-	} `json:"errorCode"`
-}
-
 // restQueries is GET /v1/query on s.
-func restQueries(t *testing.T, s *realserver.Server) []restQuery {
+func restQueries(t *testing.T, s *realserver.Server) []realserver.QueryInfo {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx(t), http.MethodGet, s.URL()+"/v1/query", nil)
+	qs, err := s.Queries(ctx(t))
 	if err != nil {
 		t.Fatal(err)
-	}
-	req.Header.Set(s.Flavour().HeaderPrefix()+"User", "test")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s: GET /v1/query: %v", s.Name(), err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: GET /v1/query: %s", s.Name(), resp.Status)
-	}
-	var qs []restQuery
-	if err := json.NewDecoder(resp.Body).Decode(&qs); err != nil {
-		t.Fatalf("%s: GET /v1/query: %v", s.Name(), err)
 	}
 	return qs
 }
@@ -379,7 +356,7 @@ func queryInfoAt(t *testing.T, baseURL string, f *flavourFleet, id string) (stat
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s/v1/query/%s: %s", baseURL, id, resp.Status)
 	}
-	var q restQuery
+	var q realserver.QueryInfo
 	if err := json.NewDecoder(resp.Body).Decode(&q); err != nil {
 		t.Fatalf("GET /v1/query/%s: %v", id, err)
 	}

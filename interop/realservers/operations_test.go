@@ -3,12 +3,10 @@ package realservers
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -320,37 +318,13 @@ func (s *stream) check(t *testing.T) map[string]string {
 
 // ranOn lists, by tag, the statements from source that s knows, each as
 // its state, and for a failure its error's name ("FAILED:USER_CANCELED"),
-// from GET /v1/query (trino QueryResource.getAllQueryInfo, prestodb the
-// same, BasicQueryInfo): system.runtime.queries has no error in PrestoDB
-// 0.287. A server keeps every query younger than query.min-expire-age, 15
-// minutes (trino QueryTracker.removeExpiredQueries, prestodb the same).
+// from GET /v1/query (realserver.Server.Queries): system.runtime.queries
+// has no error in PrestoDB 0.287.
 func ranOn(t *testing.T, s *realserver.Server, source string) map[string][]string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx(t), http.MethodGet, s.URL()+"/v1/query", nil)
+	queries, err := s.Queries(ctx(t))
 	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set(s.Flavour().HeaderPrefix()+"User", "test")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("listing the queries of %s on %s: %v", source, s.Name(), err)
-	}
-	defer resp.Body.Close()
-	var queries []struct {
-		Query   string `json:"query"`
-		State   string `json:"state"`
-		Session struct {
-			Source string `json:"source"`
-		} `json:"session"`
-		ErrorCode *struct {
-			Name string `json:"name"`
-		} `json:"errorCode"`
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("listing the queries on %s: %s", s.Name(), resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&queries); err != nil {
-		t.Fatalf("listing the queries on %s: %v", s.Name(), err)
+		t.Fatalf("listing the queries of %s: %v", source, err)
 	}
 	tagRE := regexp.MustCompile(regexp.QuoteMeta(source) + `-[a-z0-9]+-[0-9]+`)
 	out := map[string][]string{}

@@ -197,3 +197,43 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	return nil
 }
+
+// QueryInfo is what a server's GET /v1/query says of one query.
+type QueryInfo struct {
+	QueryID string `json:"queryId"`
+	State   string `json:"state"`
+	Query   string `json:"query"`
+	Session struct {
+		Source string `json:"source"`
+	} `json:"session"`
+	// ErrorCode is set for a failed query.
+	ErrorCode *struct {
+		Name string `json:"name"`
+	} `json:"errorCode"`
+}
+
+// Queries lists the queries the server knows, as GET /v1/query does
+// (trino QueryResource.getAllQueryInfo; prestodb the same): queued ones
+// too, which PrestoDB's system.runtime.queries leaves out, and each
+// failure's error name, which that table lacks there. A server keeps a
+// query for query.min-expire-age (15 minutes) after it ends.
+func (s *Server) Queries(ctx context.Context) ([]QueryInfo, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/v1/query", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(s.flavour.HeaderPrefix()+"User", "test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("realserver: %s: GET /v1/query: %w", s.name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("realserver: %s: GET /v1/query: %s", s.name, resp.Status)
+	}
+	var qs []QueryInfo
+	if err := json.NewDecoder(resp.Body).Decode(&qs); err != nil {
+		return nil, fmt.Errorf("realserver: %s: GET /v1/query: %w", s.name, err)
+	}
+	return qs, nil
+}

@@ -395,11 +395,7 @@ func TestDifferentialWaitingForSlot(t *testing.T) {
 	}
 	eachFlavour(t, func(t *testing.T, f *flavourFleet) {
 		s := f.servers[0]
-		if _, err := s.Query(ctx(t), `CREATE TABLE IF NOT EXISTS blackhole.default.zk_slow (x bigint)
-			WITH (split_count = 1, pages_per_split = 100000, rows_per_page = 1, page_processing_delay = '1s')`); err != nil {
-			t.Fatal(err)
-		}
-		const slow = "SELECT count(*) FROM blackhole.default.zk_slow"
+		slow := "SELECT count(*) FROM " + slowTable(t, s, 100000)
 		real := observe(t, f.flavour, submitRaw(t, s.URL(), f.flavour, queueSource, slow), submitRaw(t, s.URL(), f.flavour, queueSource, slow))
 
 		sim, err := coordinator.Start(coordinator.Options{Flavour: f.flavour, MaxRunning: 1, Latency: time.Hour})

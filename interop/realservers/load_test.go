@@ -52,11 +52,7 @@ func TestPublishedLoadFollowsTheRealServer(t *testing.T) {
 		s := f.servers[0]
 		conn := zkfleet.DialT(t, zkServer.Addr())
 		waitPublished(t, conn, f, s.Addr(), 0, 0)
-		if _, err := s.Query(ctx(t), `CREATE TABLE IF NOT EXISTS blackhole.default.zk_slow (x bigint)
-			WITH (split_count = 1, pages_per_split = 100000, rows_per_page = 1, page_processing_delay = '1s')`); err != nil {
-			t.Fatal(err)
-		}
-		const slow = "SELECT count(*) FROM blackhole.default.zk_slow"
+		slow := "SELECT count(*) FROM " + slowTable(t, s, 100000)
 		running := submitRaw(t, s.URL(), s.Flavour(), queueSource, slow)
 		running.advanceUntil("RUNNING")
 		took := waitPublished(t, conn, f, s.Addr(), 1, 0)

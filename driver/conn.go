@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -441,7 +442,7 @@ func (r *rows) Next(dest []driver.Value) error {
 		switch {
 		case r.a.caller.Err() != nil:
 			r.conn.connector.cancelQuery(r.a)
-		case failure != nil && r.qr.Id != "":
+		case failure != nil && r.qr.Id != "" && connectionLost(failure):
 			err = r.a.FailedWhileRunning(failure, r.qr.Id, r.pagesRead)
 		case failure != nil:
 			err = r.a.Failed(failure)
@@ -453,6 +454,14 @@ func (r *rows) Next(dest []driver.Value) error {
 		r.end(err)
 	}
 	return redactSlugs(err)
+}
+
+// connectionLost reports whether err is the coordinator's connection
+// failing (refused, reset, cut short), not an answer it gave: what says
+// the coordinator went away while its query ran.
+func connectionLost(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 // running reports whether the query may still run on the coordinator: the

@@ -92,7 +92,7 @@ func TestCoordinatorGoneWhileTheResultIsRead(t *testing.T) {
 		t.Fatalf("StatementError names query %q after %d pages; want the query's id and the pages read", se.QueryID, se.PagesRead)
 	}
 	msg := se.Error()
-	for _, want := range []string{"went away while query " + se.QueryID + " ran", fmt.Sprintf("page %d of its result was lost", se.PagesRead+1), c.Addr()} {
+	for _, want := range []string{"went away while query " + se.QueryID + " ran", fmt.Sprintf("page %d of its rows was lost", se.PagesRead+1), c.Addr()} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q lacks %q", msg, want)
 		}

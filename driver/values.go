@@ -327,7 +327,7 @@ type resultRows struct {
 	cols  []column
 	data  []json.RawMessage // the current page's rows
 	pos   int
-	// pagesRead counts the pages taken, for the error of one lost.
+	// pagesRead counts the pages of rows taken, for the error of one lost.
 	pagesRead int
 	// cells is reused from row to row.
 	cells []json.RawMessage
@@ -362,13 +362,15 @@ func newResultRows(ctx context.Context, qr *presto.QueryResults) (*resultRows, e
 
 // load takes the rows of the page the client decoded last.
 func (r *resultRows) load() {
-	r.pagesRead++
 	r.pos = 0
 	r.data = r.qr.Data
 	if r.pages != nil {
 		if p := r.pages.takePage(); p != nil {
 			r.data = p.rows
 		}
+	}
+	if len(r.data) > 0 {
+		r.pagesRead++
 	}
 }
 

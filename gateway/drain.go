@@ -18,27 +18,30 @@ const DefaultDrainQuiet = time.Second
 // serving counts the requests in flight and when the last one began or
 // ended: what a drain waits for.
 type serving struct {
+	// since is when the gateway started: last counts from it on the
+	// monotonic clock, which a step of the wall clock does not move.
+	since    time.Time
 	inFlight atomic.Int64
-	last     atomic.Int64 // unix nanoseconds
+	last     atomic.Int64 // nanoseconds after since
 	// cut counts the requests a drain cut because its time ran out.
 	cut atomic.Uint64
 }
 
 func (s *serving) begin(now time.Time) {
 	s.inFlight.Add(1)
-	s.last.Store(now.UnixNano())
+	s.last.Store(int64(now.Sub(s.since)))
 }
 
 // end records a request's end. The time goes first: a drain that sees
 // nothing in flight then sees when the last request ended.
 func (s *serving) end(now time.Time) {
-	s.last.Store(now.UnixNano())
+	s.last.Store(int64(now.Sub(s.since)))
 	s.inFlight.Add(-1)
 }
 
 // quietFor reports whether no request has been in flight for d at now.
 func (s *serving) quietFor(d time.Duration, now time.Time) bool {
-	return s.inFlight.Load() == 0 && now.Sub(time.Unix(0, s.last.Load())) >= d
+	return s.inFlight.Load() == 0 && now.Sub(s.since)-time.Duration(s.last.Load()) >= d
 }
 
 // drainPoll is how often a drain looks at what is left.
@@ -57,11 +60,13 @@ const drainPoll = 20 * time.Millisecond
 // failed), or are gone. A lone replica whose clients poll keeps serving
 // them to their last page.
 //
-// A drain that ends so cuts nothing: srv stops listening and waits for a
-// request that came in the meantime. When ctx ends first, srv is closed
-// and the requests then in flight are cut; Drain returns how many, and
-// Gateway.DrainCuts counts them.
-func (srv *Server) Drain(ctx context.Context, g *Gateway, quiet time.Duration) (cut int) {
+// A drain that ends so cuts nothing and returns nil: srv stops listening
+// and waits for a request that came in the meantime. When ctx ends first,
+// srv is closed and the drain returns ctx's error; the requests g was
+// then serving are cut, and Drain returns how many (Gateway.DrainCuts
+// counts them). Connections cut outside g (a head still being read, an
+// operator page) are not among them.
+func (srv *Server) Drain(ctx context.Context, g *Gateway, quiet time.Duration) (cut int, err error) {
 	if quiet <= 0 {
 		quiet = DefaultDrainQuiet
 	}
@@ -77,12 +82,12 @@ wait:
 		}
 	}
 	if err := srv.Shutdown(ctx); err == nil {
-		return 0
+		return 0, nil
 	}
 	n := int(max(g.serving.inFlight.Load(), 0))
 	g.serving.cut.Add(uint64(n))
 	_ = srv.Close()
-	return n
+	return n, ctx.Err()
 }
 
 // drained reports whether a draining replica has nothing of its own left.

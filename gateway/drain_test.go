@@ -81,16 +81,23 @@ func TestWaitQueriesWaitsForTheQueriesInFlight(t *testing.T) {
 // waitFor bounds a wait for what must happen soon.
 const waitFor = 30 * time.Second
 
+// drained is what a drain returned.
+type drained struct {
+	cut int
+	err error
+}
+
 // drainIn drains s, serving g, with quiet and a drain timeout, in the
-// background; the channel gets the number of requests cut.
-func drainIn(s *gatewayServer, g *gateway.Gateway, quiet, timeout time.Duration) <-chan int {
-	cut := make(chan int, 1)
+// background; the channel gets what the drain returned.
+func drainIn(s *gatewayServer, g *gateway.Gateway, quiet, timeout time.Duration) <-chan drained {
+	out := make(chan drained, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		cut <- s.srv.Drain(ctx, g, quiet)
+		n, err := s.srv.Drain(ctx, g, quiet)
+		out <- drained{n, err}
 	}()
-	return cut
+	return out
 }
 
 // A replica of several drains in what its own requests take, not in what
@@ -113,9 +120,9 @@ func TestDrainEndsWithItsOwnRequestsNotWithTheQueries(t *testing.T) {
 	// The drain would wait for ever (a day) for the query if that were its
 	// rule; it ends on the quiet time instead.
 	select {
-	case cut := <-drainIn(s, draining, 50*time.Millisecond, 24*time.Hour):
-		if cut != 0 {
-			t.Fatalf("the drain cut %d requests, with none in flight", cut)
+	case d := <-drainIn(s, draining, 50*time.Millisecond, 24*time.Hour):
+		if d.cut != 0 || d.err != nil {
+			t.Fatalf("the drain cut %d requests (%v), with none in flight", d.cut, d.err)
 		}
 	case <-time.After(waitFor):
 		t.Fatal("the drain did not end with no request in flight and none coming")
@@ -145,8 +152,8 @@ func TestDrainWaitsForARequestInFlight(t *testing.T) {
 	if status := <-answered; status != http.StatusOK {
 		t.Fatalf("the page in flight at the drain: %d, want 200", status)
 	}
-	if n := <-cut; n != 0 {
-		t.Fatalf("the drain cut %d requests", n)
+	if d := <-cut; d.cut != 0 || d.err != nil {
+		t.Fatalf("the drain cut %d requests (%v)", d.cut, d.err)
 	}
 }
 
@@ -154,8 +161,8 @@ func TestDrainWaitsForARequestInFlight(t *testing.T) {
 // many it cut, in its result and in DrainCuts.
 func TestDrainTimeoutCutsAndCounts(t *testing.T) {
 	g, s, answered := pageInFlight(t, time.Minute)
-	if n := <-drainIn(s, g, time.Millisecond, 100*time.Millisecond); n != 1 {
-		t.Fatalf("the drain cut %d requests, want the 1 in flight", n)
+	if d := <-drainIn(s, g, time.Millisecond, 100*time.Millisecond); d.cut != 1 || !errors.Is(d.err, context.DeadlineExceeded) {
+		t.Fatalf("the drain cut %d requests (%v), want the 1 in flight and its deadline", d.cut, d.err)
 	}
 	if status := <-answered; status != 0 {
 		t.Fatalf("the page cut by the drain's end: HTTP %d, want a broken connection", status)

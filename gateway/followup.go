@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -48,16 +49,11 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state, rc := g.stateOf(r.Context(), base)
-	if state == memberGone && r.Method == http.MethodDelete {
-		// The coordinator left and failed since: its queries went with it,
-		// and nothing is left to cancel.
-		g.queryGoneWithItsCoordinator(w, "followup", base, id)
-		return
-	}
-	if state == memberUnknown && r.Method == http.MethodDelete {
-		// Listed by the replica that signed the token, not by any group
-		// now: it may still be finishing its queries, so the cancel is
-		// tried.
+	if (state == memberUnknown || state == memberGone) && r.Method == http.MethodDelete {
+		// Listed by no group now (by the replica that signed the token
+		// once), or failed since it left: it may still be finishing its
+		// queries (a graceful shutdown unlists first), so the cancel is
+		// tried, and only a refused connection says nothing is left.
 		g.forward(w, r, "followup", base+rest+queryPart(r), base, id, rc, true)
 		return
 	}
@@ -169,9 +165,14 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 	}
 }
 
-// connectionRefused reports whether err is a refused connection: no
-// process listens at the coordinator's address any more.
-func connectionRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+// connectionRefused reports whether err is the coordinator's own address
+// refusing the connection (not a proxy's): no process listens there any
+// more. A query wrongly taken for gone so is abandoned by its server all
+// the same once its client stops asking (query.client.timeout).
+func connectionRefused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED)
+}
 
 // queryGoneWithItsCoordinator answers a cancel of query id, whose
 // coordinator at base is gone, as the servers answer the cancel of a

@@ -148,6 +148,7 @@ func New(cfg Config) (*Gateway, error) {
 		g.public = u
 	}
 	g.groups.Store(groups)
+	g.serving.since = g.started
 	g.members.init()
 	g.queries.init(rememberedQueries)
 	return g, nil

@@ -114,9 +114,11 @@ const queryAge = 5 * time.Minute
 // queryTable remembers which coordinator runs a query, from the answers
 // this replica relayed, for /v1/query/{id}: at most limit queries, none
 // longer than queryAge after the last answer that named it. Entries are
-// kept in a ring in the order they came; the oldest goes first, but one
-// named again since goes to the back instead (a second chance), so that a
-// long query's entry is not lost to the count while idle ones go by age.
+// kept in a ring in the order they came, and the oldest goes first, but
+// one named again since it came or since it was last passed over goes to
+// the back instead (a second chance, as a CLOCK cache does), so that a
+// query whose client still polls is not lost to the count while idle
+// ones go.
 type queryTable struct {
 	mu    sync.Mutex
 	limit int
@@ -127,15 +129,18 @@ type queryTable struct {
 }
 
 // queryEntry is what the routing needs of a query: its coordinator, and
-// when an answer last named it (unix seconds).
+// when an answer last named it (unix seconds); named says an answer named
+// it again since the ring last passed it over.
 type queryEntry struct {
-	base string
-	seen int64
+	base  string
+	seen  int64
+	named bool
 }
 
 func (q *queryTable) init(limit int) {
 	q.limit = limit
 	q.byID = map[string]queryEntry{}
+	q.ring, q.head, q.n = nil, 0, 0
 }
 
 // sweepPerEntry is how many of the oldest entries each new one looks at,
@@ -152,23 +157,46 @@ func (q *queryTable) rememberAt(id, base string, now time.Time) {
 		if e.base != base {
 			e.base = strings.Clone(base)
 		}
-		e.seen = now.Unix()
+		e.seen, e.named = now.Unix(), true
 		q.byID[id] = e
 		return
 	}
+	// The oldest entries: those past queryAge go, those named again go to
+	// the back; the first that is neither stops the sweep.
+sweep:
 	for range sweepPerEntry {
 		if q.n == 0 {
 			break
 		}
 		oldest := q.ring[q.head]
-		q.pop()
-		if now.Unix()-q.byID[oldest].seen < int64(queryAge/time.Second) && q.n+1 < q.limit {
-			q.push(oldest) // named again since it came: it stays
-			continue
+		e := q.byID[oldest]
+		switch {
+		case now.Unix()-e.seen >= int64(queryAge/time.Second):
+			q.pop()
+			delete(q.byID, oldest)
+		case e.named:
+			q.pop()
+			e.named = false
+			q.byID[oldest] = e
+			q.push(oldest)
+		default:
+			break sweep
 		}
-		delete(q.byID, oldest)
 	}
 	if q.n == q.limit {
+		// Full of queries still asked for: the oldest not named again
+		// since it was last passed over goes.
+		for range sweepPerEntry {
+			oldest := q.ring[q.head]
+			e := q.byID[oldest]
+			if !e.named {
+				break
+			}
+			q.pop()
+			e.named = false
+			q.byID[oldest] = e
+			q.push(oldest)
+		}
 		delete(q.byID, q.ring[q.head])
 		q.pop()
 	}

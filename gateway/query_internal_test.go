@@ -20,6 +20,18 @@ func TestQueryTableBoundsByCountAndAge(t *testing.T) {
 		t.Fatalf("after 4 queries with a limit of 3: %v (n %d), want q1..q3", q.byID, q.n)
 	}
 
+	// Full of queries young enough, the one named again since it came
+	// stays over one that was not.
+	q.init(3)
+	for _, id := range []string{"a", "b", "c"} {
+		q.rememberAt(id, "http://c", t0)
+	}
+	q.rememberAt("a", "http://c", t0.Add(time.Second))
+	q.rememberAt("d", "http://c", t0.Add(2*time.Second))
+	if _, ok := q.byID["a"]; !ok || len(q.byID) != 3 {
+		t.Fatalf("a full table named a again, then took d: %v; want a kept", q.byID)
+	}
+
 	q.init(100)
 	q.rememberAt("long", "http://c", t0)
 	q.rememberAt("idle", "http://c", t0)

@@ -67,7 +67,7 @@ type StatementError struct {
 	// statement and its result was being read: the coordinator went away
 	// while the query ran. Empty when it failed before naming the query.
 	QueryID string
-	// PagesRead is how many pages of the query's result had been read when
+	// PagesRead is how many pages of the query's rows had been read when
 	// the next one was lost (with QueryID).
 	PagesRead int
 	// Err is the failure.
@@ -77,7 +77,7 @@ type StatementError struct {
 // Error implements error.
 func (e *StatementError) Error() string {
 	if e.QueryID != "" {
-		return fmt.Sprintf("zkpresto: coordinator %s went away while query %s ran: page %d of its result was lost (the query may have run on; not sent again): %v",
+		return fmt.Sprintf("zkpresto: coordinator %s went away while query %s ran: page %d of its rows was lost (the query may have run on; not sent again): %v",
 			e.Node, e.QueryID, e.PagesRead+1, e.Err)
 	}
 	return fmt.Sprintf("zkpresto: coordinator %s failed after the statement was sent (it may have run; not sent again): %v", e.Node, e.Err)

@@ -34,7 +34,7 @@ func serveGateway(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, h
 	start := time.Now()
 	drain, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
-	if cut := srv.Drain(drain, gw, drainQuiet); cut > 0 {
+	if cut, err := srv.Drain(drain, gw, drainQuiet); err != nil {
 		logger.Warn("the drain timed out: requests in flight were cut", "cut", cut, "took", time.Since(start).Round(time.Millisecond))
 	} else {
 		logger.Info("drained: nothing in flight was cut", "took", time.Since(start).Round(time.Millisecond))

@@ -105,8 +105,14 @@ type Config struct {
 	// leading or trailing slashes; "presto" by default (or when empty).
 	Namespace string
 	// Strategy names the load-balancing strategy as given; "random" by
-	// default. It is resolved, not validated, when the Router is built (Open).
+	// default. It is resolved when the Router is built (Open): an unknown
+	// name gets random and a warning, unless StrictStrategy.
 	Strategy string
+	// StrictStrategy makes an unknown Strategy name an error of Validate
+	// (so of ParseDSN and Open) instead of a fallback to random: for
+	// programs that would rather not start than balance otherwise than
+	// configured.
+	StrictStrategy bool
 	// SessionTimeout is the ZooKeeper session timeout (15s by default).
 	SessionTimeout time.Duration
 	// ConnectTimeout bounds the first ZooKeeper connection (10s by default).

@@ -85,6 +85,9 @@ const (
 	dsnKeySlowStart = "slowStart"
 	dsnKeyWatchSub  = "loadWatchSubset"
 
+	dsnKeyStrategy       = "zooKeeperStrategy"
+	dsnKeyStrictStrategy = "strictStrategy"
+
 	dsnKeyDialTimeout     = "dialTimeout"
 	dsnKeyDialRaceDelay   = "dialRaceDelay"
 	dsnKeyWriteTimeout    = "writeTimeout"
@@ -137,12 +140,20 @@ var dsnKeys = []*dsnKey{
 		},
 	},
 	{
-		name: "zooKeeperStrategy", aliases: []string{"serverSelectStrategy"}, kind: dsnOwn,
+		name: dsnKeyStrategy, aliases: []string{"serverSelectStrategy"}, kind: dsnOwn,
 		section: dsnSectionMain, def: "`random`",
 		doc:   "the strategy (see [strategies.md](strategies.md)); the alias is Kyuubi's name for the key",
 		parse: func(c *Config, v string) error { c.Strategy = v; return nil },
 		format: func(c *Config) (string, bool) {
 			return c.Strategy, c.Strategy != "" && c.Strategy != dsnDefaultStrategy
+		},
+	},
+	{
+		name: dsnKeyStrictStrategy, kind: dsnOwn, section: dsnSectionMain, def: "`false`",
+		doc:   "`true`: an unknown `zooKeeperStrategy` is an error of `sql.Open`, naming the nearest known strategy, instead of a fallback to `random` with a warning",
+		parse: func(c *Config, v string) error { return dsnSetBool(&c.StrictStrategy, v, dsnBoolAnyCase) },
+		format: func(c *Config) (string, bool) {
+			return "true", c.StrictStrategy
 		},
 	},
 	{

@@ -154,7 +154,7 @@ func Open(cfg *Config, opts OpenOptions) (*Routing, error) {
 	if opts.Logger == nil && opts.Strategy == nil && cfg.Strategy != "" {
 		if _, known := strategy.Lookup(cfg.Strategy); !known {
 			// Never silent: without a logger of the caller's, the default one.
-			slog.Default().Warn("zkpresto: unknown strategy, using "+strategy.Default,
+			slog.Default().Warn("zkpresto: "+strategy.UnknownMessage(cfg.Strategy),
 				"name", cfg.Strategy, "known", strategy.Names())
 		}
 	}

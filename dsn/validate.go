@@ -88,6 +88,11 @@ func (c *Config) Validate() error {
 	if f := c.HashLoadBound; f != 0 && !(f >= 1 && f <= 100) || math.IsNaN(f) {
 		return badValue(dsnKeyLoadBound, strconv.FormatFloat(f, 'g', -1, 64), errDSNLoadBound)
 	}
+	if c.StrictStrategy && c.Strategy != "" {
+		if _, known := strategy.Lookup(c.Strategy); !known {
+			return badValue(dsnKeyStrategy, c.Strategy, unknownStrategy(c.Strategy))
+		}
+	}
 	if c.SlowStart != 0 {
 		if name, _ := strategy.Lookup(c.Strategy); name != "shared_p2c" {
 			v, _ := dsnLookupKey(dsnKeySlowStart).format(c)
@@ -232,4 +237,14 @@ func (c *Config) validateZooKeeperSecurity() error {
 // zooKeeperSSLFiles reports whether any ZooKeeper TLS file is given.
 func (c *Config) zooKeeperSSLFiles() bool {
 	return c.ZooKeeperSSLCAFile != "" || c.ZooKeeperSSLCertFile != "" || c.ZooKeeperSSLKeyFile != ""
+}
+
+// unknownStrategy is the error of an unknown strategy name under
+// strictStrategy: the nearest known name when there is one, and the list.
+func unknownStrategy(name string) error {
+	known := "known: " + strings.Join(strategy.Names(), ", ")
+	if meant := strategy.Nearest(name); meant != "" {
+		return fmt.Errorf("unknown strategy (%s; did you mean %s?)", known, meant)
+	}
+	return fmt.Errorf("unknown strategy (%s)", known)
 }

@@ -212,3 +212,43 @@ func dsnCheckNoPassword(t *testing.T, msg string) {
 		}
 	}
 }
+
+func TestStrictStrategyRefusesAnUnknownName(t *testing.T) {
+	const dsn = "presto://c1:8080;zooKeeperStrategy=leastactive;strictStrategy=true"
+	_, err := ParseDSN(dsn)
+	if err == nil {
+		t.Fatalf("ParseDSN(%q) accepted an unknown strategy under strictStrategy", dsn)
+	}
+	for _, want := range []string{"zooKeeperStrategy", `"leastactive"`, "did you mean least_active?"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	// The key's order does not matter, nor the case of a known name.
+	if _, err := ParseDSN("presto://c1:8080;strictStrategy=TRUE;zooKeeperStrategy=nosuchthing"); err == nil {
+		t.Error("strictStrategy before the strategy did not refuse it")
+	}
+	for _, ok := range []string{
+		"presto://c1:8080;zooKeeperStrategy=LEAST_ACTIVE;strictStrategy=true",
+		"presto://c1:8080;strictStrategy=true",                                // the default, random
+		"presto://c1:8080;zooKeeperStrategy=leastactive",                      // not strict: falls back
+		"presto://c1:8080;zooKeeperStrategy=leastactive;strictStrategy=false", // nor here
+	} {
+		cfg, err := ParseDSN(ok)
+		if err != nil {
+			t.Errorf("ParseDSN(%q): %v", ok, err)
+			continue
+		}
+		// And it survives the round trip through FormatDSN.
+		if again, err := ParseDSN(cfg.FormatDSN()); err != nil || again.StrictStrategy != cfg.StrictStrategy {
+			t.Errorf("%q: FormatDSN round trip: %v, strict %v want %v", ok, err, again != nil && again.StrictStrategy, cfg.StrictStrategy)
+		}
+	}
+	// Open checks it too, for a Config built in code.
+	cfg := NewConfig()
+	cfg.Hosts = []string{"c1:8080"}
+	cfg.Strategy, cfg.StrictStrategy = "weigthed", true
+	if _, err := Open(cfg, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "did you mean weighted?") {
+		t.Errorf("Open with an unknown strict strategy: %v", err)
+	}
+}

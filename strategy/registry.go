@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/zkpresto/zkpresto/internal/suggest"
 )
 
 // ErrNameTaken is returned by Register and RegisterFunc when a name or alias
@@ -210,8 +213,37 @@ func warnUnknown(name string, logger *slog.Logger) {
 	registry.warned[key] = true
 	registry.mu.Unlock()
 	if first {
-		logger.Warn("strategy: unknown strategy, using "+Default, "name", name, "known", Names())
+		logger.Warn(UnknownMessage(name), "name", name, "known", Names())
 	}
+}
+
+// UnknownMessage is the warning for an unknown strategy name: the fallback,
+// and the known name it was probably meant to be, when one is near.
+func UnknownMessage(name string) string {
+	msg := "strategy: unknown strategy, using " + Default
+	if meant := Nearest(name); meant != "" {
+		msg += " (did you mean " + meant + "?)"
+	}
+	return msg
+}
+
+// Nearest returns the canonical name of the registered strategy whose name
+// or alias is nearest to name, ignoring case, when it is near enough to be
+// a typo of it (at most a third of its letters differ); "" otherwise, and
+// for a registered name.
+func Nearest(name string) string {
+	key := strings.ToLower(name)
+	registry.mu.RLock()
+	defer registry.mu.RUnlock()
+	if _, ok := registry.byName[key]; ok || key == "" {
+		return ""
+	}
+	keys := slices.Sorted(maps.Keys(registry.byName))
+	near, d := suggest.Nearest(key, keys)
+	if near == "" || d > max(1, len(near)/3) {
+		return ""
+	}
+	return registry.byName[near].name
 }
 
 // Names lists the canonical names of the registered strategies, sorted.

@@ -213,3 +213,27 @@ func TestRegistryConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestNearestNamesWhatATypoMeant(t *testing.T) {
+	for _, c := range []struct{ typo, want string }{
+		{"leastactive", "least_active"},
+		{"weigthed", "weighted"},
+		{"Shared_P2C_", "shared_p2c"},
+		{"ROUND_ROBN", "poll"}, // an alias's typo names the strategy
+		{"consistent-hash", "consistent_hash"},
+		{"random", ""}, // known: nothing to suggest
+		{"RANDOM_CHOICE", ""},
+		{"zzzzzzzzzz", ""}, // nothing near
+		{"", ""},
+	} {
+		if got := Nearest(c.typo); got != c.want {
+			t.Errorf("Nearest(%q) = %q, want %q", c.typo, got, c.want)
+		}
+	}
+	logger, logs := newLogger()
+	New("leastactiv3", Options{Logger: logger})
+	lines := logs.lines()
+	if len(lines) != 1 || !strings.Contains(lines[0], "did you mean least_active?") {
+		t.Errorf("the warning for leastactiv3 does not suggest least_active: %q", lines)
+	}
+}

@@ -24,12 +24,15 @@ import (
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/internal/cli"
 	"github.com/zkpresto/zkpresto/internal/wire"
+	"github.com/zkpresto/zkpresto/strategy"
 )
 
 func init() { subcommands = append(subcommands, newNodesCommand) }
 
 type nodesOptions struct {
 	dsn        string
+	zookeeper  string
+	namespace  string
 	json       bool
 	watch      bool
 	interval   time.Duration
@@ -84,7 +87,7 @@ each registration that was skipped, with why it could not be read.`,
   zkpresto nodes --probe --wait-for 2 --timeout 30s   # after starting two registrars
   zkpresto nodes --watch --probe --metrics http://app:9090/metrics`,
 		Args:    cobra.NoArgs,
-		PreRunE: applyEnvHook,
+		PreRunE: applyLocationEnv,
 		RunE: cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			if o.watch && !cmd.Flags().Changed("log-level") {
 				// A watch is also told, on stderr, what changed and why:
@@ -95,7 +98,9 @@ each registration that was skipped, with why it could not be read.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.dsn, "dsn", "", "the zkpresto DSN (required)")
+	f.StringVar(&o.dsn, "dsn", "", "the zkpresto DSN (or --zookeeper)")
+	f.StringVar(&o.zookeeper, "zookeeper", "", "the ZooKeeper ensemble, host[:port],... (instead of --dsn)")
+	f.StringVar(&o.namespace, "namespace", "", "the namespace znode over the DSN's (default presto)")
 	f.BoolVar(&o.json, "json", false, "print JSON instead of a table")
 	f.BoolVar(&o.watch, "watch", false, "print again whenever the list changes, until interrupted")
 	f.DurationVar(&o.interval, "interval", time.Second, "with --watch: how often to look for changes (and probe)")
@@ -104,7 +109,7 @@ each registration that was skipped, with why it could not be read.`,
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound for connecting to ZooKeeper, each probe and the metrics request")
 	f.StringVar(&o.logLevel, "log-level", "error", "driver and discovery logs on stderr: debug, info, warn or error (info with --watch)")
 	f.IntVar(&o.waitFor, "wait-for", 0, "wait (at most --timeout) until this many usable coordinators are listed (up, with --probe), then print")
-	bindEnv(f, "dsn")
+	bindLocationEnv(f)
 	return cmd
 }
 
@@ -130,8 +135,9 @@ type nodeUsage struct {
 }
 
 func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error {
-	if o.dsn == "" {
-		return errNoDSN
+	cfg, err := discoveryConfig(o.dsn, o.zookeeper, o.namespace)
+	if err != nil {
+		return err
 	}
 	if o.interval <= 0 || o.timeout <= 0 {
 		return errors.New("--interval and --timeout must be positive")
@@ -148,13 +154,21 @@ func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error 
 	}
 	logOut := &detachableWriter{w: errOut}
 	skips := &skipRecorder{Handler: slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}), state: &skipState{}}
-	connector, err := cli.OpenConnector(o.dsn, zkdriver.WithLogger(slog.New(skips)))
+	connector, err := zkdriver.NewConnector(cfg, zkdriver.WithLogger(slog.New(skips)))
 	if err != nil {
 		return err
 	}
 	defer connector.Close()
 	defer logOut.detach() // closing discovery logs its disconnection
 
+	if name := connector.Stats().Strategy; strings.Contains(name, "fallback") {
+		// The warning went to the logs, which nodes hides by default.
+		note := "strategy: " + name
+		if meant := strategy.Nearest(cfg.Strategy); meant != "" {
+			note += "; did you mean " + meant + "?"
+		}
+		fmt.Fprintln(errOut, note)
+	}
 	start := time.Now()
 	openCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	snap, err := connector.Nodes(openCtx)

@@ -242,7 +242,7 @@ func TestNodesRejectsBadSettings(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"nodes"}, "--dsn"},
+		{[]string{"nodes"}, "--zookeeper HOSTS (or $ZKPRESTO_ZOOKEEPER), or --dsn"},
 		{[]string{"nodes", "--dsn", "mysql://x"}, "presto"},
 		{[]string{"nodes", "--dsn", "presto://127.0.0.1:1", "--interval", "0s"}, "--interval"},
 	} {
@@ -336,4 +336,65 @@ func countLines(s string, parts ...string) int {
 		}
 	}
 	return n
+}
+
+func TestNodesTakesTheEnsembleFromTheEnvironment(t *testing.T) {
+	zks := zkserver.StartT(t)
+	cs := startCoordinators(t, 1)
+	observer := fleet.DialT(t, zks.Addr())
+	for _, ns := range []string{"/presto", "/elsewhere"} {
+		if _, err := observer.Create(ns, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := observer.Create("/elsewhere/"+cs[0].Addr(), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+
+	// $ZKPRESTO_ZOOKEEPER alone, with --namespace.
+	t.Setenv("ZKPRESTO_DSN", "")
+	t.Setenv("ZKPRESTO_ZOOKEEPER", zks.Addr())
+	out, _, err := run([]string{"nodes", "--namespace", "elsewhere"}, "")
+	if err != nil || !strings.Contains(out, cs[0].Addr()) {
+		t.Fatalf("nodes with $ZKPRESTO_ZOOKEEPER: %v\n%s", err, out)
+	}
+	// /presto is empty: the default namespace is read there.
+	if _, errOut, err := run([]string{"nodes"}, ""); err == nil || !strings.Contains(errOut, zks.Addr()+"/presto") {
+		t.Errorf("nodes with $ZKPRESTO_ZOOKEEPER and no namespace: %v, stderr %q", err, errOut)
+	}
+	// $ZKPRESTO_DSN says more, and wins when both are set (as dev.env sets them).
+	t.Setenv("ZKPRESTO_DSN", nodesDSN(zks.Addr(), "elsewhere"))
+	if out, _, err := run([]string{"nodes"}, ""); err != nil || !strings.Contains(out, cs[0].Addr()) {
+		t.Errorf("nodes with both variables: %v\n%s", err, out)
+	}
+	// A flag on the command line wins over both.
+	if out, _, err := run([]string{"nodes", "--zookeeper", zks.Addr(), "--namespace", "/elsewhere/"}, ""); err != nil || !strings.Contains(out, cs[0].Addr()) {
+		t.Errorf("nodes --zookeeper: %v\n%s", err, out)
+	}
+	if _, _, err := run([]string{"nodes", "--zookeeper", zks.Addr(), "--dsn", nodesDSN(zks.Addr(), "x")}, ""); err == nil || !strings.Contains(err.Error(), "exclude each other") {
+		t.Errorf("nodes --zookeeper --dsn: %v, want them refused together", err)
+	}
+}
+
+func TestNodesSaysTheStrategyFellBack(t *testing.T) {
+	zks := zkserver.StartT(t)
+	cs := startCoordinators(t, 1)
+	observer := fleet.DialT(t, zks.Addr())
+	if _, err := observer.Create("/presto", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := observer.Create("/presto/"+cs[0].Addr(), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := run([]string{"nodes", "--dsn", nodesDSN(zks.Addr(), "presto") + ";zooKeeperStrategy=weigthed"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut, "random (fallback for unknown 'weigthed'); did you mean weighted?") {
+		t.Errorf("stderr %q does not say the strategy fell back", errOut)
+	}
+	_, errOut, err = run([]string{"nodes", "--dsn", nodesDSN(zks.Addr(), "presto") + ";zooKeeperStrategy=weighted"}, "")
+	if err != nil || strings.Contains(errOut, "strategy") {
+		t.Errorf("a known strategy: %v, stderr %q", err, errOut)
+	}
 }

@@ -135,14 +135,7 @@ $PRESTO_PAGER, else $TRINO_PAGER; none without).`,
   export ZKPRESTO_DSN='presto://zk1:2181/hive/default;serviceDiscoveryMode=zooKeeper?user=alice'
   zkpresto query --output-format CSV_HEADER -f report.sql > report.csv
   echo 'SELECT current_user' | zkpresto query --format json --show-coordinator`,
-		PreRunE: func(cmd *cobra.Command, _ []string) error {
-			f := cmd.Flags()
-			if f.Changed("server") || f.Changed("zookeeper") {
-				// A location on the command line wins over $ZKPRESTO_DSN.
-				return nil
-			}
-			return applyEnv(f)
-		},
+		PreRunE: applyLocationEnv,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.execute == "" && o.file == "" && len(args) == 0 && isTerminal(cmd.InOrStdin()) {
 				// The shell: Ctrl-C cancels the running statement, not
@@ -194,7 +187,7 @@ $PRESTO_PAGER, else $TRINO_PAGER; none without).`,
 	f.StringVar(&o.historyFile, "history-file", "", "the shell's history file (default $ZKPRESTO_HISTORY, else ~/.zkpresto_history)")
 	f.BoolVar(&o.debug, "debug", false, "debug information: the driver's debug logs on stderr, and each failure's whole error")
 	f.StringVar(&o.logLevel, "log-level", "warn", "driver logs on stderr: debug, info, warn or error")
-	bindEnv(f, "dsn")
+	bindLocationEnv(f)
 	return cmd
 }
 
@@ -507,28 +500,12 @@ func (o queryOptions) config() (*zkdriver.Config, error) {
 		if cfg, err = zkdriver.ParseDSN("presto://" + addr); err != nil {
 			return nil, fmt.Errorf("--server %q: %w", o.server, err)
 		}
-	case o.zookeeper != "":
-		if strings.Contains(o.zookeeper, "@") {
-			return nil, errors.New("--zookeeper: no user info (an @) in the ensemble; credentials go in a DSN's zooKeeperAuth")
-		}
-		if strings.ContainsAny(o.zookeeper, "/;?&=") {
-			return nil, fmt.Errorf("--zookeeper %q: want host[:port] separated by commas", o.zookeeper)
-		}
-		if cfg, err = zkdriver.ParseDSN("presto://" + o.zookeeper + ";serviceDiscoveryMode=zooKeeper"); err != nil {
-			return nil, fmt.Errorf("--zookeeper %q: %w", o.zookeeper, err)
-		}
-	case o.dsn != "":
-		if cfg, err = zkdriver.ParseDSN(o.dsn); err != nil {
+	case o.zookeeper != "" || o.dsn != "":
+		if cfg, err = discoveryConfig(o.dsn, o.zookeeper, o.namespace); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, errNoCoordinator
-	}
-	if o.namespace != "" {
-		if !cfg.ZooKeeper {
-			return nil, errors.New("--namespace: the DSN has no discovery (serviceDiscoveryMode=zooKeeper)")
-		}
-		cfg.Namespace = strings.Trim(o.namespace, "/")
 	}
 	if o.strategy != "" {
 		cfg.Strategy = o.strategy

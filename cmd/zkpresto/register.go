@@ -172,11 +172,11 @@ func bindEnv(f *pflag.FlagSet, names ...string) {
 }
 
 // applyEnv sets every env-bound flag not given on the command line from its
-// environment variable, if that is set.
-func applyEnv(f *pflag.FlagSet) error {
+// environment variable, if that is set, except the flags named in skip.
+func applyEnv(f *pflag.FlagSet, skip ...string) error {
 	var errs []error
 	f.VisitAll(func(fl *pflag.Flag) {
-		if fl.Changed || fl.Annotations[envBound] == nil {
+		if fl.Changed || fl.Annotations[envBound] == nil || slices.Contains(skip, fl.Name) {
 			return
 		}
 		v, ok := os.LookupEnv(envName(fl.Name))

@@ -439,6 +439,11 @@ func dsnParse(dsn string) (_ *Config, err error) {
 			if segment == "" {
 				continue // tolerate ";;", a trailing ";" and the like
 			}
+			if part.sep == "&" {
+				if key := dsnSemicolonKeyIn(segment); key != "" {
+					return nil, dsnSemicolonAfterQuery(key)
+				}
+			}
 			p, err := dsnParseParam(segment)
 			if err != nil {
 				return nil, err
@@ -477,6 +482,35 @@ func dsnParse(dsn string) (_ *Config, err error) {
 		return nil, applier.spell(err)
 	}
 	return cfg, nil
+}
+
+// dsnSemicolonKeyIn returns the DSN key that follows a ";" in the value of
+// a "?"-part segment, as in Hive and Kyuubi URLs copied with their ";"
+// keys after the "?" (?serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=x),
+// where the key would silently become part of the value before it; "" when
+// there is none. Only a key of the table counts: a password may hold ";".
+func dsnSemicolonKeyIn(segment string) string {
+	_, value, _ := strings.Cut(segment, "=")
+	for {
+		i := strings.IndexByte(value, ';')
+		if i < 0 {
+			return ""
+		}
+		value = value[i+1:]
+		if name, _, ok := strings.Cut(value, "="); ok {
+			if k := dsnLookupKey(name); k != nil {
+				return k.name
+			}
+		}
+	}
+}
+
+// dsnSemicolonAfterQuery is the error of a ";" key after the "?": it names
+// the key (a name of the table, never a value) and says how to write it.
+func dsnSemicolonAfterQuery(key string) error {
+	return fmt.Errorf("%q follows a \";\" after the \"?\": the \";key=value\" keys go before the \"?\" "+
+		"(presto://HOSTS/catalog;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto?user=alice), "+
+		"and after it keys are separated by \"&\" (a \";\" that belongs to a value is written %%3B)", key)
 }
 
 // dsnIsSchemeName reports whether s is shaped like a URL scheme, so that an

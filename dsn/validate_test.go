@@ -252,3 +252,39 @@ func TestStrictStrategyRefusesAnUnknownName(t *testing.T) {
 		t.Errorf("Open with an unknown strict strategy: %v", err)
 	}
 }
+
+func TestHiveStyleKeysAfterTheQuestionMarkAreExplained(t *testing.T) {
+	for _, c := range []struct{ dsn, key string }{
+		{"presto://zk1:2181/hive?serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto", "zooKeeperNamespace"},
+		// Worse than an error before: the user would have been "alice;serviceDiscoveryMode=zooKeeper".
+		{"presto://zk1:2181/hive?user=alice;serviceDiscoveryMode=zooKeeper", "serviceDiscoveryMode"},
+		{"presto://zk1:2181/hive?user=alice&source=x;ZOOKEEPERSTRATEGY=poll", "zooKeeperStrategy"},
+	} {
+		_, err := ParseDSN(c.dsn)
+		if err == nil {
+			t.Errorf("ParseDSN(%q) accepted ; keys after the ?", c.dsn)
+			continue
+		}
+		for _, want := range []string{`"` + c.key + `" follows a ";" after the "?"`, `go before the "?"`, `separated by "&"`} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("ParseDSN(%q): %q does not say %q", c.dsn, err, want)
+			}
+		}
+	}
+	// A ";" in a value that is not followed by a key stays the value's: a
+	// password may hold one, and the error must not quote it either.
+	cfg, err := ParseDSN("presto://c1:8080?user=alice&password=se;cret=1")
+	if err != nil || cfg.Password != "se;cret=1" {
+		t.Errorf("a password with \";x=\": %v, %q", err, cfg.Password)
+	}
+	if _, err := ParseDSN("presto://c1:8080?password=s3cr3t;user=bob"); err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("a ; key after a password: %v (want refused, without the password)", err)
+	}
+}
+
+func TestAnEncodedSemicolonStaysInTheValue(t *testing.T) {
+	cfg, err := ParseDSN("presto://c1:8080?password=s3cr3t%3Buser=bob")
+	if err != nil || cfg.Password != "s3cr3t;user=bob" {
+		t.Errorf("an encoded ;: %v, %q", err, cfg.Password)
+	}
+}

@@ -375,9 +375,11 @@ func (w *zkWatch) start(parent context.Context) (err error) {
 		OnDialError: func(err error) {
 			w.lastDial.Store(&dialFailure{msg: err.Error()})
 			w.onDialError(err)
-			// go-zookeeper dials the servers in turn: as many refusals in a
-			// row as there are servers means every one of them refused.
-			if !errors.Is(err, syscall.ECONNREFUSED) {
+			// go-zookeeper dials the servers in turn: as many refusals (or
+			// answers that are not ZooKeeper's) in a row as there are
+			// servers means every one of them is hopeless.
+			var foreign *zkconn.NotZooKeeperError
+			if !errors.Is(err, syscall.ECONNREFUSED) && !errors.As(err, &foreign) {
 				refused.Store(0)
 			} else if refused.Add(1) == int64(len(w.cfg.Servers)) {
 				close(allRefused)
@@ -405,7 +407,7 @@ func (w *zkWatch) start(parent context.Context) (err error) {
 		select {
 		case <-w.sessionCh:
 		case <-allRefused:
-			msg := "every server refused the connection (nothing listens on the port)"
+			msg := "every server refused the connection (nothing listens on the port) or answered as no ZooKeeper does"
 			if f := w.lastDial.Load(); f != nil {
 				msg += "; last connection error: " + f.msg
 			}
@@ -418,6 +420,10 @@ func (w *zkWatch) start(parent context.Context) (err error) {
 			}
 			if f := w.lastDial.Load(); f != nil {
 				msg += "; last connection error: " + f.msg
+			} else if conn.State() == zk.StateConnected {
+				// Connected, and no answer to the connect request.
+				msg += "; a server accepted the connection but never answered ZooKeeper's handshake: " +
+					"is this ZooKeeper's client port (2181 by default), and does it want TLS (zooKeeperSSLEnabled)?"
 			}
 			return w.errorf("%s", msg)
 		}

@@ -58,9 +58,11 @@ type Config struct {
 	// and is noise otherwise.
 	Logger *slog.Logger
 
-	// OnDialError, when set, is called with every failed dial, so that a
-	// caller that gives up waiting for a session can say why. It runs on
-	// go-zookeeper's connection goroutine and must not block.
+	// OnDialError, when set, is called with every failed dial, and with a
+	// *NotZooKeeperError for every server that answered the connect
+	// request as ZooKeeper never does, so that a caller that gives up
+	// waiting for a session can say why. It runs on go-zookeeper's
+	// connection goroutine and must not block.
 	OnDialError func(error)
 }
 
@@ -139,7 +141,7 @@ func (c *Config) dial(network, address string, timeout time.Duration) (net.Conn,
 		}
 		return nil, err
 	}
-	return conn, nil
+	return &handshakeConn{Conn: conn, addr: address, onForeign: c.OnDialError}, nil
 }
 
 // AddAuth sends cfg's credentials to the session, which go-zookeeper sends

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -34,14 +35,30 @@ type NoCoordinatorError struct {
 func (e *NoCoordinatorError) Error() string {
 	var b strings.Builder
 	b.WriteString("zkpresto: statement not run; ")
-	fmt.Fprintf(&b, "%d coordinator(s) tried, none accepted it:", len(e.Tried))
+	if len(e.Tried) == 1 {
+		b.WriteString("1 coordinator tried, it did not accept it:")
+	} else {
+		fmt.Fprintf(&b, "%d coordinators tried, none accepted it:", len(e.Tried))
+	}
 	for _, t := range e.Tried {
 		fmt.Fprintf(&b, " %s (%v);", t.Node, t.Err)
 	}
-	if e.Err != nil {
+	var none *noUntriedError
+	switch {
+	case errors.As(e.Err, &none):
+		fmt.Fprintf(&b, " no other coordinator is listed in %s", none.source)
+	case e.Err != nil:
 		fmt.Fprintf(&b, " then: %v", e.Err)
 	}
 	return strings.TrimSuffix(b.String(), ";")
+}
+
+// noUntriedError is Pick's error when every coordinator listed in source
+// has failed the statement already.
+type noUntriedError struct{ source string }
+
+func (e *noUntriedError) Error() string {
+	return "zkpresto: no untried coordinator left in " + e.source
 }
 
 // Unwrap returns every cause: each coordinator's failure in order, then Err

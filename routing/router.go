@@ -238,7 +238,7 @@ func (r *Router) Pick(ctx context.Context, req *strategy.Request, tried []NodeFa
 			return &snap.Nodes[i], nil
 		}
 	}
-	return nil, fmt.Errorf("zkpresto: no untried coordinator left in %s", snap.Source)
+	return nil, &noUntriedError{source: snap.Source}
 }
 
 func wasTried(tried []NodeFailure, addr string) bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/strategy"
 )
 
 // locationFlags say where the coordinators are; a command takes one of
@@ -78,3 +79,18 @@ var errNoLocation = errors.New("no ZooKeeper given: --zookeeper HOSTS (or $ZKPRE
 // bindLocationEnv binds --dsn and --zookeeper to their environment
 // variables, for applyLocationEnv.
 func bindLocationEnv(f *pflag.FlagSet) { bindEnv(f, "dsn", "zookeeper") }
+
+// strategyFallbackNote is the line that says a DSN's strategy name is
+// unknown and random runs instead, with the name it was probably meant to
+// be; "" for a known name. The driver's own warning goes to the logs,
+// which query and nodes hide by default.
+func strategyFallbackNote(name string) string {
+	if _, known := strategy.Lookup(name); known || name == "" {
+		return ""
+	}
+	note := "strategy: " + strategy.FallbackName(name)
+	if meant := strategy.Nearest(name); meant != "" {
+		note += "; did you mean " + meant + "?"
+	}
+	return note
+}

@@ -24,7 +24,6 @@ import (
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/internal/cli"
 	"github.com/zkpresto/zkpresto/internal/wire"
-	"github.com/zkpresto/zkpresto/strategy"
 )
 
 func init() { subcommands = append(subcommands, newNodesCommand) }
@@ -161,12 +160,7 @@ func runNodes(ctx context.Context, out, errOut io.Writer, o nodesOptions) error 
 	defer connector.Close()
 	defer logOut.detach() // closing discovery logs its disconnection
 
-	if name := connector.Stats().Strategy; strings.Contains(name, "fallback") {
-		// The warning went to the logs, which nodes hides by default.
-		note := "strategy: " + name
-		if meant := strategy.Nearest(cfg.Strategy); meant != "" {
-			note += "; did you mean " + meant + "?"
-		}
+	if note := strategyFallbackNote(cfg.Strategy); note != "" {
 		fmt.Fprintln(errOut, note)
 	}
 	start := time.Now()

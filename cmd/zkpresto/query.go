@@ -186,7 +186,7 @@ $PRESTO_PAGER, else $TRINO_PAGER; none without).`,
 	f.StringVar(&o.pager, "pager", "", "the shell's pager for results, a command run by sh (default $PRESTO_PAGER or $TRINO_PAGER; none without)")
 	f.StringVar(&o.historyFile, "history-file", "", "the shell's history file (default $ZKPRESTO_HISTORY, else ~/.zkpresto_history)")
 	f.BoolVar(&o.debug, "debug", false, "debug information: the driver's debug logs on stderr, and each failure's whole error")
-	f.StringVar(&o.logLevel, "log-level", "warn", "driver logs on stderr: debug, info, warn or error")
+	f.StringVar(&o.logLevel, "log-level", "error", "driver logs on stderr: debug, info, warn or error (failovers and ejections are warnings, for operators)")
 	bindLocationEnv(f)
 	return cmd
 }
@@ -209,6 +209,9 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 	cfg, err := o.config()
 	if err != nil {
 		return err
+	}
+	if note := strategyFallbackNote(cfg.Strategy); note != "" {
+		fmt.Fprintln(errOut, note)
 	}
 	defaultFormat := "" // the original table
 	switch {
@@ -352,7 +355,7 @@ func runStatement(ctx context.Context, conn *heldConn, query string, write resul
 	}
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, o.timeout, errTimeout)
 		defer cancel()
 	}
 	isTerminal := o.isTerminal
@@ -383,9 +386,15 @@ func runStatement(ctx context.Context, conn *heldConn, query string, write resul
 		defer mu.Unlock()
 		return last
 	}
+	failed := func(err error) error {
+		if errors.Is(context.Cause(ctx), errTimeout) {
+			return &timeoutError{queryID: progress().QueryID, coordinator: servedBy(conn.conn), after: o.timeout, err: err}
+		}
+		return queryError(err, progress().QueryID, servedBy(conn.conn))
+	}
 	rows, err := conn.query(ctx, query)
 	if err != nil {
-		return progress(), queryError(err, progress().QueryID, servedBy(conn.conn))
+		return progress(), failed(err)
 	}
 	update := progress().UpdateType != ""
 	if update {
@@ -403,7 +412,7 @@ func runStatement(ctx context.Context, conn *heldConn, query string, write resul
 	}
 	coordinator := servedBy(conn.conn)
 	if err != nil {
-		return progress(), queryError(err, progress().QueryID, coordinator)
+		return progress(), failed(err)
 	}
 	if update {
 		if display != nil {
@@ -671,6 +680,32 @@ type statementError struct {
 func queryError(err error, queryID, coordinator string) error {
 	return &statementError{queryID: queryID, coordinator: coordinator, err: err}
 }
+
+// errTimeout is the cause of a statement's end by --timeout.
+var errTimeout = errors.New("--timeout")
+
+// timeoutError is the error of a statement --timeout ended: what timed out
+// and after how long, instead of the driver's "context deadline exceeded"
+// after the URL of the request that was waiting.
+type timeoutError struct {
+	queryID, coordinator string
+	after                time.Duration
+	err                  error // the driver's, for --debug
+}
+
+func (e *timeoutError) Error() string {
+	what := "query"
+	if e.queryID != "" {
+		what += " " + e.queryID
+	}
+	msg := fmt.Sprintf("%s timed out: it ran longer than --timeout %s", what, e.after)
+	if e.coordinator != "" {
+		msg += " and was cancelled on coordinator " + e.coordinator
+	}
+	return msg
+}
+
+func (e *timeoutError) Unwrap() error { return e.err }
 
 func (e *statementError) Error() string {
 	what := "query"

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -239,5 +240,68 @@ func TestQueryRunsStatementsInTurnAndStopsAtTheFirstFailure(t *testing.T) {
 	out, _, err = run([]string{"query", "--server", c.URL(), "--format", "csv"}, "SELECT * FROM rows(1);\nSELECT * FROM rows(2);\n")
 	if err != nil || out != "n\n1\nn\n1\n2\n" {
 		t.Errorf("stdin printed %q (%v)", out, err)
+	}
+}
+
+func TestQueryTimeoutSaysWhatTimedOut(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	for _, sql := range []string{"SELECT sleep(60000)", "SELECT slow(60000) FROM rows(3)"} {
+		_, _, err := run([]string{"query", "--server", c.URL(), "--timeout", "300ms", "-e", sql}, "")
+		if err == nil {
+			t.Fatalf("%s outlived --timeout", sql)
+		}
+		msg := err.Error()
+		for _, want := range []string{"timed out", "--timeout 300ms", "cancelled on coordinator " + c.URL()} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: %q does not say %q", sql, msg, want)
+			}
+		}
+		for _, internal := range []string{"deadline exceeded", "/v1/statement", "slug"} {
+			if strings.Contains(msg, internal) {
+				t.Errorf("%s: %q shows the internal %q", sql, msg, internal)
+			}
+		}
+	}
+	// A deadline of the caller's own is not --timeout's.
+	_, _, err := run([]string{"query", "--server", c.URL(), "-e", "SELECT fail('not a timeout')"}, "")
+	if err == nil || strings.Contains(err.Error(), "timed out") {
+		t.Errorf("a failure without --timeout: %v", err)
+	}
+}
+
+func TestQueryNamesAnUnknownStrategy(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	_, errOut, err := run([]string{"query", "--dsn", "presto://" + c.Addr() + ";zooKeeperStrategy=leastactive", "-e", "SELECT 1"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut, "strategy: random (fallback for unknown 'leastactive'); did you mean least_active?") {
+		t.Errorf("stderr %q does not name the fallback", errOut)
+	}
+	_, _, err = run([]string{"query", "--dsn", "presto://" + c.Addr() + ";zooKeeperStrategy=leastactive;strictStrategy=true", "-e", "SELECT 1"}, "")
+	if err == nil || !strings.Contains(err.Error(), "did you mean least_active?") {
+		t.Errorf("strictStrategy: %v", err)
+	}
+}
+
+func TestQueryToADeadServerSaysSoOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	_, errOut, err := run([]string{"query", "--server", "http://" + dead, "-e", "SELECT 1"}, "")
+	if err == nil {
+		t.Fatal("a query to a closed port succeeded")
+	}
+	for _, want := range []string{dead, "1 coordinator tried, it did not accept it", "connection refused", "no other coordinator is listed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	// The operators' warnings (ejections, failovers) are not the user's.
+	if strings.Contains(errOut, "level=WARN") || strings.Contains(errOut, "ejected") {
+		t.Errorf("stderr holds operators' warnings:\n%s", errOut)
 	}
 }

@@ -47,18 +47,42 @@ func writeError(w http.ResponseWriter, status int, name, queryID, message string
 	body := prestoError{
 		ID:    queryID,
 		Stats: errorStats{State: "FAILED"},
-		Error: errorDetail{
-			Message:     message,
-			ErrorCode:   65536 + status, // in Presto's external error range
-			ErrorName:   name,
-			ErrorType:   "EXTERNAL",
-			FailureInfo: failureInfo{Type: "com.zkpresto.gateway." + name, Message: message},
-		},
+		Error: gatewayErrorDetail(status, name, message),
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// gatewayErrorDetail is the error of one of the gateway's own failures,
+// status being the HTTP status it stands for.
+func gatewayErrorDetail(status int, name, message string) errorDetail {
+	return errorDetail{
+		Message:     message,
+		ErrorCode:   65536 + status, // in Presto's external error range
+		ErrorName:   name,
+		ErrorType:   "EXTERNAL",
+		FailureInfo: failureInfo{Type: "com.zkpresto.gateway." + name, Message: message},
+	}
+}
+
+// writeFailedPage answers a statement's GET with its query's last page,
+// FAILED with detail, as a coordinator ends a failed query: every client
+// shows such a page as the query's failure, with its name and message,
+// where an error status is shown by none so (JDBC prints the response,
+// trino-client for npm only the status, presto-go-client the raw body).
+// A page with no nextUri ends the query: no client sends it again.
+func writeFailedPage(w http.ResponseWriter, queryID, infoURI string, detail errorDetail) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(prestoError{
+		ID:      queryID,
+		InfoURI: infoURI,
+		Stats:   errorStats{State: "FAILED"},
+		Error:   detail,
+	})
 }
 
 // decodeHead decodes a bounded JSON answer into v.

@@ -58,8 +58,7 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if state == memberUnknown || state == memberGone {
-		g.stats.add("followup", http.StatusGone)
-		writeError(w, http.StatusGone, errCoordinatorGone, id,
+		g.followupFailed(w, r, "followup", restURL.Path, http.StatusGone, errCoordinatorGone, id,
 			fmt.Sprintf("zkpresto gateway: query %s ran on coordinator %s, which is gone", id, hostOf(base)))
 		return
 	}
@@ -127,13 +126,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 		}
 		if departed {
 			g.markGone(base)
-			g.stats.add(kind, http.StatusGone)
-			writeError(w, http.StatusGone, errCoordinatorGone, id,
+			g.followupFailed(w, r, kind, out.URL.Path, http.StatusGone, errCoordinatorGone, id,
 				fmt.Sprintf("zkpresto gateway: query %s ran on coordinator %s, which left and no longer answers", id, hostOf(base)))
 			return
 		}
-		g.stats.add(kind, http.StatusInternalServerError)
-		writeError(w, http.StatusInternalServerError, errStatementFailure, id,
+		g.followupFailed(w, r, kind, out.URL.Path, http.StatusInternalServerError, errStatementFailure, id,
 			fmt.Sprintf("zkpresto gateway: coordinator %s failed for query %s: %v", hostOf(base), id, err))
 		return
 	}
@@ -154,8 +151,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 		// it reached the client, which gets an error instead.
 		g.reportFailure(r.Context(), base, err)
 		unsent(w)
-		g.stats.add(kind, http.StatusInternalServerError)
-		writeError(w, http.StatusInternalServerError, errStatementFailure, id,
+		g.followupFailed(w, r, kind, out.URL.Path, http.StatusInternalServerError, errStatementFailure, id,
 			fmt.Sprintf("zkpresto gateway: coordinator %s sent a broken answer for query %s: %v", hostOf(base), id, err))
 	default:
 		g.reportFailure(r.Context(), base, err)
@@ -163,6 +159,20 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, kind, target, 
 		g.log.Warn("relaying an answer failed; cutting the client's connection", "node", hostOf(base), "query", id, "err", err)
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// followupFailed answers a follow-up request the gateway could not relay,
+// counted as status: the GET of a statement's page (path, the
+// coordinator's) gets the query's last page, failed (writeFailedPage),
+// which every client shows as the query's failure; any other request
+// status with a Presto error body.
+func (g *Gateway) followupFailed(w http.ResponseWriter, r *http.Request, kind, path string, status int, name, id, msg string) {
+	g.stats.add(kind, status)
+	if r.Method == http.MethodGet && strings.HasPrefix(path, "/v1/statement/") {
+		writeFailedPage(w, id, g.publicBase(r)+r.URL.RequestURI(), gatewayErrorDetail(status, name, msg))
+		return
+	}
+	writeError(w, status, name, id, msg)
 }
 
 // connectionRefused reports whether err is the coordinator's own address

@@ -303,8 +303,8 @@ func TestCoordinatorKilledMidQuery(t *testing.T) {
 	}
 	victim.Stop()
 	code, body := do(t, http.MethodGet, answer["nextUri"].(string))
-	if code != http.StatusInternalServerError || !strings.Contains(fmt.Sprint(body["error"]), victim.Addr()) {
-		t.Fatalf("GET after the kill: %d %v; want 500 naming %s", code, body, victim.Addr())
+	if name := failedPageError(code, body); name != "ZKPRESTO_COORDINATOR_FAILED" || !strings.Contains(fmt.Sprint(body["error"]), victim.Addr()) {
+		t.Fatalf("GET after the kill: %d %v; want the query's last page, failed, naming %s", code, body, victim.Addr())
 	}
 	for range 4 {
 		post(t, s.front.URL, "SELECT 1")
@@ -339,15 +339,32 @@ func TestDepartedCoordinator(t *testing.T) {
 	}
 	next := page["nextUri"].(string)
 	leaving.Stop()
-	if code, _ := do(t, http.MethodGet, next); code != http.StatusGone {
-		t.Fatalf("after the departed coordinator stopped: %d, want 410", code)
+	if code, body := do(t, http.MethodGet, next); failedPageError(code, body) != "ZKPRESTO_COORDINATOR_GONE" {
+		t.Fatalf("after the departed coordinator stopped: %d %v, want its query failed, gone", code, body)
 	}
 	if err := leaving.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	if code, _ := do(t, http.MethodGet, next); code != http.StatusGone || leaving.Statements() != before {
+	if code, body := do(t, http.MethodGet, next); failedPageError(code, body) != "ZKPRESTO_COORDINATOR_GONE" || leaving.Statements() != before {
 		t.Fatalf("the old token reached the new server on the same address: %d", code)
 	}
+	// A request other than a page's GET still gets the status.
+	if code, _ := do(t, http.MethodHead, next); code != http.StatusGone {
+		t.Fatalf("HEAD after the departed coordinator stopped: %d, want 410", code)
+	}
+}
+
+// failedPageError returns the error name of a statement's last page that
+// says its query failed, as a coordinator ends a failed query (200, FAILED,
+// no nextUri); "" for any other answer.
+func failedPageError(code int, page map[string]any) string {
+	stats, _ := page["stats"].(map[string]any)
+	failure, _ := page["error"].(map[string]any)
+	if code != http.StatusOK || page["nextUri"] != nil || stats["state"] != "FAILED" || page["infoUri"] == nil || failure == nil {
+		return ""
+	}
+	name, _ := failure["errorName"].(string)
+	return name
 }
 
 // /v1/info says starting until there are coordinators; draining refuses new
@@ -731,8 +748,8 @@ func TestCancelOfAQueryWhoseCoordinatorIsGone(t *testing.T) {
 			}
 			victim.Stop()
 			next := page["nextUri"].(string)
-			if code, _ := do(t, http.MethodGet, next); code < 400 {
-				t.Fatalf("a page of the query after its coordinator stopped: %d, want a failure", code)
+			if code, body := do(t, http.MethodGet, next); failedPageError(code, body) == "" {
+				t.Fatalf("a page of the query after its coordinator stopped: %d %v, want the query failed", code, body)
 			}
 			for _, uri := range []string{next, s.replicas[1].URL + "/v1/query/" + id, next} {
 				if code, body := do(t, http.MethodDelete, uri); code != http.StatusNoContent {

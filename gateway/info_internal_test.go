@@ -77,7 +77,7 @@ func TestFailedQueryURIBoundsItsMessage(t *testing.T) {
 	srv := httptest.NewServer(g)
 	defer srv.Close()
 	req := httptest.NewRequest(http.MethodPost, srv.URL+"/v1/statement", nil)
-	uri, err := g.failedQueryURI(req, "q1", strings.Repeat("é coordinator 10.0.0.1:8080 refused; ", 1000))
+	uri, err := g.failedQueryURI(req, "q1", strings.Repeat("é coordinator 10.0.0.1:8080 refused; ", 1000), false)
 	if err != nil {
 		t.Fatal(err)
 	}

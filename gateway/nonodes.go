@@ -91,10 +91,17 @@ func (g *Gateway) noCoordinator(w http.ResponseWriter, r *http.Request, group *G
 	}
 	msg := fmt.Sprintf("zkpresto gateway: no coordinator of group %q takes statements%s (looking in %s): %s",
 		group.Name, lasting, where, strings.TrimPrefix(err.Error(), "zkpresto: "))
-	id := fmt.Sprintf("%s_%05d_zkgw0", now.UTC().Format("20060102_150405"), g.outages.seq.Add(1)%100000)
-	next, err := g.failedQueryURI(r, id, msg)
+	id := g.newFailedQueryID(now)
+	return g.answerFailedQuery(w, r, id, msg, false)
+}
+
+// answerFailedQuery answers a submission with a query that fails at its
+// first GET with msg, and reports whether it could (false when the URI
+// could not be signed).
+func (g *Gateway) answerFailedQuery(w http.ResponseWriter, r *http.Request, id, msg string, mayHaveRun bool) bool {
+	next, err := g.failedQueryURI(r, id, msg, mayHaveRun)
 	if err != nil {
-		return false // cannot sign it: the 503 explains as much
+		return false
 	}
 	// As a real coordinator answers a submission: queued, with the
 	// failure one GET later (QueuedStatementResource.java). trino-client
@@ -109,6 +116,11 @@ func (g *Gateway) noCoordinator(w http.ResponseWriter, r *http.Request, group *G
 	// no coordinator's web UI to send anyone to.
 	_ = json.NewEncoder(w).Encode(queuedQuery{ID: id, InfoURI: next, NextURI: next, Stats: errorStats{State: "QUEUED"}})
 	return true
+}
+
+// newFailedQueryID is the id of a query the gateway itself fails.
+func (g *Gateway) newFailedQueryID(now time.Time) string {
+	return fmt.Sprintf("%s_%05d_zkgw0", now.UTC().Format("20060102_150405"), g.outages.seq.Add(1)%100000)
 }
 
 // queuedQuery is a submission's answer before its query has run.
@@ -134,17 +146,41 @@ const failedQuerySigner = "zkpresto-gateway:failed-query"
 // coordinators the message lists.
 const maxFailedQueryMessage = 2048
 
-// failedQueryURI is the URI at which the failed query id, with msg, is read.
-func (g *Gateway) failedQueryURI(r *http.Request, id, msg string) (string, error) {
+// failedQueryURI is the URI at which the failed query id, with msg, is
+// read: a NO_NODES_AVAILABLE failure, or with mayHaveRun one of a statement
+// whose coordinator failed after it may have reached it.
+func (g *Gateway) failedQueryURI(r *http.Request, id, msg string, mayHaveRun bool) (string, error) {
 	if len(msg) > maxFailedQueryMessage {
 		msg = cutText(msg, maxFailedQueryMessage-len(" …"), " …")
 	}
 	encoded := base64.RawURLEncoding.EncodeToString([]byte(msg))
-	tok, err := g.keys.Sign(failedQuerySigner, id+"\n"+encoded)
+	kind := ""
+	if mayHaveRun {
+		kind = failedMayHaveRun
+	}
+	tok, err := g.keys.Sign(failedQuerySigner, failedQuerySigned(id, kind, encoded))
 	if err != nil {
 		return "", err
 	}
-	return g.publicBase(r) + failedQueryPrefix + id + "/" + tok + "?m=" + encoded, nil
+	uri := g.publicBase(r) + failedQueryPrefix + id + "/" + tok + "?m=" + encoded
+	if kind != "" {
+		uri += "&k=" + kind
+	}
+	return uri, nil
+}
+
+// failedMayHaveRun is the kind of a failed query whose statement may have
+// run (the k parameter of its URI); without one it is NO_NODES_AVAILABLE.
+const failedMayHaveRun = "r"
+
+// failedQuerySigned is what a failed query's token signs. The kind is
+// signed too, but left out when empty so that the URIs of an earlier
+// version still verify.
+func failedQuerySigned(id, kind, encoded string) string {
+	if kind == "" {
+		return id + "\n" + encoded
+	}
+	return id + "\n" + kind + "\n" + encoded
 }
 
 // serveFailedQuery answers a failed query's URI: GET (or HEAD) gives the
@@ -153,8 +189,8 @@ func (g *Gateway) failedQueryURI(r *http.Request, id, msg string) (string, error
 // 404: the gateway answers only what it signed.
 func (g *Gateway) serveFailedQuery(w http.ResponseWriter, r *http.Request) {
 	id, tok, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, failedQueryPrefix), "/")
-	encoded := r.URL.Query().Get("m")
-	signer, err := g.keys.Verify(tok, id+"\n"+encoded)
+	encoded, kind := r.URL.Query().Get("m"), r.URL.Query().Get("k")
+	signer, err := g.keys.Verify(tok, failedQuerySigned(id, kind, encoded))
 	raw, decodeErr := base64.RawURLEncoding.DecodeString(encoded)
 	if err != nil || signer != failedQuerySigner || decodeErr != nil {
 		g.stats.add("followup", http.StatusNotFound)
@@ -174,22 +210,21 @@ func (g *Gateway) serveFailedQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := string(raw)
 	g.stats.add("followup", http.StatusOK)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
 		return
 	}
-	_ = json.NewEncoder(w).Encode(prestoError{
-		ID:      id,
-		InfoURI: g.publicBase(r) + r.URL.RequestURI(),
-		Stats:   errorStats{State: "FAILED"},
-		Error: errorDetail{
-			Message:     msg,
-			ErrorCode:   noNodesErrorCode,
-			ErrorName:   errNoCoordinator,
-			ErrorType:   noNodesErrorType,
-			FailureInfo: failureInfo{Type: "com.zkpresto.gateway." + errNoCoordinator, Message: msg},
-		},
-	})
+	detail := errorDetail{
+		Message:     msg,
+		ErrorCode:   noNodesErrorCode,
+		ErrorName:   errNoCoordinator,
+		ErrorType:   noNodesErrorType,
+		FailureInfo: failureInfo{Type: "com.zkpresto.gateway." + errNoCoordinator, Message: msg},
+	}
+	if kind == failedMayHaveRun {
+		detail = gatewayErrorDetail(http.StatusInternalServerError, errStatementFailure, msg)
+	}
+	writeFailedPage(w, id, g.publicBase(r)+r.URL.RequestURI(), detail)
 }

@@ -50,7 +50,7 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 		if r.Context().Err() != nil {
 			panic(http.ErrAbortHandler) // the client went away: no empty 200
 		}
-		g.submitFailed(w, err)
+		g.submitFailed(w, r, err)
 		return
 	}
 	defer a.End(nil)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/zkpresto/zkpresto/internal/pool"
 	"github.com/zkpresto/zkpresto/internal/wire"
@@ -71,7 +72,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	g.noteStatement(r, group.Name, base, resp, err)
 	if err != nil {
 		if !g.noCoordinator(w, r, group, err) {
-			g.submitFailed(w, err)
+			g.submitFailed(w, r, err)
 		}
 		return
 	}
@@ -96,7 +97,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		// it reached the client: a failure of the coordinator, after the
 		// statement was sent.
 		unsent(w)
-		g.submitFailed(w, a.Failed(err))
+		g.submitFailed(w, r, a.Failed(err))
 	default:
 		a.Failed(err)
 		g.stats.add("submit", resp.StatusCode)
@@ -306,15 +307,18 @@ func classifySubmission(a submitAttempt) submitOutcome {
 
 // submitFailed answers a statement no coordinator took, or one that may
 // have reached one that then failed.
-func (g *Gateway) submitFailed(w http.ResponseWriter, err error) {
+func (g *Gateway) submitFailed(w http.ResponseWriter, r *http.Request, err error) {
 	var se *routing.StatementError
 	var re *wire.RequestError
 	switch {
 	case errors.As(err, &se):
-		// It may be running: never an answer the client retries.
-		g.stats.add("submit", http.StatusInternalServerError)
-		writeError(w, http.StatusInternalServerError, errStatementFailure, "",
-			fmt.Sprintf("zkpresto gateway: coordinator %s failed after the statement was sent (it may have run; not sent again): %v", se.Node, se.Err))
+		// It may be running: never an answer the client retries, and one
+		// every client shows as the query's failure.
+		msg := fmt.Sprintf("zkpresto gateway: coordinator %s failed after the statement was sent (it may have run; not sent again): %v", se.Node, se.Err)
+		if !g.answerFailedQuery(w, r, g.newFailedQueryID(time.Now()), msg, true) {
+			g.stats.add("submit", http.StatusInternalServerError)
+			writeError(w, http.StatusInternalServerError, errStatementFailure, "", msg)
+		}
 	case errors.As(err, &re):
 		g.stats.add("submit", http.StatusBadRequest)
 		writeError(w, http.StatusBadRequest, errGatewayName, "", "zkpresto gateway: "+re.Error())

@@ -184,13 +184,23 @@ func TestSilentCoordinatorAfterTheStatementIsNeverRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var queued queuedQuery
+	err = json.NewDecoder(resp.Body).Decode(&queued)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || queued.NextURI == "" {
+		t.Fatalf("%s %+v %v: want a queued query", resp.Status, queued, err)
+	}
+	// Its first page is its failure, which no client sends again.
+	if resp, err = client.Get(queued.NextURI); err != nil {
+		t.Fatal(err)
+	}
 	defer resp.Body.Close()
 	var answer prestoError
 	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusInternalServerError || answer.Error.ErrorName != errStatementFailure {
-		t.Errorf("%s %s: %s; want 500 %s", resp.Status, answer.Error.ErrorName, answer.Error.Message, errStatementFailure)
+	if resp.StatusCode != http.StatusOK || answer.Stats.State != "FAILED" || answer.Error.ErrorName != errStatementFailure {
+		t.Errorf("%s %s: %s; want the query FAILED with %s", resp.Status, answer.Error.ErrorName, answer.Error.Message, errStatementFailure)
 	}
 	if n := statements.Load(); n != 1 {
 		t.Errorf("the coordinator read the statement %d times, want once", n)

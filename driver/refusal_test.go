@@ -63,3 +63,26 @@ func TestRefusedCredentialsSayWhoRefusedAndWhy(t *testing.T) {
 		})
 	}
 }
+
+// A gateway that refuses a statement (503: draining, or no coordinator in
+// its grace) says why in its answer; the statement's error carries that,
+// not only "HTTP 503".
+func TestARefusalSaysWhatTheAnswerSaid(t *testing.T) {
+	quietPrestoClient(t)
+	draining := func(h *hostile, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"id":"","stats":{"state":"FAILED"},"error":{"message":"zkpresto gateway is draining; send the statement again","errorCode":66039,"errorName":"ZKPRESTO_GATEWAY","errorType":"EXTERNAL"}}`))
+	}
+	gw := startHostile(t, false, draining)
+	db, _ := openConnector(t, "presto://"+gw.addr()+"/hive?user=alice")
+	_, err := db.Exec("SELECT 1")
+	if err == nil {
+		t.Fatal("a refused statement succeeded")
+	}
+	for _, want := range []string{"HTTP 503 Service Unavailable: ZKPRESTO_GATEWAY: zkpresto gateway is draining; send the statement again", gw.addr()} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}

@@ -353,8 +353,7 @@ func Submit(rt http.RoundTripper, req *http.Request, e *Exchange, release func()
 	}
 	switch {
 	case wire.Refusal(resp.StatusCode):
-		discard(resp)
-		err := &wire.RefusedError{Status: resp.StatusCode}
+		err := refusal(resp)
 		e.Fail(err, false)
 		return nil, err
 	case isRedirect(resp.StatusCode):
@@ -411,8 +410,7 @@ func FollowUp(rt http.RoundTripper, req *http.Request, e *Exchange, release func
 		if err == nil {
 			switch {
 			case wire.Refusal(resp.StatusCode):
-				discard(resp)
-				resp, err = nil, &wire.RefusedError{Status: resp.StatusCode}
+				resp, err = nil, refusal(resp)
 			case isRedirect(resp.StatusCode):
 				discard(resp)
 				err := &wire.RedirectError{Status: resp.StatusCode, Location: wire.RedactedLocation(resp)}
@@ -461,6 +459,14 @@ func (e *Exchange) body(resp *http.Response, release func()) (*Body, error) {
 
 func isRedirect(status int) bool {
 	return status >= 300 && status < 400 && status != http.StatusNotModified
+}
+
+// refusal is the error of a refusal status, with what its body says; the
+// body is read and closed.
+func refusal(resp *http.Response) *wire.RefusedError {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, wire.ReasonScan))
+	discard(resp)
+	return &wire.RefusedError{Status: resp.StatusCode, Message: wire.Reason(resp.Header.Get("Content-Type"), body)}
 }
 
 func discard(resp *http.Response) {

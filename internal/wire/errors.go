@@ -1,12 +1,18 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/zkpresto/zkpresto/internal/hostport"
 )
@@ -19,11 +25,77 @@ import (
 type RefusedError struct {
 	// Status is the HTTP status code.
 	Status int
+	// Message is what the answer's body says, when it is a Presto error
+	// (a gateway's: "zkpresto gateway is draining") or a line of text;
+	// empty otherwise.
+	Message string
 }
 
 // Error implements error.
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("HTTP %d %s", e.Status, http.StatusText(e.Status))
+	msg := fmt.Sprintf("HTTP %d %s", e.Status, http.StatusText(e.Status))
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// ReasonScan bounds what is read of an error answer's body for Reason:
+// the reason is in its first lines.
+const ReasonScan = 8 << 10
+
+// maxReason bounds the text Reason returns.
+const maxReason = 300
+
+// Reason is what an error answer's body (its first ReasonScan bytes) says,
+// in one line of at most 300 characters: a Presto error's name and message
+// (a gateway's own answers are such errors), an HTML page's title without
+// its "Error 401 " prefix (PrestoDB's are Jetty's error pages:
+// "<title>Error 401 Access Denied: Invalid credentials</title>"), else the
+// first line of the text (Trino's reasons are plain text). Control
+// characters and invalid UTF-8 are dropped.
+func Reason(contentType string, body []byte) string {
+	reason := ""
+	trimmed := bytes.TrimSpace(body)
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case mt == "text/html" || bytes.HasPrefix(trimmed, []byte("<")):
+		lower := bytes.ToLower(body)
+		if i := bytes.Index(lower, []byte("<title>")); i >= 0 {
+			if j := bytes.Index(lower[i:], []byte("</title>")); j >= 0 {
+				reason = html.UnescapeString(string(body[i+len("<title>") : i+j]))
+				if f := strings.Fields(reason); len(f) >= 2 && f[0] == "Error" {
+					reason = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(reason, "Error"), " "+f[1]))
+				}
+			}
+		}
+	case bytes.HasPrefix(trimmed, []byte("{")):
+		var presto struct {
+			Error struct {
+				ErrorName string `json:"errorName"`
+				Message   string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(trimmed, &presto) == nil && presto.Error.Message != "" {
+			reason = presto.Error.Message
+			if presto.Error.ErrorName != "" {
+				reason = presto.Error.ErrorName + ": " + reason
+			}
+		}
+	default:
+		reason, _, _ = strings.Cut(string(trimmed), "\n")
+	}
+	reason = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) && r != ' ' {
+			return ' '
+		}
+		return r
+	}, reason)
+	reason = strings.Join(strings.Fields(reason), " ")
+	if r := []rune(reason); len(r) > maxReason {
+		reason = string(r[:maxReason]) + "…"
+	}
+	return reason
 }
 
 // Is makes errors.Is(err, ErrRefused) hold.

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // A header net/http would refuse to send is refused before anything is
@@ -85,5 +87,27 @@ func TestNeverRan(t *testing.T) {
 	}
 	if QueuedURI(nil) {
 		t.Error("QueuedURI(nil) = true")
+	}
+}
+
+func TestReasonIsOneLineOfWhatTheAnswerSays(t *testing.T) {
+	jetty := "<html>\n<head>\n<title>Error 401 Access Denied: Invalid credentials</title>\n</head><body>x</body></html>"
+	for _, c := range []struct{ name, contentType, body, want string }{
+		{"a gateway's Presto error", "application/json", `{"id":"","stats":{"state":"FAILED"},"error":{"message":"zkpresto gateway is draining; send the statement again","errorName":"ZKPRESTO_GATEWAY"}}`,
+			"ZKPRESTO_GATEWAY: zkpresto gateway is draining; send the statement again"},
+		{"Jetty's page", "text/html;charset=iso-8859-1", jetty, "Access Denied: Invalid credentials"},
+		{"an HTML page without a content type", "", "<html><title>Error 503 Service Unavailable</title></html>", "Service Unavailable"},
+		{"text", "text/plain", "Password not allowed for insecure authentication\nmore", "Password not allowed for insecure authentication"},
+		{"control characters", "text/plain", "bad\x1b[31m red\x00 \xff end", "bad [31m red end"},
+		{"JSON that is no Presto error", "application/json", `{"status":"down"}`, ""},
+		{"empty", "text/plain", "", ""},
+	} {
+		if got := Reason(c.contentType, []byte(c.body)); got != c.want {
+			t.Errorf("%s: Reason = %q, want %q", c.name, got, c.want)
+		}
+	}
+	long := Reason("text/plain", []byte(strings.Repeat("é", 1000)))
+	if n := utf8.RuneCountInString(long); n != maxReason+1 || !utf8.ValidString(long) || !strings.HasSuffix(long, "…") {
+		t.Errorf("a long reason: %d runes, valid %v", n, utf8.ValidString(long))
 	}
 }

@@ -105,11 +105,12 @@ spaces, or standard input. A trailing semicolon is dropped.
 How: --output-format takes presto-cli's formats: ALIGNED (a table with a
 row count), VERTICAL (a block per record), CSV (every value quoted, no
 header), CSV_HEADER, TSV (escaped with backslashes), TSV_HEADER, JSON (an
-object per line) and NULL (nothing). With --execute or --file the default is
-CSV, as in presto-cli's batch mode. --format table|csv|json keeps this
-command's original formats, and table is the default for SQL from the
-arguments or stdin. NULL shows as NULL in the text formats, as an empty
-field in CSV and TSV, as null in JSON.
+object per line) and NULL (nothing). With --execute, --file or SQL on
+stdin (not a terminal) the default is CSV, as in presto-cli's and
+trino-cli's batch mode. --format table|csv|json keeps this command's
+original formats, and table is the default for SQL given as arguments.
+NULL shows as NULL in the text formats, as an empty field in CSV and TSV,
+as null in JSON.
 
 While a statement of the shell runs and stderr is a terminal, its progress
 is shown there and redrawn in place (state, elapsed time, rows and bytes
@@ -217,12 +218,14 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 	if err != nil {
 		return err
 	}
-	defaultFormat := "" // the original table
+	defaultFormat := "" // the original table, for SQL given as arguments
 	switch {
 	case o.shell:
 		defaultFormat = formatAligned
-	case o.execute != "" || o.file != "":
-		defaultFormat = formatCSV // presto-cli's batch mode
+	case o.execute != "" || o.file != "" || len(args) == 0:
+		// presto-cli's and trino-cli's batch mode, SQL from stdin
+		// (not a terminal) included.
+		defaultFormat = formatCSV
 	}
 	write, err := o.resultWriter(defaultFormat)
 	if err != nil {

@@ -67,6 +67,8 @@ type queryOptions struct {
 	// historyFile is the shell's history (--history-file); "" for the
 	// default, see historyFile.
 	historyFile string
+	// client holds trino-cli's TLS, authentication and logging flags.
+	client clientFlags
 
 	// shell is set for the interactive shell, which gets Ctrl-C as
 	// interrupts.
@@ -98,6 +100,15 @@ session, over what the DSN says; the user is by default the DSN's, else the
 operating system's. --password sends a password (over TLS only): from
 $PRESTO_PASSWORD or $TRINO_PASSWORD, else asked for. All statements run on
 one connection, so USE and SET SESSION apply to the ones after them.
+
+TLS: --server https://host[:port] (port 443 by default) trusts the system's
+CA certificates; --truststore-path takes a PEM file of CA certificates,
+--keystore-path a PEM file with the client certificate and its key, and
+--insecure skips verifying the coordinators' certificates; with --dsn or
+--zookeeper they set the DSN's ssl_* keys. Java key stores (JKS, PKCS12)
+cannot be read: convert them to PEM (the error says how). --access-token,
+--role and --extra-credential are not supported yet and say what to use
+instead. --network-logging BASIC shows the driver's debug logs.
 
 What: --execute (-e) SQL, or --file (-f) FILE, or the arguments joined by
 spaces, or standard input. A trailing semicolon is dropped.
@@ -193,6 +204,7 @@ $PRESTO_PAGER, else $TRINO_PAGER; none without).`,
 	f.BoolVar(&o.ignoreErrors, "ignore-errors", false, "batch mode: go on after a failed statement (the exit status is still non-zero)")
 	f.StringVar(&o.pager, "pager", "", "the shell's pager for results, a command run by sh (default $PRESTO_PAGER or $TRINO_PAGER; none without)")
 	f.StringVar(&o.historyFile, "history-file", "", "the shell's history file (default $ZKPRESTO_HISTORY, else ~/.zkpresto_history)")
+	o.client.register(f)
 	f.BoolVar(&o.debug, "debug", false, "debug information: the driver's debug logs on stderr, and each failure's whole error")
 	f.StringVar(&o.logLevel, "log-level", "warn", "driver logs on stderr: debug, info, warn or error")
 	bindEnv(f, "dsn")
@@ -232,7 +244,7 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 		return err
 	}
 	logOut := &detachableWriter{w: errOut}
-	if o.debug {
+	if o.debug || o.client.logsRequests() {
 		o.logLevel = "debug"
 	}
 	logger, err := newLogger(logOut, o.logLevel)
@@ -558,6 +570,9 @@ func (o queryOptions) config() (*zkdriver.Config, error) {
 	if cfg.User == "" {
 		cfg.User = osUser()
 	}
+	if err := o.client.apply(cfg, o.server); err != nil {
+		return nil, err
+	}
 	if o.password {
 		if err := o.askPassword(cfg); err != nil {
 			return nil, err
@@ -626,20 +641,21 @@ func (o queryOptions) askPassword(cfg *zkdriver.Config) error {
 }
 
 // serverAddr reads presto-cli's --server: http://host[:port] or
-// host[:port], port 80 by default.
+// host[:port], port 80 by default, or https://host[:port], port 443 by
+// default (clientFlags.apply then asks for TLS).
 func serverAddr(server string) (string, error) {
 	if strings.Contains(server, "@") {
 		// Never quoted: the user info may hold a password.
 		return "", errors.New("--server: no user info (an @) in the URL; use --user, and a DSN for a password")
 	}
-	rest := server
+	rest, port := server, "80"
 	if scheme, after, ok := strings.Cut(server, "://"); ok {
 		switch strings.ToLower(scheme) {
 		case "http":
 		case "https":
-			return "", fmt.Errorf("--server %q: for TLS give --dsn with the ssl_* keys (see docs/dsn.md)", server)
+			port = "443"
 		default:
-			return "", fmt.Errorf("--server %q: want http://host[:port]", server)
+			return "", fmt.Errorf("--server %q: want http://host[:port] or https://host[:port]", server)
 		}
 		rest = after
 	}
@@ -648,7 +664,7 @@ func serverAddr(server string) (string, error) {
 		return "", fmt.Errorf("--server %q: want one http://host[:port]", server)
 	}
 	if _, _, err := net.SplitHostPort(rest); err != nil {
-		rest = net.JoinHostPort(strings.Trim(rest, "[]"), "80")
+		rest = net.JoinHostPort(strings.Trim(rest, "[]"), port)
 	}
 	return rest, nil
 }

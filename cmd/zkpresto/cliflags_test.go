@@ -140,6 +140,7 @@ func TestShellHelpPagerAndHistoryFile(t *testing.T) {
 	history := filepath.Join(t.TempDir(), "my history")
 	t.Setenv("ZKPRESTO_HISTORY", filepath.Join(t.TempDir(), "not this one"))
 	t.Setenv("PRESTO_PAGER", "")
+	os.Unsetenv("PRESTO_PAGER") // restored by Setenv's cleanup
 	t.Setenv("TRINO_PAGER", "sed 's/^/paged: /'")
 	o := queryOptions{server: c.URL(), logLevel: "warn", shell: true, interrupts: make(chan os.Signal, 1), historyFile: history}
 	out, errOut := &testutil.Buffer{}, &testutil.Buffer{}
@@ -162,7 +163,7 @@ func TestShellHelpPagerAndHistoryFile(t *testing.T) {
 
 	// --pager wins over the environment.
 	out = &testutil.Buffer{}
-	o.pager = "sed 's/^/flag: /'"
+	o.pager, o.pagerSet = "sed 's/^/flag: /'", true
 	if err := runQuery(context.Background(), strings.NewReader("SELECT * FROM rows(1);\n"), out, errOut, o, nil); err != nil {
 		t.Fatal(err)
 	}

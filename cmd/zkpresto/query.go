@@ -15,6 +15,7 @@ import (
 	"os/user"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -62,8 +63,12 @@ type queryOptions struct {
 	// exit status still says one failed), as presto-cli's --ignore-errors.
 	ignoreErrors bool
 	// pager, in the shell, is the command results are piped through
-	// (--pager, else $PRESTO_PAGER or $TRINO_PAGER); "" for none.
-	pager string
+	// (--pager, when pagerSet; see pagerCommand for the default).
+	pager    string
+	pagerSet bool
+	// paging is set while the pager runs: Ctrl-C is then the pager's
+	// (less's), not a cancel of the statement, as in trino-cli.
+	paging *atomic.Bool
 	// historyFile is the shell's history (--history-file); "" for the
 	// default, see historyFile.
 	historyFile string
@@ -139,8 +144,11 @@ driver's debug logs and each failure's whole error.
 The shell (no SQL given, stdin a terminal) shows its progress on stderr
 (batch mode with --progress only), takes help, quit and exit, keeps its
 history in --history-file (default $ZKPRESTO_HISTORY, else
-~/.zkpresto_history), and pipes results through --pager (default
-$PRESTO_PAGER, else $TRINO_PAGER; none without).`,
+~/.zkpresto_history), and pages results as trino-cli does: through
+--pager, else $PRESTO_PAGER, else $TRINO_PAGER (one of them set but empty:
+no pager), else less -FXRSn when stdout is a terminal. Tab completes
+keywords, catalogs, schemas and tables (--disable-auto-suggestion: not);
+Ctrl-R searches the history.`,
 		Example: `  zkpresto query --server http://coordinator:8080 --catalog hive --schema web -e 'SELECT count(*) FROM page_views'
   zkpresto query --zookeeper zk1:2181,zk2:2181 --user alice --output-format ALIGNED -e 'SHOW CATALOGS'
   zkpresto query --dsn "$DSN" 'SELECT * FROM system.runtime.nodes'
@@ -165,6 +173,7 @@ $PRESTO_PAGER, else $TRINO_PAGER; none without).`,
 				signal.Notify(interrupts, os.Interrupt)
 				defer signal.Stop(interrupts)
 				o.shell, o.interrupts = true, interrupts
+				o.pagerSet = cmd.Flags().Changed("pager")
 				return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
 			}
 			// Batch mode: Ctrl-C aborts the running statement (on the
@@ -202,7 +211,7 @@ $PRESTO_PAGER, else $TRINO_PAGER; none without).`,
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show a running statement's progress (shown on stderr when it is a terminal)")
 	f.BoolVar(&o.progress, "progress", false, "show the progress in batch mode too (--execute, --file), as the shell does")
 	f.BoolVar(&o.ignoreErrors, "ignore-errors", false, "batch mode: go on after a failed statement (the exit status is still non-zero)")
-	f.StringVar(&o.pager, "pager", "", "the shell's pager for results, a command run by sh (default $PRESTO_PAGER or $TRINO_PAGER; none without)")
+	f.StringVar(&o.pager, "pager", "", "the shell's pager for results, a command run by sh; empty for none (default $PRESTO_PAGER, else $TRINO_PAGER, else less -FXRSn on a terminal)")
 	f.StringVar(&o.historyFile, "history-file", "", "the shell's history file (default $ZKPRESTO_HISTORY, else ~/.zkpresto_history)")
 	o.client.register(f)
 	f.BoolVar(&o.debug, "debug", false, "debug information: the driver's debug logs on stderr, and each failure's whole error")
@@ -318,12 +327,18 @@ func interruptible(ctx context.Context, o queryOptions, fresh bool, run func(con
 	done := make(chan struct{})
 	aborted := make(chan bool, 1)
 	go func() {
-		select {
-		case <-o.interrupts:
-			aborted <- true
-			cancel()
-		case <-done:
-			aborted <- false
+		for {
+			select {
+			case <-o.interrupts:
+				if o.paging != nil && o.paging.Load() {
+					continue
+				}
+				aborted <- true
+				cancel()
+			case <-done:
+				aborted <- false
+			}
+			return
 		}
 	}()
 	last, err := run(qctx)

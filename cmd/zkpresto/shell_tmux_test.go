@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,64 @@ func TestShellPromptFollowsUse(t *testing.T) {
 	if r.Catalog != "tpch" || r.Schema != "tiny" || r.SessionProperties["query_max_run_time"] != "1h" {
 		t.Errorf("the statement after USE reached the coordinator as %+v", r)
 	}
+	s.send("quit", "Enter")
+	eventually(t, "quit to end the shell", func() bool { return !s.alive() })
+}
+
+// visible is the terminal's visible screen, without trailing blank lines.
+func (s *tmuxSession) visible() string {
+	out, _ := s.tmux("capture-pane", "-p", "-t", "cli")
+	return strings.TrimRight(out, "\n ")
+}
+
+// waitFor waits until the screen (with its scroll-back) satisfies ok.
+func (s *tmuxSession) waitFor(what string, ok func(visible string) bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !ok(s.visible()) {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: never on the screen:\n%s", what, s.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A result longer than the terminal goes to less -FXRSn on the terminal,
+// as in trino-cli: its first page, less's prompt, and q back to the shell.
+func TestShellPagesResultsWithLess(t *testing.T) {
+	if _, err := exec.LookPath("less"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("less is required in CI: %v", err)
+		}
+		t.Skipf("less not found: %v", err)
+	}
+	c := startCoordinators(t, 1)[0]
+	for _, name := range []string{"PRESTO_PAGER", "TRINO_PAGER"} {
+		t.Setenv(name, "")
+		os.Unsetenv(name) // no pager chosen: the default, less
+	}
+	s := startInTmux(t, []string{"ZKPRESTO_HISTORY=" + filepath.Join(t.TempDir(), "history"), "LESS=", "LESSOPEN="},
+		"query", "--server", c.URL(), "--catalog", "hive", "--schema", "web")
+	s.waitScreen("the prompt", "presto:web>")
+
+	// 100 rows in a 40-line terminal: the first page and less's prompt.
+	s.send("SELECT * FROM rows(100);", "Enter")
+	s.waitFor("less's prompt", func(v string) bool { return strings.HasSuffix(v, "\n:") })
+	v := s.visible()
+	var cells []string
+	for _, line := range strings.Split(v, "\n") {
+		cells = append(cells, strings.TrimSpace(line))
+	}
+	if !slices.Contains(cells, "1") || slices.Contains(cells, "100") || strings.Contains(v, "(100 rows)") {
+		t.Errorf("not the first page of the result:\n%s", v)
+	}
+	s.send("q")
+	s.waitFor("the prompt after q", func(v string) bool { return strings.HasSuffix(v, "presto:web>") })
+
+	// A result that fits the screen is printed, and the shell goes on.
+	s.send("SELECT * FROM rows(2);", "Enter")
+	s.waitScreen("a short result", "(2 rows)")
+	s.waitFor("the prompt", func(v string) bool { return strings.HasSuffix(v, "presto:web>") })
 	s.send("quit", "Enter")
 	eventually(t, "quit to end the shell", func() bool { return !s.alive() })
 }

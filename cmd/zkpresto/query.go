@@ -285,7 +285,7 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 	conn := &heldConn{conn: sc, ctx: ctx}
 	defer conn.end(errOut)
 	if o.shell {
-		return runShell(ctx, conn, cfg, write, in, out, errOut, o)
+		return runShell(ctx, db, conn, cfg, write, in, out, errOut, o)
 	}
 	// One after another; the first failure ends the run, as in presto-cli,
 	// unless --ignore-errors; Ctrl-C always does.

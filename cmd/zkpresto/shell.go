@@ -58,7 +58,7 @@ func shellPrompts(trino bool, schema string) (first, next string) {
 // and history, runs each one as soon as its ";" is typed, and goes on after
 // errors. quit or exit (or Ctrl-D) leaves; Ctrl-C at the prompt drops the
 // statement being typed, and while a statement runs it cancels it.
-func runShell(ctx context.Context, conn *heldConn, cfg *zkdriver.Config, write resultWriter, in io.Reader, out, errOut io.Writer, o queryOptions) error {
+func runShell(ctx context.Context, db *sql.DB, conn *heldConn, cfg *zkdriver.Config, write resultWriter, in io.Reader, out, errOut io.Writer, o queryOptions) error {
 	first, next := shellPrompts(cfg.Trino, cfg.Schema)
 	history := o.historyFile
 	if history == "" {
@@ -105,6 +105,16 @@ func runShell(ctx context.Context, conn *heldConn, cfg *zkdriver.Config, write r
 		}
 		rlcfg.Stdin = rc
 		rlcfg.FuncIsTerminal = func() bool { return false }
+	}
+	var complete *completer
+	if in == os.Stdin && !o.client.disableAutoSuggestion {
+		// Tab completion, as trino-cli's, with names fetched in the
+		// background on connections of their own.
+		cctx, cancel := context.WithCancel(ctx)
+		complete = newCompleter(cctx, db, cfg.Catalog, cfg.Schema)
+		defer complete.wait()
+		defer cancel()
+		rlcfg.AutoComplete = complete
 	}
 	rl, err := readline.NewEx(rlcfg)
 	if err != nil {
@@ -164,7 +174,11 @@ func runShell(ctx context.Context, conn *heldConn, cfg *zkdriver.Config, write r
 			shellStatement(ctx, conn, s, write, out, errOut, o)
 		}
 		// The statements may have changed the session (USE).
-		first, next = shellPrompts(cfg.Trino, sessionOf(conn.conn).Schema)
+		session := sessionOf(conn.conn)
+		first, next = shellPrompts(cfg.Trino, session.Schema)
+		if complete != nil {
+			complete.setSession(session.Catalog, session.Schema)
+		}
 	}
 }
 

@@ -216,7 +216,8 @@ SHOW CATALOGS, SHOW SCHEMAS, SHOW TABLES, DESCRIBE <table>
 and any other SQL statement, ended by ";"
 
 Ctrl-C cancels the running statement (on the coordinator too) or drops the
-one being typed; Ctrl-D or quit leaves.`
+one being typed; Tab completes keywords, catalogs, schemas and tables;
+Ctrl-R searches the history; Ctrl-D or quit leaves.`
 
 // defaultPager is trino-cli's pager (Pager.LESS): -F quits when the
 // result fits one screen, -X leaves it on the screen, -R passes colours,

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"os"
@@ -138,6 +140,7 @@ func TestShellHelpPagerAndHistoryFile(t *testing.T) {
 	history := filepath.Join(t.TempDir(), "my history")
 	t.Setenv("ZKPRESTO_HISTORY", filepath.Join(t.TempDir(), "not this one"))
 	t.Setenv("PRESTO_PAGER", "")
+	os.Unsetenv("PRESTO_PAGER") // restored by Setenv's cleanup
 	t.Setenv("TRINO_PAGER", "sed 's/^/paged: /'")
 	o := queryOptions{server: c.URL(), logLevel: "warn", shell: true, interrupts: make(chan os.Signal, 1), historyFile: history}
 	out, errOut := &testutil.Buffer{}, &testutil.Buffer{}
@@ -160,7 +163,7 @@ func TestShellHelpPagerAndHistoryFile(t *testing.T) {
 
 	// --pager wins over the environment.
 	out = &testutil.Buffer{}
-	o.pager = "sed 's/^/flag: /'"
+	o.pager, o.pagerSet = "sed 's/^/flag: /'", true
 	if err := runQuery(context.Background(), strings.NewReader("SELECT * FROM rows(1);\n"), out, errOut, o, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -187,5 +190,147 @@ func TestBatchInterruptAbortsTheQuery(t *testing.T) {
 	eventually(t, "the coordinator's DELETE", func() bool { return cancelled(c, id) })
 	if c.Statements() != 1 {
 		t.Errorf("%d statements ran: the run went on after Ctrl-C", c.Statements())
+	}
+}
+
+// tlsCoordinator starts a coordinator serving https with certs' server
+// certificate; clientCA makes it require a client certificate of the CA.
+func tlsCoordinator(t *testing.T, certs *testtls.Files, clientCA bool) *coordinator.Coordinator {
+	t.Helper()
+	serverTLS, err := certs.ServerTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clientCA {
+		pool := x509.NewCertPool()
+		b, err := os.ReadFile(certs.CAFile)
+		if err != nil || !pool.AppendCertsFromPEM(b) {
+			t.Fatalf("reading the CA: %v", err)
+		}
+		serverTLS.ClientCAs, serverTLS.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	c, err := coordinator.Start(coordinator.Options{TLS: serverTLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// trino-cli's TLS flags, over --server https://.
+func TestQueryTLSFlags(t *testing.T) {
+	dir := t.TempDir()
+	certs, err := testtls.Generate(dir, "flags")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tlsCoordinator(t, certs, false)
+	https := "https://" + c.Addr()
+	for _, args := range [][]string{
+		{"--truststore-path", certs.CAFile},
+		{"--truststore-path", certs.CAFile, "--truststore-password", "changeit"},
+		{"--insecure"},
+	} {
+		args = append([]string{"query", "--server", https, "-e", "SELECT * FROM rows(1)"}, args...)
+		if out, stderr, err := run(args, ""); err != nil || out != "\"1\"\n" {
+			t.Errorf("%q: %q, %v\n%s", args, out, err, stderr)
+		}
+	}
+	// Without them the server's certificate is not trusted.
+	if _, _, err := run([]string{"query", "--server", https, "-e", "SELECT 1"}, ""); err == nil {
+		t.Error("an untrusted certificate was accepted")
+	}
+
+	// A client certificate and its key, in one PEM file.
+	mutual := tlsCoordinator(t, certs, true)
+	keystore := filepath.Join(dir, "client.pem")
+	var pemFile []byte
+	for _, f := range []string{certs.ClientCertFile, certs.ClientKeyFile} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pemFile = append(pemFile, b...)
+	}
+	if err := os.WriteFile(keystore, pemFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"query", "--server", "https://" + mutual.Addr(), "--truststore-path", certs.CAFile, "-e", "SELECT 1"}
+	if _, _, err := run(args, ""); err == nil {
+		t.Error("the coordinator that wants a client certificate accepted none")
+	}
+	if _, stderr, err := run(append(args, "--keystore-path", keystore, "--keystore-password", "changeit"), ""); err != nil || mutual.Statements() != 1 {
+		t.Errorf("--keystore-path: %v, %d statements\n%s", err, mutual.Statements(), stderr)
+	}
+
+	// --password goes over https.
+	t.Setenv("PRESTO_PASSWORD", "from-env")
+	if _, stderr, err := run([]string{"query", "--server", https, "--insecure", "--user", "alice", "--password", "-e", "SELECT 1"}, ""); err != nil {
+		t.Fatalf("--password over --server https: %v\n%s", err, stderr)
+	}
+	if got := lastRequestOf(t, c).Password; got != "from-env" {
+		t.Errorf("the coordinator saw password %q", got)
+	}
+}
+
+// Bad TLS flags, and the flags the driver cannot honour yet, fail with
+// what to do instead: never "unknown flag", never a secret, and no
+// statement is sent.
+func TestQueryFlagsUsersTryFirst(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	dir := t.TempDir()
+	jks := filepath.Join(dir, "truststore.jks")
+	if err := os.WriteFile(jks, []byte("\xfe\xed\xfe\xed\x00\x00\x00\x02binary"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	certs, err := testtls.Generate(dir, "bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	encrypted := filepath.Join(dir, "encrypted.pem")
+	cert, _ := os.ReadFile(certs.ClientCertFile)
+	if err := os.WriteFile(encrypted, append(cert, "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	https := "https://127.0.0.1:1"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--access-token", "s3cret"}, "--access-token: not supported yet"},
+		{[]string{"--role", "hive=s3cret"}, "SET ROLE"},
+		{[]string{"--extra-credential", "key=s3cret"}, "--extra-credential: not supported yet"},
+		{[]string{"--network-logging", "HEADERS"}, "use --network-logging BASIC"},
+		{[]string{"--network-logging", "LOUD"}, "want NONE, BASIC, HEADERS or BODY"},
+		{[]string{"--truststore-path", jks}, "keytool -exportcert"},
+		{[]string{"--keystore-path", jks}, "openssl pkcs12"},
+		{[]string{"--keystore-path", certs.CAFile}, "no private key"},
+		{[]string{"--keystore-path", encrypted, "--keystore-password", "s3cret"}, "the key is encrypted"},
+		{[]string{"--truststore-password", "s3cret"}, "needs --truststore-path"},
+		{[]string{"--keystore-password", "s3cret"}, "needs --keystore-path"},
+		{[]string{"--truststore-path", filepath.Join(dir, "missing.pem")}, "no such file"},
+	} {
+		args := append([]string{"query", "--server", https, "-e", "SELECT 1"}, tc.args...)
+		_, _, err := run(args, "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "unknown flag") {
+			t.Errorf("%q: got %v, want an error containing %q (and no secret)", tc.args, err, tc.want)
+		}
+	}
+	// The TLS flags with http:// say so, rather than going without TLS.
+	if _, _, err := run([]string{"query", "--server", c.URL(), "--insecure", "-e", "SELECT 1"}, ""); err == nil || !strings.Contains(err.Error(), "want https://") {
+		t.Errorf("--insecure with http://: %v", err)
+	}
+	if c.Statements() != 0 {
+		t.Errorf("%d statements sent despite the refused flags", c.Statements())
+	}
+
+	// --network-logging BASIC shows the driver's debug logs; NONE does not.
+	_, stderr, err := run([]string{"query", "--server", c.URL(), "--network-logging", "basic", "-e", "SELECT fail('boom')"}, "")
+	if err == nil || !strings.Contains(stderr, "level=DEBUG") {
+		t.Errorf("--network-logging BASIC: %v, stderr %q", err, stderr)
+	}
+	_, stderr, _ = run([]string{"query", "--server", c.URL(), "--network-logging", "NONE", "-e", "SELECT fail('boom')"}, "")
+	if strings.Contains(stderr, "level=DEBUG") {
+		t.Errorf("--network-logging NONE logged %q", stderr)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os/user"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -62,11 +63,17 @@ type queryOptions struct {
 	// exit status still says one failed), as presto-cli's --ignore-errors.
 	ignoreErrors bool
 	// pager, in the shell, is the command results are piped through
-	// (--pager, else $PRESTO_PAGER or $TRINO_PAGER); "" for none.
-	pager string
+	// (--pager, when pagerSet; see pagerCommand for the default).
+	pager    string
+	pagerSet bool
+	// paging is set while the pager runs: Ctrl-C is then the pager's
+	// (less's), not a cancel of the statement, as in trino-cli.
+	paging *atomic.Bool
 	// historyFile is the shell's history (--history-file); "" for the
 	// default, see historyFile.
 	historyFile string
+	// client holds trino-cli's TLS, authentication and logging flags.
+	client clientFlags
 
 	// shell is set for the interactive shell, which gets Ctrl-C as
 	// interrupts.
@@ -99,17 +106,27 @@ operating system's. --password sends a password (over TLS only): from
 $PRESTO_PASSWORD or $TRINO_PASSWORD, else asked for. All statements run on
 one connection, so USE and SET SESSION apply to the ones after them.
 
+TLS: --server https://host[:port] (port 443 by default) trusts the system's
+CA certificates; --truststore-path takes a PEM file of CA certificates,
+--keystore-path a PEM file with the client certificate and its key, and
+--insecure skips verifying the coordinators' certificates; with --dsn or
+--zookeeper they set the DSN's ssl_* keys. Java key stores (JKS, PKCS12)
+cannot be read: convert them to PEM (the error says how). --access-token,
+--role and --extra-credential are not supported yet and say what to use
+instead. --network-logging BASIC shows the driver's debug logs.
+
 What: --execute (-e) SQL, or --file (-f) FILE, or the arguments joined by
 spaces, or standard input. A trailing semicolon is dropped.
 
 How: --output-format takes presto-cli's formats: ALIGNED (a table with a
 row count), VERTICAL (a block per record), CSV (every value quoted, no
 header), CSV_HEADER, TSV (escaped with backslashes), TSV_HEADER, JSON (an
-object per line) and NULL (nothing). With --execute or --file the default is
-CSV, as in presto-cli's batch mode. --format table|csv|json keeps this
-command's original formats, and table is the default for SQL from the
-arguments or stdin. NULL shows as NULL in the text formats, as an empty
-field in CSV and TSV, as null in JSON.
+object per line) and NULL (nothing). With --execute, --file or SQL on
+stdin (not a terminal) the default is CSV, as in presto-cli's and
+trino-cli's batch mode. --format table|csv|json keeps this command's
+original formats, and table is the default for SQL given as arguments.
+NULL shows as NULL in the text formats, as an empty field in CSV and TSV,
+as null in JSON.
 
 While a statement of the shell runs and stderr is a terminal, its progress
 is shown there and redrawn in place (state, elapsed time, rows and bytes
@@ -127,8 +144,11 @@ driver's debug logs and each failure's whole error.
 The shell (no SQL given, stdin a terminal) shows its progress on stderr
 (batch mode with --progress only), takes help, quit and exit, keeps its
 history in --history-file (default $ZKPRESTO_HISTORY, else
-~/.zkpresto_history), and pipes results through --pager (default
-$PRESTO_PAGER, else $TRINO_PAGER; none without).`,
+~/.zkpresto_history), and pages results as trino-cli does: through
+--pager, else $PRESTO_PAGER, else $TRINO_PAGER (one of them set but empty:
+no pager), else less -FXRSn when stdout is a terminal. Tab completes
+keywords, catalogs, schemas and tables (--disable-auto-suggestion: not);
+Ctrl-R searches the history.`,
 		Example: `  zkpresto query --server http://coordinator:8080 --catalog hive --schema web -e 'SELECT count(*) FROM page_views'
   zkpresto query --zookeeper zk1:2181,zk2:2181 --user alice --output-format ALIGNED -e 'SHOW CATALOGS'
   zkpresto query --dsn "$DSN" 'SELECT * FROM system.runtime.nodes'
@@ -146,6 +166,7 @@ $PRESTO_PAGER, else $TRINO_PAGER; none without).`,
 				signal.Notify(interrupts, os.Interrupt)
 				defer signal.Stop(interrupts)
 				o.shell, o.interrupts = true, interrupts
+				o.pagerSet = cmd.Flags().Changed("pager")
 				return runQuery(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
 			}
 			// Batch mode: Ctrl-C aborts the running statement (on the
@@ -183,8 +204,9 @@ $PRESTO_PAGER, else $TRINO_PAGER; none without).`,
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show a running statement's progress (shown on stderr when it is a terminal)")
 	f.BoolVar(&o.progress, "progress", false, "show the progress in batch mode too (--execute, --file), as the shell does")
 	f.BoolVar(&o.ignoreErrors, "ignore-errors", false, "batch mode: go on after a failed statement (the exit status is still non-zero)")
-	f.StringVar(&o.pager, "pager", "", "the shell's pager for results, a command run by sh (default $PRESTO_PAGER or $TRINO_PAGER; none without)")
+	f.StringVar(&o.pager, "pager", "", "the shell's pager for results, a command run by sh; empty for none (default $PRESTO_PAGER, else $TRINO_PAGER, else less -FXRSn on a terminal)")
 	f.StringVar(&o.historyFile, "history-file", "", "the shell's history file (default $ZKPRESTO_HISTORY, else ~/.zkpresto_history)")
+	o.client.register(f)
 	f.BoolVar(&o.debug, "debug", false, "debug information: the driver's debug logs on stderr, and each failure's whole error")
 	f.StringVar(&o.logLevel, "log-level", "error", "driver logs on stderr: debug, info, warn or error (failovers and ejections are warnings, for operators)")
 	bindLocationEnv(f)
@@ -213,19 +235,21 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 	if note := strategyFallbackNote(cfg.Strategy); note != "" {
 		fmt.Fprintln(errOut, note)
 	}
-	defaultFormat := "" // the original table
+	defaultFormat := "" // the original table, for SQL given as arguments
 	switch {
 	case o.shell:
 		defaultFormat = formatAligned
-	case o.execute != "" || o.file != "":
-		defaultFormat = formatCSV // presto-cli's batch mode
+	case o.execute != "" || o.file != "" || len(args) == 0:
+		// presto-cli's and trino-cli's batch mode, SQL from stdin
+		// (not a terminal) included.
+		defaultFormat = formatCSV
 	}
 	write, err := o.resultWriter(defaultFormat)
 	if err != nil {
 		return err
 	}
 	logOut := &detachableWriter{w: errOut}
-	if o.debug {
+	if o.debug || o.client.logsRequests() {
 		o.logLevel = "debug"
 	}
 	logger, err := newLogger(logOut, o.logLevel)
@@ -257,7 +281,7 @@ func runQuery(ctx context.Context, in io.Reader, out, errOut io.Writer, o queryO
 	conn := &heldConn{conn: sc, ctx: ctx}
 	defer conn.end(errOut)
 	if o.shell {
-		return runShell(ctx, conn, cfg, write, in, out, errOut, o)
+		return runShell(ctx, db, conn, cfg, write, in, out, errOut, o)
 	}
 	// One after another; the first failure ends the run, as in presto-cli,
 	// unless --ignore-errors; Ctrl-C always does.
@@ -299,12 +323,18 @@ func interruptible(ctx context.Context, o queryOptions, fresh bool, run func(con
 	done := make(chan struct{})
 	aborted := make(chan bool, 1)
 	go func() {
-		select {
-		case <-o.interrupts:
-			aborted <- true
-			cancel()
-		case <-done:
-			aborted <- false
+		for {
+			select {
+			case <-o.interrupts:
+				if o.paging != nil && o.paging.Load() {
+					continue
+				}
+				aborted <- true
+				cancel()
+			case <-done:
+				aborted <- false
+			}
+			return
 		}
 	}()
 	last, err := run(qctx)
@@ -541,6 +571,9 @@ func (o queryOptions) config() (*zkdriver.Config, error) {
 	if cfg.User == "" {
 		cfg.User = osUser()
 	}
+	if err := o.client.apply(cfg, o.server); err != nil {
+		return nil, err
+	}
 	if o.password {
 		if err := o.askPassword(cfg); err != nil {
 			return nil, err
@@ -579,7 +612,7 @@ func osUser() string {
 // refuses to send one over plain http.
 func (o queryOptions) askPassword(cfg *zkdriver.Config) error {
 	if !cfg.SSL && cfg.SSLCA == "" && cfg.SSLCert == "" && cfg.SSLKey == "" && !cfg.SSLSkipVerify {
-		return errors.New("--password: a password is sent over TLS only: give --dsn with SSL=true or the ssl_* keys")
+		return errors.New("--password: a password is sent over TLS only: give --server https://host:port, or --dsn with SSL=true or the ssl_* keys")
 	}
 	if cfg.User == "" {
 		return errors.New("--password: a password needs a user (--user)")
@@ -609,20 +642,21 @@ func (o queryOptions) askPassword(cfg *zkdriver.Config) error {
 }
 
 // serverAddr reads presto-cli's --server: http://host[:port] or
-// host[:port], port 80 by default.
+// host[:port], port 80 by default, or https://host[:port], port 443 by
+// default (clientFlags.apply then asks for TLS).
 func serverAddr(server string) (string, error) {
 	if strings.Contains(server, "@") {
 		// Never quoted: the user info may hold a password.
 		return "", errors.New("--server: no user info (an @) in the URL; use --user, and a DSN for a password")
 	}
-	rest := server
+	rest, port := server, "80"
 	if scheme, after, ok := strings.Cut(server, "://"); ok {
 		switch strings.ToLower(scheme) {
 		case "http":
 		case "https":
-			return "", fmt.Errorf("--server %q: for TLS give --dsn with the ssl_* keys (see docs/dsn.md)", server)
+			port = "443"
 		default:
-			return "", fmt.Errorf("--server %q: want http://host[:port]", server)
+			return "", fmt.Errorf("--server %q: want http://host[:port] or https://host[:port]", server)
 		}
 		rest = after
 	}
@@ -631,7 +665,7 @@ func serverAddr(server string) (string, error) {
 		return "", fmt.Errorf("--server %q: want one http://host[:port]", server)
 	}
 	if _, _, err := net.SplitHostPort(rest); err != nil {
-		rest = net.JoinHostPort(strings.Trim(rest, "[]"), "80")
+		rest = net.JoinHostPort(strings.Trim(rest, "[]"), port)
 	}
 	return rest, nil
 }

@@ -305,3 +305,21 @@ func TestQueryToADeadServerSaysSoOnce(t *testing.T) {
 		t.Errorf("stderr holds operators' warnings:\n%s", errOut)
 	}
 }
+
+// SQL on stdin (not a terminal) is batch mode: CSV by default, as
+// trino-cli's; SQL given as arguments keeps the original table.
+func TestQueryStdinDefaultsToCSV(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	out, stderr, err := run([]string{"query", "--server", c.URL()}, "SELECT * FROM rows(2);\n")
+	if err != nil || out != "\"1\"\n\"2\"\n" {
+		t.Errorf("stdin printed %q, want CSV (%v, %s)", out, err, stderr)
+	}
+	out, stderr, err = run([]string{"query", "--server", c.URL(), "SELECT", "*", "FROM", "rows(2)"}, "")
+	if err != nil || out != "n\n1\n2\n" {
+		t.Errorf("arguments printed %q, want the table (%v, %s)", out, err, stderr)
+	}
+	out, stderr, err = run([]string{"query", "--server", c.URL(), "--output-format", "CSV_HEADER"}, "SELECT * FROM rows(1)")
+	if err != nil || out != "\"n\"\n\"1\"\n" {
+		t.Errorf("stdin with --output-format printed %q (%v, %s)", out, err, stderr)
+	}
+}

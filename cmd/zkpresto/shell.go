@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/chzyer/readline"
@@ -56,21 +58,29 @@ func shellPrompts(trino bool, schema string) (first, next string) {
 // and history, runs each one as soon as its ";" is typed, and goes on after
 // errors. quit or exit (or Ctrl-D) leaves; Ctrl-C at the prompt drops the
 // statement being typed, and while a statement runs it cancels it.
-func runShell(ctx context.Context, conn *heldConn, cfg *zkdriver.Config, write resultWriter, in io.Reader, out, errOut io.Writer, o queryOptions) error {
+func runShell(ctx context.Context, db *sql.DB, conn *heldConn, cfg *zkdriver.Config, write resultWriter, in io.Reader, out, errOut io.Writer, o queryOptions) error {
 	first, next := shellPrompts(cfg.Trino, cfg.Schema)
 	history := o.historyFile
 	if history == "" {
 		history = historyFile()
 	}
-	if pager := pagerCommand(o); pager != "" {
-		// Each statement's results go through the pager, as presto-cli's.
+	if pager := pagerCommand(o, out); pager != nil {
+		// Each statement's results go through the pager, as trino-cli's.
 		direct := write
+		o.paging = new(atomic.Bool)
 		write = func(w io.Writer, rows *sql.Rows) error {
 			pw, wait, err := paged(pager, w, errOut)
 			if err != nil {
 				return err
 			}
+			o.paging.Store(true)
+			defer o.paging.Store(false)
 			err = direct(pw, rows)
+			if errors.Is(err, errPagerQuit) {
+				// The user has seen enough: the rest is not read
+				// (closing the rows cancels the query).
+				err = nil
+			}
 			if werr := wait(); err == nil {
 				err = werr
 			}
@@ -95,6 +105,16 @@ func runShell(ctx context.Context, conn *heldConn, cfg *zkdriver.Config, write r
 		}
 		rlcfg.Stdin = rc
 		rlcfg.FuncIsTerminal = func() bool { return false }
+	}
+	var complete *completer
+	if in == os.Stdin && !o.client.disableAutoSuggestion {
+		// Tab completion, as trino-cli's, with names fetched in the
+		// background on connections of their own.
+		cctx, cancel := context.WithCancel(ctx)
+		complete = newCompleter(cctx, db, cfg.Catalog, cfg.Schema)
+		defer complete.wait()
+		defer cancel()
+		rlcfg.AutoComplete = complete
 	}
 	rl, err := readline.NewEx(rlcfg)
 	if err != nil {
@@ -154,7 +174,11 @@ func runShell(ctx context.Context, conn *heldConn, cfg *zkdriver.Config, write r
 			shellStatement(ctx, conn, s, write, out, errOut, o)
 		}
 		// The statements may have changed the session (USE).
-		first, next = shellPrompts(cfg.Trino, sessionOf(conn.conn).Schema)
+		session := sessionOf(conn.conn)
+		first, next = shellPrompts(cfg.Trino, session.Schema)
+		if complete != nil {
+			complete.setSession(session.Catalog, session.Schema)
+		}
 	}
 }
 
@@ -192,40 +216,87 @@ SHOW CATALOGS, SHOW SCHEMAS, SHOW TABLES, DESCRIBE <table>
 and any other SQL statement, ended by ";"
 
 Ctrl-C cancels the running statement (on the coordinator too) or drops the
-one being typed; Ctrl-D or quit leaves.`
+one being typed; Tab completes keywords, catalogs, schemas and tables;
+Ctrl-R searches the history; Ctrl-D or quit leaves.`
 
-// pagerCommand is the shell's pager: --pager, else $PRESTO_PAGER, else
-// $TRINO_PAGER; "" for none.
-func pagerCommand(o queryOptions) string {
-	for _, p := range []string{o.pager, os.Getenv("PRESTO_PAGER"), os.Getenv("TRINO_PAGER")} {
-		if strings.TrimSpace(p) != "" {
-			return p
+// defaultPager is trino-cli's pager (Pager.LESS): -F quits when the
+// result fits one screen, -X leaves it on the screen, -R passes colours,
+// -S chops long lines rather than folding them, -n skips line numbers.
+var defaultPager = []string{"less", "-FXRSn"}
+
+// pagerCommand is the shell's pager as a command line, nil for none, as
+// trino-cli chooses it: --pager if given, else $PRESTO_PAGER, else
+// $TRINO_PAGER (a custom pager runs through sh); one of them given but
+// blank turns paging off. Without any, less -FXRSn when out is a terminal
+// and less is installed.
+func pagerCommand(o queryOptions, out io.Writer) []string {
+	custom, given := o.pager, o.pagerSet
+	for _, name := range []string{"PRESTO_PAGER", "TRINO_PAGER"} {
+		if given {
+			break
 		}
+		custom, given = os.LookupEnv(name)
 	}
-	return ""
+	switch {
+	case given && strings.TrimSpace(custom) == "":
+		return nil
+	case given:
+		return []string{"sh", "-c", custom}
+	}
+	isTerminal := o.isTerminal
+	if isTerminal == nil {
+		isTerminal = writerIsTerminal
+	}
+	if !isTerminal(out) {
+		return nil
+	}
+	if _, err := exec.LookPath(defaultPager[0]); err != nil {
+		return nil
+	}
+	return defaultPager
 }
 
-// paged returns a writer that pipes one statement's results into the pager
-// (a command run by sh, as presto-cli runs its own), and a function that
-// waits for it. Without a pager it is out itself.
-func paged(pager string, out, errOut io.Writer) (io.Writer, func() error, error) {
-	if pager == "" {
-		return out, func() error { return nil }, nil
+// paged returns a writer that pipes one statement's results into the
+// pager, and a function that waits for it. The pager writes to out
+// itself, not through a pipe: on a terminal (os.Stdout) less pages rather
+// than behaving as cat. The progress display, if out carries one, stops
+// first. A pager the user quit early is no failure.
+func paged(pager []string, out, errOut io.Writer) (io.Writer, func() error, error) {
+	if s, ok := out.(stopOnWrite); ok {
+		s.stop()
+		out = s.Writer
 	}
-	cmd := exec.Command("sh", "-c", pager)
+	cmd := exec.Command(pager[0], pager[1:]...)
 	cmd.Stdout, cmd.Stderr = out, errOut
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("starting the pager %q: %w", pager, err)
+		return nil, nil, fmt.Errorf("starting the pager %q: %w", strings.Join(pager, " "), err)
 	}
-	return in, func() error {
+	return pagerInput{in}, func() error {
 		in.Close()
 		if err := cmd.Wait(); err != nil {
-			return fmt.Errorf("the pager %q: %w", pager, err)
+			return fmt.Errorf("the pager %q: %w", strings.Join(pager, " "), err)
 		}
 		return nil
 	}, nil
 }
+
+// pagerInput is the pager's stdin. Once the pager has quit (q in less
+// before the end) writes fail with errPagerQuit, which ends the result
+// without reporting a failure.
+type pagerInput struct{ w io.Writer }
+
+func (p pagerInput) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
+		return n, errPagerQuit
+	}
+	return n, err
+}
+
+// errPagerQuit is the write error of a pager that quit before the end of
+// the result.
+var errPagerQuit = errors.New("the pager quit")

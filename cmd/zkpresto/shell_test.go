@@ -5,6 +5,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +130,72 @@ func TestShellEndsAtEOFAndKnowsItsPrompts(t *testing.T) {
 	}
 	if first, next := shellPrompts(cfg.Trino, cfg.Schema); first != "presto:web> " || next != "         -> " {
 		t.Errorf("prompts %q, %q", first, next)
+	}
+}
+
+// The pager is chosen as trino-cli chooses it: --pager, else
+// $PRESTO_PAGER, else $TRINO_PAGER, one of them blank for none, else
+// less -FXRSn on a terminal.
+func TestShellPagerChoice(t *testing.T) {
+	if _, err := exec.LookPath("less"); err != nil {
+		t.Skipf("less not found: %v", err)
+	}
+	terminal := func(io.Writer) bool { return true }
+	notTerminal := func(io.Writer) bool { return false }
+	for _, tc := range []struct {
+		name       string
+		env        map[string]string // unset when absent
+		flag       *string
+		isTerminal func(io.Writer) bool
+		want       []string
+	}{
+		{"terminal", nil, nil, terminal, []string{"less", "-FXRSn"}},
+		{"not a terminal", nil, nil, notTerminal, nil},
+		{"presto", map[string]string{"PRESTO_PAGER": "more", "TRINO_PAGER": "cat"}, nil, terminal, []string{"sh", "-c", "more"}},
+		{"trino", map[string]string{"TRINO_PAGER": "cat"}, nil, notTerminal, []string{"sh", "-c", "cat"}},
+		{"blank presto", map[string]string{"PRESTO_PAGER": "", "TRINO_PAGER": "cat"}, nil, terminal, nil},
+		{"blank trino", map[string]string{"TRINO_PAGER": " "}, nil, terminal, nil},
+		{"flag", map[string]string{"PRESTO_PAGER": "more"}, ptr("less -S"), terminal, []string{"sh", "-c", "less -S"}},
+		{"blank flag", map[string]string{"PRESTO_PAGER": "more"}, ptr(""), terminal, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, name := range []string{"PRESTO_PAGER", "TRINO_PAGER"} {
+				t.Setenv(name, "")
+				if v, ok := tc.env[name]; ok {
+					os.Setenv(name, v)
+				} else {
+					os.Unsetenv(name)
+				}
+			}
+			o := queryOptions{isTerminal: tc.isTerminal}
+			if tc.flag != nil {
+				o.pager, o.pagerSet = *tc.flag, true
+			}
+			if got := pagerCommand(o, io.Discard); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// A pager quit before the end of the result (q in less) is no failure:
+// the shell goes on to the next statement.
+func TestShellPagerQuitEarly(t *testing.T) {
+	c := startCoordinators(t, 1)[0]
+	o := queryOptions{server: c.URL(), logLevel: "warn", shell: true, interrupts: make(chan os.Signal, 1),
+		historyFile: filepath.Join(t.TempDir(), "history"), pager: "head -n 3", pagerSet: true}
+	out, errOut := &testutil.Buffer{}, &testutil.Buffer{}
+	// 2 MB of results, more than a pipe holds: head quits long before.
+	in := "SELECT * FROM bigrows(20, 100000);\nSELECT * FROM rows(2);\n"
+	if err := runQuery(context.Background(), strings.NewReader(in), out, errOut, o, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(errOut.String(), "failed") || strings.Contains(errOut.String(), "pipe") {
+		t.Errorf("quitting the pager reported a failure:\n%s", errOut.String())
+	}
+	if c.Statements() != 2 || !strings.Contains(out.String(), " n \n---\n 1 ") {
+		t.Errorf("%d statements, stdout %.300q: the shell did not go on", c.Statements(), out.String())
 	}
 }

@@ -5,9 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // tmuxSession is a zkpresto command running in a terminal of its own: a
@@ -94,7 +97,8 @@ func (s *tmuxSession) alive() bool {
 func TestShellInATerminal(t *testing.T) {
 	c := startCoordinators(t, 1)[0]
 	history := filepath.Join(t.TempDir(), "history")
-	s := startInTmux(t, []string{"ZKPRESTO_HISTORY=" + history}, "query", "--server", c.URL(), "--catalog", "hive", "--schema", "web")
+	s := startInTmux(t, []string{"ZKPRESTO_HISTORY=" + history}, "query", "--server", c.URL(), "--catalog", "hive", "--schema", "web",
+		"--disable-auto-suggestion") // no background statements: the test counts them
 	s.waitScreen("the prompt", "presto:web>")
 
 	// A statement over two lines, with the continuation prompt.
@@ -136,7 +140,8 @@ func TestShellInATerminal(t *testing.T) {
 func TestShellPromptFollowsUse(t *testing.T) {
 	cs := startCoordinators(t, 2)
 	dsn := "presto://" + cs[0].Addr() + "," + cs[1].Addr() + "/hive/web;zooKeeperStrategy=ROUND_ROBIN?user=alice"
-	s := startInTmux(t, []string{"ZKPRESTO_HISTORY=" + filepath.Join(t.TempDir(), "history")}, "query", "--dsn", dsn)
+	s := startInTmux(t, []string{"ZKPRESTO_HISTORY=" + filepath.Join(t.TempDir(), "history")}, "query", "--dsn", dsn,
+		"--disable-auto-suggestion") // no background statements: the test reads the latest one
 	s.waitScreen("the prompt", "presto:web>")
 	s.send("USE tpch.tiny;", "Enter")
 	s.waitScreen("the new schema in the prompt", "\npresto:tiny>")
@@ -153,4 +158,124 @@ func TestShellPromptFollowsUse(t *testing.T) {
 	}
 	s.send("quit", "Enter")
 	eventually(t, "quit to end the shell", func() bool { return !s.alive() })
+}
+
+// visible is the terminal's visible screen, without trailing blank lines.
+func (s *tmuxSession) visible() string {
+	out, _ := s.tmux("capture-pane", "-p", "-t", "cli")
+	return strings.TrimRight(out, "\n ")
+}
+
+// waitFor waits until the screen (with its scroll-back) satisfies ok.
+func (s *tmuxSession) waitFor(what string, ok func(visible string) bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !ok(s.visible()) {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: never on the screen:\n%s", what, s.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A result longer than the terminal goes to less -FXRSn on the terminal,
+// as in trino-cli: its first page, less's prompt, and q back to the shell.
+func TestShellPagesResultsWithLess(t *testing.T) {
+	if _, err := exec.LookPath("less"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("less is required in CI: %v", err)
+		}
+		t.Skipf("less not found: %v", err)
+	}
+	c := startCoordinators(t, 1)[0]
+	for _, name := range []string{"PRESTO_PAGER", "TRINO_PAGER"} {
+		t.Setenv(name, "")
+		os.Unsetenv(name) // no pager chosen: the default, less
+	}
+	s := startInTmux(t, []string{"ZKPRESTO_HISTORY=" + filepath.Join(t.TempDir(), "history"), "LESS=", "LESSOPEN="},
+		"query", "--server", c.URL(), "--catalog", "hive", "--schema", "web")
+	s.waitScreen("the prompt", "presto:web>")
+
+	// 100 rows in a 40-line terminal: the first page and less's prompt.
+	s.send("SELECT * FROM rows(100);", "Enter")
+	s.waitFor("less's prompt", func(v string) bool { return strings.HasSuffix(v, "\n:") })
+	v := s.visible()
+	var cells []string
+	for _, line := range strings.Split(v, "\n") {
+		cells = append(cells, strings.TrimSpace(line))
+	}
+	if !slices.Contains(cells, "1") || slices.Contains(cells, "100") || strings.Contains(v, "(100 rows)") {
+		t.Errorf("not the first page of the result:\n%s", v)
+	}
+	s.send("q")
+	s.waitFor("the prompt after q", func(v string) bool { return strings.HasSuffix(v, "presto:web>") })
+
+	// A result that fits the screen is printed, and the shell goes on.
+	s.send("SELECT * FROM rows(2);", "Enter")
+	s.waitScreen("a short result", "(2 rows)")
+	s.waitFor("the prompt", func(v string) bool { return strings.HasSuffix(v, "presto:web>") })
+	s.send("quit", "Enter")
+	eventually(t, "quit to end the shell", func() bool { return !s.alive() })
+}
+
+// Tab completes keywords and the names the coordinator lists, and Ctrl-R
+// searches the history. The simulator answers SHOW CATALOGS and
+// information_schema.tables, as any statement without markers, with one
+// row whose first columns are its name and the user: here catalog (and
+// schema) "tpch" and table "orders".
+func TestShellCompletesAndSearchesHistory(t *testing.T) {
+	c, err := coordinator.Start(coordinator.Options{Name: "tpch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s := startInTmux(t, []string{"ZKPRESTO_HISTORY=" + filepath.Join(t.TempDir(), "history")},
+		"query", "--server", c.URL(), "--catalog", "hive", "--schema", "web", "--user", "orders")
+	s.waitScreen("the prompt", "presto:web>")
+
+	// A keyword, in the case it is typed in.
+	s.send("sel", "Tab")
+	s.waitFor("the keyword completed", func(v string) bool { return strings.HasSuffix(v, "presto:web> select") })
+	// A catalog, once the names have come: Tab again until they have.
+	s.send(" * from tp")
+	eventually(t, "the catalog completed", func() bool {
+		s.send("Tab")
+		return strings.HasSuffix(s.visible(), "presto:web> select * from tpch")
+	})
+	// A table of the schema tpch.
+	s.send(".or", "Tab")
+	s.waitFor("the table completed", func(v string) bool { return strings.HasSuffix(v, "select * from tpch.orders") })
+	s.send(";", "Enter")
+	ran := func(n int) func() bool {
+		return func() bool {
+			count := 0
+			for _, r := range c.Requests() {
+				if r.SQL == "select * from tpch.orders" {
+					count++
+				}
+			}
+			return count == n
+		}
+	}
+	eventually(t, "the completed statement", ran(1))
+
+	// Ctrl-R finds it in the history; Enter takes it and runs it again.
+	s.waitScreen("the result", "(1 row)")
+	s.send("C-r", "tpch.ord")
+	s.waitScreen("the history search", "bck-i-search: tpch.ord")
+	s.waitFor("the statement found", func(v string) bool { return strings.Contains(v, "select * from tpch.orders;") })
+	s.send("Enter")
+	eventually(t, "the statement found by Ctrl-R", ran(2))
+	s.send("quit", "Enter")
+	eventually(t, "quit to end the shell", func() bool { return !s.alive() })
+
+	// --disable-auto-suggestion: Tab completes nothing.
+	s = startInTmux(t, []string{"ZKPRESTO_HISTORY=" + filepath.Join(t.TempDir(), "history")},
+		"query", "--server", c.URL(), "--disable-auto-suggestion")
+	s.waitScreen("the prompt", "presto>")
+	s.send("SELECT * FROM rows(1) WHERE sel", "Tab", " ;", "Enter")
+	s.waitScreen("the result", "(1 row)")
+	if got := lastRequestOf(t, c).SQL; strings.Contains(got, "select") || strings.Contains(got, "SELECT\t") {
+		t.Errorf("with --disable-auto-suggestion the statement was %q", got)
+	}
 }

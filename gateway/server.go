@@ -42,29 +42,35 @@ type ServerLimits struct {
 	// over all connections (DefaultHeadBytesInFlight); a head that would
 	// go past it gets 400 and its connection closed.
 	HeadBytesInFlight int64
+	// MaxHeaderFields bounds the header fields of one request head
+	// (DefaultMaxHeaderFields); a head with more gets 431 (400 under TLS)
+	// and its connection closed.
+	MaxHeaderFields int
 }
 
 // Server is net/http's server as the gateway configures it (see
 // NewServer). Serve and ServeTLS keep its bound on the heads in flight.
 type Server struct {
 	*http.Server
-	heads *headBudget
+	heads     *headBudget
+	maxFields int
 }
 
 // Serve serves on ln; see http.Server.Serve.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.Server.Serve(budgetListener{Listener: ln, b: s.heads})
+	return s.Server.Serve(budgetListener{Listener: ln, b: s.heads, maxFields: s.maxFields})
 }
 
 // ServeTLS serves https on ln; see http.Server.ServeTLS.
 func (s *Server) ServeTLS(ln net.Listener, certFile, keyFile string) error {
-	return s.Server.ServeTLS(budgetListener{Listener: ln, b: s.heads}, certFile, keyFile)
+	return s.Server.ServeTLS(budgetListener{Listener: ln, b: s.heads, maxFields: s.maxFields, tls: true}, certFile, keyFile)
 }
 
 // NewServer returns the net/http server zkpresto gateway serves h with:
 // HTTP/1.1 (no HTTP/2, which every Presto and Trino client can do
-// without), heads of at most MaxHeaderBytes (longer ones get 431) and at
-// most t.HeadBytesInFlight of them at once over all connections, the read
+// without), heads of at most MaxHeaderBytes and t.MaxHeaderFields fields
+// (larger ones get 431) and at most t.HeadBytesInFlight of them at once
+// over all connections, each field charged what parsing it costs, the read
 // and write limits of t, and its errors (a failed TLS handshake, a handler's
 // panic) logged to logger at warn level (nil: none). Serve it with Serve or
 // ServeTLS; its TLSConfig is the caller's to set.
@@ -91,6 +97,10 @@ func NewServer(h http.Handler, logger *slog.Logger, t ServerLimits) *Server {
 	if t.HeadBytesInFlight <= 0 {
 		heads.left.Store(DefaultHeadBytesInFlight)
 	}
+	maxFields := t.MaxHeaderFields
+	if maxFields <= 0 {
+		maxFields = DefaultMaxHeaderFields
+	}
 	return &Server{Server: &http.Server{
 		Handler:           deadlines{h: h, body: orDefault(t.Body, DefaultBodyTimeout), write: orDefault(t.Write, DefaultWriteTimeout)},
 		ReadHeaderTimeout: orDefault(t.Header, DefaultReadHeaderTimeout),
@@ -101,7 +111,7 @@ func NewServer(h http.Handler, logger *slog.Logger, t ServerLimits) *Server {
 		// A non-nil empty map turns HTTP/2 off: the budget of heads counts
 		// one request at a time per connection.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
-	}, heads: heads}
+	}, heads: heads, maxFields: maxFields}
 }
 
 func orDefault(d, def time.Duration) time.Duration {

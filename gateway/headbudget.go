@@ -43,11 +43,6 @@ const headTooManyFields = "HTTP/1.1 431 Request Header Fields Too Large\r\nConte
 // net/http then answers 400 and closes the connection.
 var errHeadBudget = errors.New("zkpresto gateway: too many request heads being read at once")
 
-// errTooManyFields fails a read of a request head with too many fields
-// under TLS, where the 431 cannot be written under net/http: it then
-// answers 400 and closes the connection.
-var errTooManyFields = errors.New("zkpresto gateway: too many header fields in a request head")
-
 // headBudget is what is left of the bytes of request heads a server may
 // hold at once.
 type headBudget struct{ left atomic.Int64 }
@@ -68,7 +63,7 @@ type budgetListener struct {
 	net.Listener
 	b         *headBudget
 	maxFields int  // of a head
-	tls       bool // the connections carry TLS: no answer can be written under it
+	tls       bool // the connections carry TLS: what they read is not the head's text
 }
 
 func (l budgetListener) Accept() (net.Conn, error) {
@@ -76,14 +71,17 @@ func (l budgetListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &budgetConn{Conn: c, b: l.b, maxLines: l.maxFields + 2, tls: l.tls}, nil
+	bc := &budgetConn{Conn: c, b: l.b, maxLines: l.maxFields + 2}
+	if l.tls {
+		bc.maxLines = 0 // the handler counts the fields (deadlines)
+	}
+	return bc, nil
 }
 
 type budgetConn struct {
 	net.Conn
 	b         *headBudget
-	maxLines  int // of a head: its fields, the request line and the empty line
-	tls       bool
+	maxLines  int // of a head: its fields, the request line and the empty line; 0: not counted (TLS)
 	mu        sync.Mutex
 	charged   int64 // of the head being read
 	lines     int   // of the head being read (a body read ahead of its handler adds some)
@@ -110,9 +108,12 @@ func (c *budgetConn) Read(p []byte) (int, error) {
 	}
 	c.charged += int64(n)
 	c.b.left.Add(int64(len(p) - n))
+	if c.maxLines == 0 {
+		return n, err
+	}
 	// Each line is charged what net/http will spend parsing it, before
 	// it does: counted here, a head's fields never cost more than the
-	// budget, however short they are.
+	// budget, however short they are (over plaintext: TLS hides them).
 	lines := bytes.Count(p[:n], newline)
 	c.lines += lines
 	if c.lines > c.maxLines {
@@ -128,15 +129,11 @@ func (c *budgetConn) Read(p []byte) (int, error) {
 
 var newline = []byte{'\n'}
 
-// tooManyFields answers a head with too many fields with 431, unless under
-// TLS, and returns the error that ends the connection: io.EOF has net/http
-// close it without an answer of its own. The 431 is followed by the end of
-// the stream, so that a client still sending its head reads it. c.mu is
-// held.
+// tooManyFields answers a head with too many fields with 431 and returns
+// the error that ends the connection: io.EOF has net/http close it without
+// an answer of its own. The 431 is followed by the end of the stream, so
+// that a client still sending its head reads it. c.mu is held.
 func (c *budgetConn) tooManyFields() error {
-	if c.tls {
-		return errTooManyFields
-	}
 	_ = c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
 	_, _ = io.WriteString(c.Conn, headTooManyFields)
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -648,4 +649,49 @@ func allocatedBytes() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// Under TLS, which hides the head from the count before net/http parses
+// it, a head with too many fields still gets 431, once parsed.
+func TestServerBoundsTheFieldsOfAHeadUnderTLS(t *testing.T) {
+	files, err := testtls.Generate(t.TempDir(), "gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg, err := files.ServerTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := staticGateway(t, gateway.Config{}, "127.0.0.1:1")
+	srv := gateway.NewServer(g, nil, gateway.ServerLimits{MaxHeaderFields: 100})
+	srv.TLSConfig = tlsCfg
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(hostileBound))
+	var head bytes.Buffer
+	head.WriteString("GET /v1/info HTTP/1.1\r\nHost: x\r\n")
+	for i := range 200 {
+		fmt.Fprintf(&head, "h%d: v\r\n", i)
+	}
+	head.WriteString("\r\n")
+	go c.Write(head.Bytes())
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodGet})
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("a head of 200 fields past a limit of 100, under TLS: %s, want 431", resp.Status)
+		}
+	} else {
+		t.Errorf("a head of 200 fields past a limit of 100, under TLS: %v, want 431", err)
+	}
 }

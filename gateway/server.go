@@ -43,8 +43,10 @@ type ServerLimits struct {
 	// go past it gets 400 and its connection closed.
 	HeadBytesInFlight int64
 	// MaxHeaderFields bounds the header fields of one request head
-	// (DefaultMaxHeaderFields); a head with more gets 431 (400 under TLS)
-	// and its connection closed.
+	// (DefaultMaxHeaderFields); a head with more gets 431 and its
+	// connection closed. Over plaintext the fields are counted as the head
+	// arrives, before net/http parses them; under TLS, which the count
+	// cannot see through, only once it has.
 	MaxHeaderFields int
 }
 
@@ -102,7 +104,7 @@ func NewServer(h http.Handler, logger *slog.Logger, t ServerLimits) *Server {
 		maxFields = DefaultMaxHeaderFields
 	}
 	return &Server{Server: &http.Server{
-		Handler:           deadlines{h: h, body: orDefault(t.Body, DefaultBodyTimeout), write: orDefault(t.Write, DefaultWriteTimeout)},
+		Handler:           deadlines{h: h, body: orDefault(t.Body, DefaultBodyTimeout), write: orDefault(t.Write, DefaultWriteTimeout), maxFields: maxFields},
 		ReadHeaderTimeout: orDefault(t.Header, DefaultReadHeaderTimeout),
 		IdleTimeout:       orDefault(t.Idle, DefaultIdleTimeout),
 		MaxHeaderBytes:    MaxHeaderBytes,
@@ -112,6 +114,17 @@ func NewServer(h http.Handler, logger *slog.Logger, t ServerLimits) *Server {
 		// one request at a time per connection.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}, heads: heads, maxFields: maxFields}
+}
+
+// tooManyFields reports whether h holds more than limit fields.
+func tooManyFields(h http.Header, limit int) bool {
+	n := 0
+	for _, vs := range h {
+		if n += len(vs); n > limit {
+			return true
+		}
+	}
+	return false
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -126,10 +139,18 @@ func orDefault(d, def time.Duration) time.Duration {
 type deadlines struct {
 	h           http.Handler
 	body, write time.Duration
+	maxFields   int
 }
 
 func (d deadlines) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer inHandler(r)()
+	if r.TLS != nil && tooManyFields(r.Header, d.maxFields) {
+		// Under TLS the fields cannot be counted before net/http parses
+		// them (see budgetConn): refused here, after the parse.
+		w.Header().Set("Connection", "close")
+		http.Error(w, "431 Request Header Fields Too Large: too many header fields", http.StatusRequestHeaderFieldsTooLarge)
+		return
+	}
 	rc := http.NewResponseController(w)
 	// No deadline of the connection's previous request carries over.
 	_ = rc.SetWriteDeadline(time.Time{})

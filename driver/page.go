@@ -22,10 +22,6 @@ import (
 // is held once, not again in the client's decoder buffer and once more as
 // a copy of each row (see BENCHMARKS.md, "Memory while reading a page").
 
-// maxPageHint bounds the size a page's own figures (Content-Length, the
-// gzip trailer) may make the driver allocate before reading it.
-const maxPageHint = 1 << 30
-
 // placeholderData replaces a non-empty "data" array: the client sees one
 // row and stops fetching there, as for the page itself.
 var placeholderData = []byte(`[0]`)
@@ -82,8 +78,9 @@ func splitPage(resp *http.Response, a *attempt) {
 	resp.ContentLength = int64(len(out))
 }
 
-// readWhole reads resp's body, decoded, into a buffer of the size the
-// page announces (Content-Length, or the gzip trailer's), and closes it.
+// readWhole reads resp's body, decoded, and closes it: into a buffer of
+// the size the page announces (its Content-Length up to a few MiB, or the
+// gzip trailer's once the data arrived), or of the size that arrived.
 func readWhole(resp *http.Response, gzipped bool) ([]byte, error) {
 	defer resp.Body.Close()
 	var raw []byte
@@ -98,14 +95,10 @@ func readWhole(resp *http.Response, gzipped bool) ([]byte, error) {
 		return wire.Gunzip(raw)
 	}
 	if !gzipped {
-		var buf bytes.Buffer
-		if n := resp.ContentLength; n > 0 && n < maxPageHint {
-			buf.Grow(int(n) + bytes.MinRead)
-		}
-		_, err := buf.ReadFrom(resp.Body)
-		return buf.Bytes(), err
+		// Sized by what arrives, not by what the Content-Length claims.
+		return wire.ReadAll(resp.Body, resp.ContentLength)
 	}
-	raw, err := io.ReadAll(resp.Body)
+	raw, err := wire.ReadAll(resp.Body, resp.ContentLength)
 	if err != nil {
 		return nil, err
 	}

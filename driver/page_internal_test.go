@@ -5,9 +5,38 @@ import (
 	"compress/gzip"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
+
+// A page that claims a gigabyte and sends 200 bytes reserves nothing for
+// the claim, compressed or not: while the coordinator holds the rest back,
+// the heap has grown by a few MiB at most.
+func TestReadWholeReservesWhatArrivesNotWhatIsClaimed(t *testing.T) {
+	for _, gzipped := range []bool{false, true} {
+		resp, blocked, stop := testutil.LyingPage(t, 1_000_000_000, 200)
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		done := make(chan error, 1)
+		go func() {
+			_, err := readWhole(resp, gzipped)
+			done <- err
+		}()
+		<-blocked
+		grown := testutil.HeapGrowth(before)
+		stop()
+		if err := <-done; err == nil {
+			t.Errorf("gzip %v: a page cut short of its Content-Length was read without an error", gzipped)
+		}
+		if grown > 8<<20 {
+			t.Errorf("gzip %v: reading a page that claims 1 GB and sent 200 bytes grew the heap by %d MiB, want at most 8", gzipped, grown>>20)
+		}
+	}
+}
 
 // splitPage takes the rows out of a page however it is laid out: "data"
 // inside strings, brackets and escaped quotes inside values, white space,

@@ -1,13 +1,16 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultHeadBytesInFlight bounds the bytes of request heads the server
@@ -17,6 +20,24 @@ import (
 // would hold gigabytes (net/http keeps a head two or three times over
 // while it parses it).
 const DefaultHeadBytesInFlight = 16 * MaxHeaderBytes
+
+// DefaultMaxHeaderFields bounds the header fields of one request head; a
+// head with more gets 431 and its connection closed. net/http keeps each
+// field as a map entry and strings, several times the field's bytes for a
+// short one: a head of short fields within MaxHeaderBytes would hold ten
+// times its size. Clients send a few dozen; Jetty refuses a head past 8 kB
+// and nginx past four buffers of 8 kB, a few hundred fields at most.
+const DefaultMaxHeaderFields = 1000
+
+// headFieldCost is what the budget of heads charges for each line of a
+// head besides its bytes: about what net/http spends on a parsed field
+// (its map entry, the key's and value's strings and slice).
+const headFieldCost = 128
+
+// headTooManyFields is the answer to a head with too many fields, written
+// on the connection before net/http could parse them (it has no way to be
+// told to answer 431 itself).
+const headTooManyFields = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n431 Request Header Fields Too Large: too many header fields"
 
 // errHeadBudget fails a read of a request head past the server's budget:
 // net/http then answers 400 and closes the connection.
@@ -40,7 +61,9 @@ func (b *headBudget) take(n int64) bool {
 // requests (the next head).
 type budgetListener struct {
 	net.Listener
-	b *headBudget
+	b         *headBudget
+	maxFields int  // of a head
+	tls       bool // the connections carry TLS: what they read is not the head's text
 }
 
 func (l budgetListener) Accept() (net.Conn, error) {
@@ -48,14 +71,20 @@ func (l budgetListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &budgetConn{Conn: c, b: l.b}, nil
+	bc := &budgetConn{Conn: c, b: l.b, maxLines: l.maxFields + 2}
+	if l.tls {
+		bc.maxLines = 0 // the handler counts the fields (deadlines)
+	}
+	return bc, nil
 }
 
 type budgetConn struct {
 	net.Conn
 	b         *headBudget
+	maxLines  int // of a head: its fields, the request line and the empty line; 0: not counted (TLS)
 	mu        sync.Mutex
 	charged   int64 // of the head being read
+	lines     int   // of the head being read (a body read ahead of its handler adds some)
 	inHandler bool
 }
 
@@ -68,17 +97,49 @@ func (c *budgetConn) Read(p []byte) (int, error) {
 	charging := !c.inHandler
 	c.mu.Unlock()
 	n, err := c.Conn.Read(p)
-	if charging {
-		c.mu.Lock()
-		if c.inHandler {
-			c.b.left.Add(int64(len(p))) // the handler started meanwhile
-		} else {
-			c.charged += int64(n)
-			c.b.left.Add(int64(len(p) - n))
-		}
-		c.mu.Unlock()
+	if !charging {
+		return n, err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inHandler {
+		c.b.left.Add(int64(len(p))) // the handler started meanwhile
+		return n, err
+	}
+	c.charged += int64(n)
+	c.b.left.Add(int64(len(p) - n))
+	if c.maxLines == 0 {
+		return n, err
+	}
+	// Each line is charged what net/http will spend parsing it, before
+	// it does: counted here, a head's fields never cost more than the
+	// budget, however short they are (over plaintext: TLS hides them).
+	lines := bytes.Count(p[:n], newline)
+	c.lines += lines
+	if c.lines > c.maxLines {
+		return 0, c.tooManyFields()
+	}
+	cost := int64(lines) * headFieldCost
+	if !c.b.take(cost) {
+		return 0, errHeadBudget
+	}
+	c.charged += cost
 	return n, err
+}
+
+var newline = []byte{'\n'}
+
+// tooManyFields answers a head with too many fields with 431 and returns
+// the error that ends the connection: io.EOF has net/http close it without
+// an answer of its own. The 431 is followed by the end of the stream, so
+// that a client still sending its head reads it. c.mu is held.
+func (c *budgetConn) tooManyFields() error {
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = io.WriteString(c.Conn, headTooManyFields)
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	return io.EOF
 }
 
 // handling marks the start (true) or the end of a handler on c: the head
@@ -88,7 +149,7 @@ func (c *budgetConn) handling(on bool) {
 	defer c.mu.Unlock()
 	c.inHandler = on
 	c.b.left.Add(c.charged)
-	c.charged = 0
+	c.charged, c.lines = 0, 0
 }
 
 func (c *budgetConn) Close() error {

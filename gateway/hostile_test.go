@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -580,5 +583,115 @@ func TestServerCutsAClientGoneDuringTheSubmission(t *testing.T) {
 		}
 	case <-time.After(hostileBound):
 		t.Error("the query of a client gone during the submission was not cancelled")
+	}
+}
+
+// Heads of many short fields cost net/http several times their bytes: ten
+// clients at once, each with a head of 200 kB in some 18,000 fields, get
+// 431 (or a closed connection) once a head passes the server's limit of
+// fields, and the gateway allocates less than its budget of heads in all
+// while it reads them; each field is charged what parsing it costs.
+func TestServerBoundsTheFieldsOfAHead(t *testing.T) {
+	const clients, headSize, budget = 10, 200 << 10, 4 << 20
+	c, err := coordinator.Start(coordinator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	g, _ := staticGateway(t, gateway.Config{}, c.Addr())
+	s := serveGatewayWith(t, g, gateway.ServerLimits{HeadBytesInFlight: budget})
+	var head bytes.Buffer
+	head.WriteString("POST /v1/statement HTTP/1.1\r\nHost: x\r\nX-Presto-User: a\r\nContent-Length: 8\r\n")
+	fields := 0
+	for ; head.Len() < headSize; fields++ {
+		fmt.Fprintf(&head, "h%d: v\r\n", fields)
+	}
+	head.WriteString("\r\nSELECT 1")
+	conns := make([]net.Conn, clients)
+	for i := range conns {
+		conns[i] = rawClient(t, s.URL)
+	}
+	runtime.GC()
+	before := allocatedBytes()
+	statuses := make([]int, clients)
+	var wg sync.WaitGroup
+	for i, conn := range conns {
+		wg.Go(func() {
+			go conn.Write(head.Bytes()) // fails once the gateway closes
+			resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodPost})
+			if err == nil {
+				statuses[i] = resp.StatusCode
+				resp.Body.Close()
+			}
+			conn.Close()
+		})
+	}
+	wg.Wait()
+	allocated := allocatedBytes() - before
+	for i, status := range statuses {
+		if status != 0 && status != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("client %d, a head of %d fields: %d, want 431 or a closed connection", i, fields, status)
+		}
+	}
+	t.Logf("%d heads of %d fields: %d kB allocated", clients, fields, allocated>>10)
+	if allocated > budget {
+		t.Errorf("reading %d heads of %d kB of short fields allocated %d MiB, more than the budget of heads, %d MiB",
+			clients, headSize>>10, allocated>>20, budget>>20)
+	}
+	if status := statementStatus(t, s.URL); status != http.StatusOK {
+		t.Errorf("a statement after the heads: %d", status)
+	}
+}
+
+// allocatedBytes is the bytes allocated on the heap since the program
+// started: what a piece of work allocates, whenever the collector runs.
+func allocatedBytes() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// Under TLS, which hides the head from the count before net/http parses
+// it, a head with too many fields still gets 431, once parsed.
+func TestServerBoundsTheFieldsOfAHeadUnderTLS(t *testing.T) {
+	files, err := testtls.Generate(t.TempDir(), "gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg, err := files.ServerTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := staticGateway(t, gateway.Config{}, "127.0.0.1:1")
+	srv := gateway.NewServer(g, nil, gateway.ServerLimits{MaxHeaderFields: 100})
+	srv.TLSConfig = tlsCfg
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(hostileBound))
+	var head bytes.Buffer
+	head.WriteString("GET /v1/info HTTP/1.1\r\nHost: x\r\n")
+	for i := range 200 {
+		fmt.Fprintf(&head, "h%d: v\r\n", i)
+	}
+	head.WriteString("\r\n")
+	go c.Write(head.Bytes())
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodGet})
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("a head of 200 fields past a limit of 100, under TLS: %s, want 431", resp.Status)
+		}
+	} else {
+		t.Errorf("a head of 200 fields past a limit of 100, under TLS: %v, want 431", err)
 	}
 }

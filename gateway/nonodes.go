@@ -76,8 +76,9 @@ func (o *outages) ended(group string) {
 func (g *Gateway) noCoordinator(w http.ResponseWriter, r *http.Request, group *Group, err error) bool {
 	var se *routing.StatementError
 	var re *wire.RequestError
-	if errors.As(err, &se) || errors.As(err, &re) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false // it may have run, the request was bad, or the client left: no outage
+	var hr *headRefusedError
+	if errors.As(err, &se) || errors.As(err, &re) || errors.As(err, &hr) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false // it may have run, the request was bad or its head too large, or the client left: no outage
 	}
 	now := time.Now()
 	since, over := g.outages.failing(group.Name, now)

@@ -42,29 +42,37 @@ type ServerLimits struct {
 	// over all connections (DefaultHeadBytesInFlight); a head that would
 	// go past it gets 400 and its connection closed.
 	HeadBytesInFlight int64
+	// MaxHeaderFields bounds the header fields of one request head
+	// (DefaultMaxHeaderFields); a head with more gets 431 and its
+	// connection closed. Over plaintext the fields are counted as the head
+	// arrives, before net/http parses them; under TLS, which the count
+	// cannot see through, only once it has.
+	MaxHeaderFields int
 }
 
 // Server is net/http's server as the gateway configures it (see
 // NewServer). Serve and ServeTLS keep its bound on the heads in flight.
 type Server struct {
 	*http.Server
-	heads *headBudget
+	heads     *headBudget
+	maxFields int
 }
 
 // Serve serves on ln; see http.Server.Serve.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.Server.Serve(budgetListener{Listener: ln, b: s.heads})
+	return s.Server.Serve(budgetListener{Listener: ln, b: s.heads, maxFields: s.maxFields})
 }
 
 // ServeTLS serves https on ln; see http.Server.ServeTLS.
 func (s *Server) ServeTLS(ln net.Listener, certFile, keyFile string) error {
-	return s.Server.ServeTLS(budgetListener{Listener: ln, b: s.heads}, certFile, keyFile)
+	return s.Server.ServeTLS(budgetListener{Listener: ln, b: s.heads, maxFields: s.maxFields, tls: true}, certFile, keyFile)
 }
 
 // NewServer returns the net/http server zkpresto gateway serves h with:
 // HTTP/1.1 (no HTTP/2, which every Presto and Trino client can do
-// without), heads of at most MaxHeaderBytes (longer ones get 431) and at
-// most t.HeadBytesInFlight of them at once over all connections, the read
+// without), heads of at most MaxHeaderBytes and t.MaxHeaderFields fields
+// (larger ones get 431) and at most t.HeadBytesInFlight of them at once
+// over all connections, each field charged what parsing it costs, the read
 // and write limits of t, and its errors (a failed TLS handshake, a handler's
 // panic) logged to logger at warn level (nil: none). Serve it with Serve or
 // ServeTLS; its TLSConfig is the caller's to set.
@@ -91,8 +99,12 @@ func NewServer(h http.Handler, logger *slog.Logger, t ServerLimits) *Server {
 	if t.HeadBytesInFlight <= 0 {
 		heads.left.Store(DefaultHeadBytesInFlight)
 	}
+	maxFields := t.MaxHeaderFields
+	if maxFields <= 0 {
+		maxFields = DefaultMaxHeaderFields
+	}
 	return &Server{Server: &http.Server{
-		Handler:           deadlines{h: h, body: orDefault(t.Body, DefaultBodyTimeout), write: orDefault(t.Write, DefaultWriteTimeout)},
+		Handler:           deadlines{h: h, body: orDefault(t.Body, DefaultBodyTimeout), write: orDefault(t.Write, DefaultWriteTimeout), maxFields: maxFields},
 		ReadHeaderTimeout: orDefault(t.Header, DefaultReadHeaderTimeout),
 		IdleTimeout:       orDefault(t.Idle, DefaultIdleTimeout),
 		MaxHeaderBytes:    MaxHeaderBytes,
@@ -101,7 +113,18 @@ func NewServer(h http.Handler, logger *slog.Logger, t ServerLimits) *Server {
 		// A non-nil empty map turns HTTP/2 off: the budget of heads counts
 		// one request at a time per connection.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
-	}, heads: heads}
+	}, heads: heads, maxFields: maxFields}
+}
+
+// tooManyFields reports whether h holds more than limit fields.
+func tooManyFields(h http.Header, limit int) bool {
+	n := 0
+	for _, vs := range h {
+		if n += len(vs); n > limit {
+			return true
+		}
+	}
+	return false
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -116,10 +139,18 @@ func orDefault(d, def time.Duration) time.Duration {
 type deadlines struct {
 	h           http.Handler
 	body, write time.Duration
+	maxFields   int
 }
 
 func (d deadlines) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer inHandler(r)()
+	if r.TLS != nil && tooManyFields(r.Header, d.maxFields) {
+		// Under TLS the fields cannot be counted before net/http parses
+		// them (see budgetConn): refused here, after the parse.
+		w.Header().Set("Connection", "close")
+		http.Error(w, "431 Request Header Fields Too Large: too many header fields", http.StatusRequestHeaderFieldsTooLarge)
+		return
+	}
 	rc := http.NewResponseController(w)
 	// No deadline of the connection's previous request carries over.
 	_ = rc.SetWriteDeadline(time.Time{})

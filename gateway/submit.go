@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/zkpresto/zkpresto/internal/pool"
@@ -164,6 +165,7 @@ func (g *Gateway) sendStatement(ctx context.Context, r *http.Request, rc reach, 
 	attempt.failure, attempt.sent = e.Failure()
 	attempt.written = e.Written()
 	attempt.clientGone = r.Context().Err() != nil
+	attempt.headBytes = requestHeadBytes(out)
 	return attempt, abort
 }
 
@@ -179,6 +181,7 @@ type submitAttempt struct {
 	sent        bool           // whether the statement may have reached the coordinator then
 	written     bool           // whether it may have reached it whole (the exchange's Written)
 	clientGone  bool           // the client's request ended
+	headBytes   int            // about the size of the request's head
 }
 
 // submitKind is what an attempt of a submission means, for the
@@ -228,6 +231,11 @@ const (
 	// verdict on the coordinator, and the client gets the 503 of a
 	// statement no coordinator took.
 	submitTimedOut
+	// submitHeadRefused: the coordinator closed or reset the connection,
+	// with no answer, on a request whose head is over coordinatorHeadLimit:
+	// what Jetty does to a head over its limit. The client's fault: a
+	// 431, no other coordinator is tried, and none is charged.
+	submitHeadRefused
 )
 
 var submitKindNames = [...]string{
@@ -240,6 +248,7 @@ var submitKindNames = [...]string{
 	submitAbandoned:   "abandoned",
 	submitUnanswered:  "unanswered",
 	submitTimedOut:    "timed out",
+	submitHeadRefused: "head refused",
 }
 
 func (k submitKind) String() string { return submitKindNames[k] }
@@ -263,7 +272,7 @@ func (o submitOutcome) routing() routing.Outcome {
 		return routing.NotSent
 	case submitMayHaveRun, submitUnanswered:
 		return routing.MaybeSent
-	case submitInvalid:
+	case submitInvalid, submitHeadRefused:
 		return routing.Invalid
 	case submitAbandoned, submitTimedOut:
 		return routing.Abandoned
@@ -279,7 +288,9 @@ func (o submitOutcome) routing() routing.Outcome {
 // sent or the client left before the statement was whole, else the
 // coordinator's, sent or not as the exchange recorded it; one it did not
 // record is the submission's timeout, after the statement may have
-// reached the coordinator whole or before.
+// reached the coordinator whole or before; one where the coordinator hung
+// up without a word on a head larger than a coordinator may refuse is the
+// head's, the client's.
 func classifySubmission(a submitAttempt) submitOutcome {
 	var notReady *notReadyError
 	switch {
@@ -295,6 +306,8 @@ func classifySubmission(a submitAttempt) submitOutcome {
 		return submitOutcome{submitInvalid, a.submitErr}
 	case a.clientGone && !a.written:
 		return submitOutcome{submitAbandoned, a.submitErr}
+	case a.failure != nil && a.headBytes > coordinatorHeadLimit && hungUp(a.failure):
+		return submitOutcome{submitHeadRefused, &headRefusedError{bytes: a.headBytes, err: a.failure}}
 	case a.failure == nil && a.written:
 		return submitOutcome{submitUnanswered, fmt.Errorf("no answer to the statement in time: %w", a.submitErr)}
 	case a.failure == nil:
@@ -305,12 +318,67 @@ func classifySubmission(a submitAttempt) submitOutcome {
 	return submitOutcome{submitNotSent, a.failure}
 }
 
+// coordinatorHeadLimit is the smallest request head a coordinator is
+// known to refuse: Jetty's default, 8 kB, which PrestoDB keeps (Trino
+// takes about 2 MB). Jetty answers a head over its limit with 431 and
+// closes the connection with the rest of the head unread, which resets
+// it and loses the 431 on the way; a coordinator that hangs up without
+// a word on a larger head is taken to have done that. A coordinator that
+// really failed just then is charged by the next statement.
+const coordinatorHeadLimit = 8 << 10
+
+// headRefusedError is the failure of a submission whose head the
+// coordinator refused by hanging up (see coordinatorHeadLimit).
+type headRefusedError struct {
+	bytes int
+	err   error
+}
+
+func (e *headRefusedError) Error() string {
+	return fmt.Sprintf("the coordinator closed the connection without an answer on a request head of %d bytes, more than coordinators take by default (%d kB); send less in headers: %v",
+		e.bytes, coordinatorHeadLimit>>10, e.err)
+}
+
+func (e *headRefusedError) Unwrap() error { return e.err }
+
+// hungUp reports whether err is a connection the coordinator closed or
+// reset before any answer: not a refusal, a redirect, a cut page or an
+// answer's head too long, which are answers.
+func hungUp(err error) bool {
+	var refused *wire.RefusedError
+	var redirect *wire.RedirectError
+	var page *wire.PageError
+	if errors.As(err, &refused) || errors.As(err, &redirect) || errors.As(err, &page) || errors.Is(err, pool.ErrHeadTooLarge) {
+		return false
+	}
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// requestHeadBytes is about the size of req's head on the wire: its request
+// line, Host and header fields.
+func requestHeadBytes(req *http.Request) int {
+	n := len(req.Method) + len(req.URL.RequestURI()) + len(req.URL.Host) + len(" HTTP/1.1\r\nHost: \r\n\r\n")
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + len(": \r\n")
+		}
+	}
+	return n
+}
+
 // submitFailed answers a statement no coordinator took, or one that may
 // have reached one that then failed.
 func (g *Gateway) submitFailed(w http.ResponseWriter, r *http.Request, err error) {
 	var se *routing.StatementError
 	var re *wire.RequestError
+	var hr *headRefusedError
 	switch {
+	case errors.As(err, &hr):
+		// The client's head, not the coordinator: no retry helps.
+		g.stats.add("submit", http.StatusRequestHeaderFieldsTooLarge)
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestHeaderFieldsTooLarge, errGatewayName, "", "zkpresto gateway: "+hr.Error())
 	case errors.As(err, &se):
 		// It may be running: never an answer the client retries, and one
 		// every client shows as the query's failure.

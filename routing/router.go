@@ -269,8 +269,10 @@ const (
 	// coordinator.
 	Abandoned
 	// Invalid: the statement could not be sent at all (a request the HTTP
-	// client refuses to send). It proves nothing about the coordinator,
-	// and no other coordinator is tried: it would fail there the same way.
+	// client refuses to send, or one whose head the coordinator refused).
+	// It proves nothing about the coordinator, which is charged neither a
+	// failure nor the attempt's time, and no other coordinator is tried: it
+	// would fail there the same way.
 	Invalid
 	// Unreached: the coordinator did not take the statement in time (no
 	// connection within the dial race's delay, or a write that had not
@@ -376,8 +378,14 @@ func (r *Router) Run(ctx context.Context, req *strategy.Request, pinned *discove
 				a.End(err)
 			}
 			return a, err
-		case Abandoned, Invalid:
+		case Abandoned:
 			a.End(err)
+			return a, err
+		case Invalid:
+			// The request's fault: no figure of the coordinator's.
+			if a.ended.CompareAndSwap(false, true) {
+				a.load.Drop()
+			}
 			return a, err
 		case Unanswered:
 			a.End(err)

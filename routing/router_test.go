@@ -166,6 +166,9 @@ func TestRunFailoverTable(t *testing.T) {
 				if refused {
 					refusers++
 				}
+				if listed && o == routing.Invalid && n.Failures != 0 {
+					t.Errorf("%s charged %d failures for a request that could not be sent", n.Node.Addr, n.Failures)
+				}
 				if n.Ejections > 0 {
 					ejected++
 					if !refused {

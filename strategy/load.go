@@ -56,6 +56,12 @@ func (l *Load) End(elapsed time.Duration, err error) {
 	}
 }
 
+// Drop records that a statement that started on the node ended with no
+// verdict on the node (its request could not be sent, or was refused for
+// what the client put in it): it is no longer in flight, and neither its
+// time nor a failure is counted.
+func (l *Load) Drop() { l.inFlight.Add(-1) }
+
 // InFlight returns the statements running on the node now.
 func (l *Load) InFlight() int64 { return l.inFlight.Load() }
 

@@ -46,18 +46,33 @@ func ReadPage(resp *http.Response) (*bytes.Buffer, error) {
 // pageChunk is the size of the pieces a large page is read in.
 const pageChunk = 4 << 20
 
+// maxReserve bounds the buffer a page's announced size (its
+// Content-Length) reserves before its bytes arrive: a peer that claims a
+// gigabyte and sends a few bytes must not make the reader hold the
+// gigabyte. A larger page is read in pieces, as they arrive.
+const maxReserve = pageChunk
+
 // readInto reads resp's body into buf. A page of a size the response
-// announces gets a buffer of that size. Otherwise up to poolLimit is read
-// into buf as it is, and a larger page in pieces of pageChunk, copied
-// once into a buffer of the page's size: a buffer grown by doubling would
-// end up to twice the page, with its earlier sizes as garbage besides.
+// announces, up to maxReserve, gets a buffer of that size. Otherwise up to
+// poolLimit is read into buf as it is, and a larger page in pieces of
+// pageChunk, copied once into a buffer of the page's size: a buffer grown
+// by doubling would end up to twice the page, with its earlier sizes as
+// garbage besides. What is held is then about twice what arrived, never
+// what was announced.
 func readInto(buf *bytes.Buffer, resp *http.Response) error {
-	if n := resp.ContentLength; n > 0 && n <= maxAnnounced {
+	if n := resp.ContentLength; n > 0 && n <= maxReserve {
 		buf.Grow(int(n) + bytes.MinRead) // ReadFrom wants MinRead free to see the end
 		_, err := buf.ReadFrom(resp.Body)
 		return err
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, poolLimit)); err != nil || buf.Len() < poolLimit {
+	return readPieces(buf, resp.Body)
+}
+
+// readPieces reads r to its end into buf: up to poolLimit as buf grows,
+// the rest in pieces of pageChunk, copied once into a buffer of the size
+// that arrived. On an error buf holds what came before the last piece.
+func readPieces(buf *bytes.Buffer, r io.Reader) error {
+	if _, err := buf.ReadFrom(io.LimitReader(r, poolLimit)); err != nil || buf.Len() < poolLimit {
 		return err
 	}
 	var chunks [][]byte
@@ -66,7 +81,7 @@ func readInto(buf *bytes.Buffer, resp *http.Response) error {
 		chunk := make([]byte, pageChunk)
 		n := 0
 		for n < len(chunk) {
-			m, err := resp.Body.Read(chunk[n:])
+			m, err := r.Read(chunk[n:])
 			n += m
 			if err == io.EOF {
 				done = true
@@ -88,9 +103,24 @@ func readInto(buf *bytes.Buffer, resp *http.Response) error {
 	return nil
 }
 
-// maxAnnounced bounds the size a page announces (its Content-Length, or
-// its gzip trailer's decoded size) that a buffer is sized by before the
-// data arrives.
+// ReadAll reads r to its end as a page is read: a buffer of the size
+// announced (a Content-Length, or -1 when unknown) up to a few MiB, or
+// pieces copied once into a buffer of the size that arrived, so that a
+// peer's claim reserves nothing it did not send. On an error it returns
+// what it read, or its first MiB.
+func ReadAll(r io.Reader, announced int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if announced > 0 && announced <= maxReserve {
+		buf.Grow(int(announced) + bytes.MinRead)
+		_, err := buf.ReadFrom(r)
+		return buf.Bytes(), err
+	}
+	err := readPieces(&buf, r)
+	return buf.Bytes(), err
+}
+
+// maxAnnounced bounds the size a page announces (its gzip trailer's
+// decoded size) that a buffer is sized by once the data arrived.
 const maxAnnounced = 1 << 30
 
 // PutPage hands a buffer of ReadPage back for reuse; the caller must not

@@ -5,9 +5,36 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 )
+
+// A page that claims a gigabyte and sends 200 bytes reserves nothing for
+// the claim: while the coordinator holds the rest back, the heap has grown
+// by a few MiB at most (twice what arrived, and one piece).
+func TestReadPageReservesWhatArrivesNotWhatIsClaimed(t *testing.T) {
+	resp, blocked, stop := testutil.LyingPage(t, 1_000_000_000, 200)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	done := make(chan error, 1)
+	go func() {
+		_, err := ReadPage(resp)
+		done <- err
+	}()
+	<-blocked
+	grown := testutil.HeapGrowth(before)
+	stop()
+	if err := <-done; err == nil {
+		t.Error("a page cut short of its Content-Length was read without an error")
+	}
+	if grown > 8<<20 {
+		t.Errorf("reading a page that claims 1 GB and sent 200 bytes grew the heap by %d MiB, want at most 8", grown>>20)
+	}
+}
 
 // A page larger than the pooled buffer is read whole, exactly, into a
 // buffer of its size, whatever the reads' sizes; one cut inside, at a

@@ -2,18 +2,25 @@
 // packages share: a buffer that running goroutines may write while the test
 // reads it, a bounded wait for a condition, an HTTP client whose
 // connections end with the test, a check of the rows a simulated
-// coordinator's rows(n) returns, and a comparison of the values a driver
-// hands out. Only tests import it.
+// coordinator's rows(n) returns, a comparison of the values a driver
+// hands out, and a coordinator whose page claims more than it sends, with
+// the heap's growth while it is read. Only tests import it.
 package testutil
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,4 +156,68 @@ func SameValue(got, want any) bool {
 		return ok && (g == nil) == (w == nil) && bytes.Equal(g, w)
 	}
 	return reflect.DeepEqual(got, want)
+}
+
+// LyingPage starts a coordinator on loopback whose answer claims a
+// Content-Length of claimed bytes, sends the first sent bytes of a page
+// and holds the rest back; it returns the answer, whose body closes
+// blocked when a read waits past those bytes (what a reader reserved for
+// the claim is then on the heap), and stop, which ends the answer and
+// any read of it (called at the test's end too).
+func LyingPage(tb testing.TB, claimed int64, sent int) (resp *http.Response, blocked <-chan struct{}, stop func()) {
+	tb.Helper()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.FormatInt(claimed, 10))
+		page := `{"id":"q","data":[["` + strings.Repeat("x", sent) + `"]]}`
+		_, _ = io.WriteString(w, page[:sent])
+		http.NewResponseController(w).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	tb.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); close(release) }) }
+	tb.Cleanup(stop)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ch := make(chan struct{})
+	resp.Body = &watchedBody{ReadCloser: resp.Body, left: int64(sent), blocked: ch}
+	return resp, ch, stop
+}
+
+// watchedBody closes blocked at the first read once left bytes were read.
+type watchedBody struct {
+	io.ReadCloser
+	left    int64
+	blocked chan struct{}
+	once    sync.Once
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		b.once.Do(func() { close(b.blocked) })
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// HeapGrowth returns how much the heap's allocated bytes grew from before
+// to now, zero when they shrank.
+func HeapGrowth(before runtime.MemStats) uint64 {
+	var now runtime.MemStats
+	runtime.ReadMemStats(&now)
+	if now.HeapAlloc < before.HeapAlloc {
+		return 0
+	}
+	return now.HeapAlloc - before.HeapAlloc
 }

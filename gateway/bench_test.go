@@ -579,7 +579,8 @@ func BenchmarkGatewayRoundTrip(b *testing.B) {
 // direct's (<path>-added-ns), the gateway's added p50 over nginx's
 // (gateway-x-nginx) and over httputil.ReverseProxy's (gateway-x-goproxy),
 // each proxy's CPU per statement (<path>-cpu-ns/stmt) and the gateway's
-// over nginx's and goproxy's (gateway-cpu-x-nginx, gateway-cpu-x-goproxy).
+// over nginx's, goproxy's and gorelay's (gateway-cpu-x-nginx,
+// gateway-cpu-x-goproxy, gateway-cpu-x-gorelay).
 func BenchmarkGatewayAddedLatency(b *testing.B) {
 	rig := newBenchRig(b, coordinator.Options{})
 	clients := make([]*benchClient, len(paths))
@@ -625,7 +626,7 @@ func BenchmarkGatewayAddedLatency(b *testing.B) {
 		b.ReportMetric((p50[gw]-p50[0])/added, "gateway-x-goproxy")
 	}
 	// CPU per statement of each proxy's processes, and the gateway's over
-	// nginx's and goproxy's.
+	// nginx's, goproxy's and gorelay's.
 	cpu := make([]float64, len(paths))
 	for i, path := range paths {
 		if rig.pids(path) == nil || len(durations[i]) == 0 {
@@ -639,6 +640,9 @@ func BenchmarkGatewayAddedLatency(b *testing.B) {
 	}
 	if cpu[gp] > 0 {
 		b.ReportMetric(cpu[gw]/cpu[gp], "gateway-cpu-x-goproxy")
+	}
+	if gr := slices.Index(paths, "gorelay"); cpu[gr] > 0 {
+		b.ReportMetric(cpu[gw]/cpu[gr], "gateway-cpu-x-gorelay")
 	}
 }
 

@@ -62,6 +62,11 @@ var demoRegistration = []struct {
 	{discovery.FormatZkpresto, 4},
 }
 
+// demoStrategies are the strategies the demo runs one statement at a
+// time; user_hash and consistent_hash get a table per user after them.
+// Together they are every built-in strategy.
+var demoStrategies = []string{"random", "poll", "weighted", "weighted_poll", "least_active", "p2c", "shared_p2c", "local_first", "global_poll"}
+
 func runDemo(ctx context.Context, w io.Writer, o demoOptions) error {
 	if o.statements <= 0 {
 		return fmt.Errorf("--statements must be positive, not %d", o.statements)
@@ -86,7 +91,7 @@ func runDemo(ctx context.Context, w io.Writer, o demoOptions) error {
 	fmt.Fprintf(w, "\n%d statements per strategy, one after another (each statement is one pick):\n", o.statements)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\t"+strings.Join(names(f.Coordinators), "\t")+"\tfirst picks\tper statement\t")
-	for _, strategy := range []string{"random", "poll", "weighted", "weighted_poll", "least_active", "p2c"} {
+	for _, strategy := range demoStrategies {
 		began := time.Now()
 		counts, first, err := demoWorkload(ctx, f.DSN(";zooKeeperStrategy="+strategy+"?user=demo"), o.statements)
 		if err != nil {
@@ -96,21 +101,25 @@ func runDemo(ctx context.Context, w io.Writer, o demoOptions) error {
 		fmt.Fprintln(tw, strategy+"\t"+countRow(f.Coordinators, counts)+"\t"+strings.Join(first, ",")+"\t"+perStatement.Round(time.Microsecond).String()+"\t")
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "(one statement at a time nothing is in flight, so least_active and p2c send each to the node\n"+
-		" with the most capacity per statement in flight, c3; under concurrent load they spread by load:\n"+
-		" see zkpresto-lab simulate)")
+	fmt.Fprintln(w, "(one statement at a time nothing is in flight, so least_active, p2c and shared_p2c send each to\n"+
+		" the node with the most capacity per statement in flight, c3; under concurrent load they spread\n"+
+		" by load: see zkpresto-lab simulate. shared_p2c reads the load registrars publish, none here, so\n"+
+		" it counts this client's own; local_first has no zone here, so it is least_active over all;\n"+
+		" global_poll takes turns across every client through the counter znode)")
 
-	fmt.Fprintln(w, "\nuser_hash: each user stays on one coordinator")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "user\t"+strings.Join(names(f.Coordinators), "\t")+"\t")
-	for _, user := range []string{"alice", "bob", "carol", "dave", "erin"} {
-		counts, _, err := demoWorkload(ctx, f.DSN(";zooKeeperStrategy=user_hash?user="+user), max(o.statements/10, 1))
-		if err != nil {
-			return fmt.Errorf("strategy user_hash: %w", err)
+	for _, strategy := range []string{"user_hash", "consistent_hash"} {
+		fmt.Fprintf(w, "\n%s: each user stays on one coordinator\n", strategy)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "user\t"+strings.Join(names(f.Coordinators), "\t")+"\t")
+		for _, user := range []string{"alice", "bob", "carol", "dave", "erin"} {
+			counts, _, err := demoWorkload(ctx, f.DSN(";zooKeeperStrategy="+strategy+"?user="+user), max(o.statements/10, 1))
+			if err != nil {
+				return fmt.Errorf("strategy %s: %w", strategy, err)
+			}
+			fmt.Fprintln(tw, user+"\t"+countRow(f.Coordinators, counts)+"\t")
 		}
-		fmt.Fprintln(tw, user+"\t"+countRow(f.Coordinators, counts)+"\t")
+		tw.Flush()
 	}
-	tw.Flush()
 
 	return demoMembership(ctx, w, f, o.statements)
 }

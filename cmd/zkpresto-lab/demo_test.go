@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/zkpresto/zkpresto/strategy"
 	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
 )
 
@@ -27,6 +28,17 @@ func TestDemoBalancesAndFollowsMembership(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
+	}
+	// Every built-in strategy is at work, as the README says: a row of
+	// its own, or a table per user for the hashing ones.
+	for _, name := range strategy.Names() {
+		if !regexp.MustCompile(`(?m)^\s+` + name + `\s+\d+\s+\d+\s+\d+\s|^` + name + `: `).MatchString(text) {
+			t.Errorf("the demo does not run strategy %s:\n%s", name, text)
+		}
+	}
+	// global_poll takes turns, as poll.
+	if !regexp.MustCompile(`(?m)^\s+global_poll\s+14\s+14\s+14\s`).MatchString(text) {
+		t.Errorf("global_poll row is not 14/14/14:\n%s", text)
 	}
 	// poll over 42 statements and three coordinators: 14 each.
 	if !regexp.MustCompile(`(?m)^\s+poll\s+14\s+14\s+14\s`).MatchString(text) {

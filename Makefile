@@ -16,7 +16,7 @@ FUZZTIME    ?= 250000x
 # the main module stays on the Go it names.
 INTEROP_TOOLCHAIN ?= go1.27.3
 
-.PHONY: all demo test deps demo-deps test-deps fmt-check vet staticcheck unit importer fuzz bench
+.PHONY: all demo test deps demo-deps test-deps fmt-check vet staticcheck unit importer fuzz bench dist
 
 all: test
 
@@ -124,3 +124,21 @@ bench:
 	$(GO) test -run '^$$' -bench '^BenchmarkGatewayMemory$$' -benchtime 1x -count $(BENCHCOUNT) ./gateway/ | tee bench-gateway-memory.txt
 	$(GO) run $(BENCHSTAT) -col /path bench-gateway-memory.txt
 	$(GO) test -run '^$$' -bench '^BenchmarkGatewayStatementsMemory$$' -benchtime 1x -count 1 ./gateway/ | tee bench-gateway-statements-memory.txt
+
+# Release binaries of zkpresto (register, nodes, query, gateway) for Linux
+# and macOS on amd64 and arm64, static, with the version stamped into
+# `zkpresto --version`: VERSION, by default what git describe says of the
+# checkout. They go to dist/, with their SHA-256 sums.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+dist:
+	rm -rf dist && mkdir -p dist
+	set -e; for p in $(DIST_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		echo "dist/zkpresto-$(VERSION)-$$os-$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
+			-ldflags "-s -w -X main.version=$(VERSION)" \
+			-o dist/zkpresto-$(VERSION)-$$os-$$arch ./cmd/zkpresto; \
+	done
+	cd dist && sha256sum zkpresto-* > SHA256SUMS

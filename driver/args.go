@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // errNamedArgument is the error for a sql.Named argument: Presto's
@@ -44,10 +45,16 @@ type jsonArg string
 
 // interpolate replaces the ? placeholders of query with args rendered as
 // SQL literals. A ? inside a string literal ('...', a quote doubled inside), a
-// quoted identifier ("...", likewise), a line comment (-- to the
+// quoted identifier ("...", likewise, or `...`), a line comment (-- to the
 // end of the line) or a block comment (/* ... */) is not a placeholder. A
 // query without arguments is returned as it is, so that statements such as
 // PREPARE s FROM SELECT ? keep their placeholders.
+//
+// A literal never joins the text around it into another token: a negative
+// number is sent in parentheses, (-5), as 0-? would otherwise become 0--5,
+// a comment to the end of the line; and a space separates a literal from
+// text it would run into (a?, 1e? and X? with 5, 5 and 'ab' would be a5,
+// 1e5 and X'ab' else). See needsSpace.
 func interpolate(query string, args []driver.NamedValue) (string, error) {
 	if len(args) == 0 {
 		return query, nil
@@ -61,8 +68,19 @@ func interpolate(query string, args []driver.NamedValue) (string, error) {
 	b.Grow(len(query) + 16*len(args))
 	n := 0
 	var err error
+	// write appends s, after a space when s would join what precedes it.
+	write := func(s string) {
+		if s != "" && needsSpace(b.String(), s[0]) {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+	}
 	scanPlaceholders(query, func(text string, placeholder bool) bool {
-		b.WriteString(text)
+		if n > 0 {
+			write(text) // after a literal
+		} else {
+			b.WriteString(text)
+		}
 		if !placeholder {
 			return true
 		}
@@ -75,7 +93,7 @@ func interpolate(query string, args []driver.NamedValue) (string, error) {
 			err = fmt.Errorf("zkpresto: argument %d: %w", n, err)
 			return false
 		}
-		b.WriteString(lit)
+		write(lit)
 		return true
 	})
 	if err != nil {
@@ -87,15 +105,50 @@ func interpolate(query string, args []driver.NamedValue) (string, error) {
 	return b.String(), nil
 }
 
+// needsSpace reports whether text followed by the byte b, at a literal's
+// edge, could be read as one token by Presto's and Trino's lexers
+// (SqlBase.g4: identifiers and numbers run on through letters, digits, '_',
+// '@', ':', '.' and an exponent, 1E+5; a quote after a quote continues a
+// string; X' and U&' start a binary or Unicode string; two operator
+// characters can make --, /*, <=, ||, ->...). Bytes of UTF-8 sequences
+// count as letters: PrestoDB upper-cases 'ſ' to S.
+func needsSpace(text string, b byte) bool {
+	if text == "" {
+		return false
+	}
+	switch a := text[len(text)-1]; {
+	case isWordByte(a):
+		return isWordByte(b) || b == '\''
+	case a == '\'' || a == '"' || a == '`':
+		return b == a
+	case (a == '+' || a == '-') && b >= '0' && b <= '9' && len(text) > 1 && (text[len(text)-2] == 'E' || text[len(text)-2] == 'e'):
+		return true // an exponent's sign
+	case a == '&':
+		return b == '\'' || isOperatorByte(b)
+	case isOperatorByte(a):
+		return isOperatorByte(b)
+	}
+	return false
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '_' || c == '@' || c == ':' || c == '.' || c == '$' || c >= utf8.RuneSelf
+}
+
+func isOperatorByte(c byte) bool { return strings.IndexByte("-+*/%<>=!|&^~?{}", c) >= 0 }
+
 // scanPlaceholders splits query at its ? placeholders: emit gets each run
 // of text before a placeholder with placeholder set, and the text after the
 // last one with placeholder unset. It stops when emit returns false. An
-// unterminated literal or comment runs to the end of the query.
+// unterminated literal or comment runs to the end of the query (the
+// servers' lexers read its opening as a token of its own, and refuse the
+// statement).
 func scanPlaceholders(query string, emit func(text string, placeholder bool) bool) {
 	start := 0
 	for i := 0; i < len(query); i++ {
 		switch c := query[i]; {
-		case c == '\'' || c == '"':
+		case c == '\'' || c == '"' || c == '`':
 			// A doubled quote inside is the quote itself: skipping to the
 			// next quote and carrying on reads it as two literals, which
 			// hold no placeholder either way.
@@ -106,7 +159,8 @@ func scanPlaceholders(query string, emit func(text string, placeholder bool) boo
 				i += j + 1
 			}
 		case c == '-' && i+1 < len(query) && query[i+1] == '-':
-			j := strings.IndexByte(query[i:], '\n')
+			// SIMPLE_COMMENT ends at a carriage return or a line feed.
+			j := strings.IndexAny(query[i:], "\r\n")
 			if j < 0 {
 				i = len(query)
 			} else {
@@ -130,12 +184,16 @@ func scanPlaceholders(query string, emit func(text string, placeholder bool) boo
 }
 
 // sqlLiteral renders v, a value database/sql's default conversion produces,
-// as a Presto literal.
+// as a Presto literal. A negative number is in parentheses, (-5), so that
+// its minus sign cannot join a minus (or anything else) before it.
 func sqlLiteral(v driver.Value) (string, error) {
 	switch v := v.(type) {
 	case nil:
 		return "NULL", nil
 	case int64:
+		if v < 0 {
+			return "(" + strconv.FormatInt(v, 10) + ")", nil
+		}
 		return strconv.FormatInt(v, 10), nil
 	case float64:
 		switch {
@@ -144,10 +202,14 @@ func sqlLiteral(v driver.Value) (string, error) {
 		case math.IsInf(v, 1):
 			return "infinity()", nil
 		case math.IsInf(v, -1):
-			return "-infinity()", nil
+			return "(-infinity())", nil
 		}
 		// A DOUBLE literal: with an exponent, never read as a DECIMAL.
-		return strconv.FormatFloat(v, 'E', -1, 64), nil
+		f := strconv.FormatFloat(v, 'E', -1, 64)
+		if f[0] == '-' {
+			return "(" + f + ")", nil
+		}
+		return f, nil
 	case bool:
 		if v {
 			return "TRUE", nil
@@ -180,7 +242,7 @@ func sqlLiteral(v driver.Value) (string, error) {
 // timestamp(3) everywhere.
 func timestampLiteral(t time.Time) string {
 	zone := t.Location().String()
-	if !strings.Contains(zone, "/") && zone != "UTC" {
+	if !strings.Contains(zone, "/") && zone != "UTC" || !isZoneName(zone) {
 		zone = t.Format("-07:00")
 	}
 	layout := "2006-01-02 15:04:05.000"
@@ -191,4 +253,17 @@ func timestampLiteral(t time.Time) string {
 		layout = "2006-01-02 15:04:05.000000"
 	}
 	return "TIMESTAMP '" + t.Format(layout) + " " + zone + "'"
+}
+
+// isZoneName reports whether name can be a tz database name (letters,
+// digits and _ + - / only): a time.FixedZone may be named anything, a
+// quote included, which would end the literal.
+func isZoneName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_+-/", c) >= 0) {
+			return false
+		}
+	}
+	return name != ""
 }

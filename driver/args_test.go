@@ -44,6 +44,14 @@ func TestInterpolateSkipsLiteralsAndComments(t *testing.T) {
 			"SELECT TIMESTAMP '2024-05-06 07:08:09.000 UTC'"},
 		{"PREPARE s FROM SELECT ?", nil, "PREPARE s FROM SELECT ?"},
 		{"SELECT 'unterminated ?", positional(), "SELECT 'unterminated ?"},
+		// A literal never joins the text around it (FuzzInterpolateKeepsTokens).
+		{"SELECT x FROM t WHERE x > 0-? AND tenant = 'a'", positional(int64(-5)), "SELECT x FROM t WHERE x > 0-(-5) AND tenant = 'a'"},
+		{"SELECT ?-?", positional(-1.5, math.Inf(-1)), "SELECT (-1.5E+00)-(-infinity())"},
+		{"SELECT a?, 1e?, ??, X?, ?'s', 0E+?", positional(int64(1), int64(2), int64(3), int64(4), "ab", "'", int64(5)), "SELECT a 1, 1e 2, 3 4, X 'ab', '''' 's', 0E+ 5"},
+		{"SELECT ? -- ?\r, ?", positional(int64(1), int64(2)), "SELECT 1 -- ?\r, 2"},
+		{"SELECT `?`, ?", positional(int64(1)), "SELECT `?`, 1"},
+		{"SELECT ?", positional(time.Date(2024, 5, 6, 7, 8, 9, 0, time.FixedZone("x/'y", 3600))),
+			"SELECT TIMESTAMP '2024-05-06 07:08:09.000 +01:00'"},
 	} {
 		got, err := interpolate(tc.query, tc.args)
 		if err != nil || got != tc.want {

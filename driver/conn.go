@@ -113,10 +113,10 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	a, err := c.submit(ctx, func(ctx context.Context) error {
 		qr, _, err := c.ps.Query(ctx, query)
 		if err != nil {
-			return err
+			return queryFailed(err, qr, attemptFrom(ctx))
 		}
 		res, err = newResultRows(ctx, qr)
-		return err
+		return queryFailed(err, qr, attemptFrom(ctx))
 	})
 	if err != nil {
 		return nil, err
@@ -145,13 +145,13 @@ func (c *Conn) exec(ctx context.Context, query string) (driver.Result, error) {
 	a, err := c.submit(ctx, func(ctx context.Context) error {
 		qr, _, err := c.ps.Query(ctx, query)
 		if err != nil {
-			return err
+			return queryFailed(err, qr, attemptFrom(ctx))
 		}
 		for qr.HasMoreBatch() {
 			qr.Data = nil
 			attemptFrom(ctx).takePage() // rows nobody reads
 			if err := qr.FetchNextBatch(ctx); err != nil {
-				return err
+				return queryFailed(err, qr, attemptFrom(ctx))
 			}
 		}
 		res.updateCount = qr.UpdateCount
@@ -196,6 +196,7 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		c.last.Store(ra.Node)
 		a := newAttempt(ra, ctx)
 		a.session = c.clientSession
+		a.tls = c.connector.routed.TLS
 		a.WholePages = true // the Presto client decodes whole pages anyway
 		a.splitPages = true
 		if last != nil {
@@ -502,6 +503,11 @@ func (r *rows) drain() error {
 		r.qr.Data, r.data = nil, nil
 		if err := r.qr.FetchNextBatch(r.ctx); err != nil {
 			r.conn.connector.cancelQuery(r.a)
+			err = queryFailed(err, r.qr, r.a)
+			if errors.As(err, new(*QueryError)) {
+				// The server's words first.
+				return fmt.Errorf("%w (reading the rest of a result closed early in a transaction: the transaction may be aborted)", err)
+			}
 			return redactSlugs(fmt.Errorf("zkpresto: reading the rest of a result closed early in a transaction (the transaction may be aborted): %w", err))
 		}
 		if r.pages != nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	presto "github.com/prestodb/presto-go-client/v2"
+
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
@@ -14,21 +16,50 @@ import (
 )
 
 // A query's failure reaches the caller as *driver.QueryError, with the
-// coordinator's name, code and the line and column it placed the error at.
+// coordinator's name, code and the line and column it placed the error at,
+// the query's id and the coordinator; its text leads with the server's
+// name and message (the Presto client put "fetch next batch failed for
+// query ..." before them), and it still unwraps to the client's
+// *presto.QueryError. Exec, Query, QueryRow and a transaction's statement
+// return the same.
 func TestQueryErrorCarriesNameCodeAndLocation(t *testing.T) {
 	f := fleet.StartT(t, fleet.Options{Coordinators: 1})
 	if _, err := f.Register(f.Coordinators[0], discovery.FormatHostPort, 1); err != nil {
 		t.Fatal(err)
 	}
 	db := openPerStatement(t, f.DSN("?user=alice"))
-	_, err := db.Exec("SELECT syntax(2, 8)")
-	var qe *driver.QueryError
-	if !errors.As(err, &qe) {
-		t.Fatalf("got %v (%T), want a *driver.QueryError", err, err)
+	const q = "SELECT syntax(2, 8)"
+	_, execErr := db.Exec(q)
+	_, queryErr := db.Query(q)
+	rowErr := db.QueryRow(q).Scan(new(any))
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
 	}
-	var loc *driver.ErrorLocation = qe.ErrorLocation
-	if qe.ErrorName != "SYNTAX_ERROR" || qe.ErrorCode != 1 || loc == nil || loc.LineNumber != 2 || loc.ColumnNumber != 8 {
-		t.Fatalf("got %+v at %v, want SYNTAX_ERROR (1) at line 2:8", qe, loc)
+	_, txErr := tx.Exec(q)
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	coordinator := "http://" + f.Coordinators[0].Addr()
+	for i, err := range []error{execErr, queryErr, rowErr, txErr} {
+		var qe *driver.QueryError
+		if !errors.As(err, &qe) {
+			t.Fatalf("%d: got %v (%T), want a *driver.QueryError", i, err, err)
+		}
+		var loc *driver.ErrorLocation = qe.ErrorLocation
+		if qe.ErrorName != "SYNTAX_ERROR" || qe.ErrorCode != 1 || qe.ErrorType != "USER_ERROR" || loc == nil || loc.LineNumber != 2 || loc.ColumnNumber != 8 {
+			t.Fatalf("%d: got %+v at %v, want SYNTAX_ERROR (1) at line 2:8", i, qe, loc)
+		}
+		if qe.QueryID == "" || qe.Coordinator != coordinator {
+			t.Errorf("%d: query %q on %q, want an id and %s", i, qe.QueryID, qe.Coordinator, coordinator)
+		}
+		if want := "SYNTAX_ERROR: " + qe.Message + " (query " + qe.QueryID + " on " + coordinator + ")"; err.Error() != want {
+			t.Errorf("%d: the error reads %q, want %q", i, err.Error(), want)
+		}
+		var pe *presto.QueryError
+		if !errors.As(err, &pe) || pe.ErrorName != "SYNTAX_ERROR" {
+			t.Errorf("%d: %v does not unwrap to the client's *presto.QueryError", i, err)
+		}
 	}
 }
 

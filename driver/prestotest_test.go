@@ -173,6 +173,11 @@ func testPrestotestPaging(t *testing.T, f *fleet.Fleet) {
 		&prestotest.MockQueryTemplate{SQL: "DELETE FROM t", Columns: []presto.Column{{Name: "rows", Type: "bigint"}}, UpdateCount: &count, QueueBatches: 2},
 		&prestotest.MockQueryTemplate{SQL: "SELECT broken", Columns: []presto.Column{{Name: "n", Type: "bigint"}}, QueueBatches: 2,
 			Error: &presto.QueryError{Message: "line 1:8: Column 'broken' cannot be resolved", ErrorCode: 47, ErrorName: "COLUMN_NOT_FOUND", ErrorType: "USER_ERROR"}},
+		// The error on the submission's own answer, and on a page after rows.
+		&prestotest.MockQueryTemplate{SQL: "SELECT at once", Columns: []presto.Column{{Name: "n", Type: "bigint"}},
+			Error: &presto.QueryError{Message: "line 1:1: mismatched input", ErrorCode: 1, ErrorName: "SYNTAX_ERROR", ErrorType: "USER_ERROR"}},
+		&prestotest.MockQueryTemplate{SQL: "SELECT n, late", Columns: []presto.Column{{Name: "n", Type: "bigint"}}, Data: rows[:10], DataBatches: 2,
+			Error: &presto.QueryError{Message: "Division by zero", ErrorCode: 8, ErrorName: "DIVISION_BY_ZERO", ErrorType: "USER_ERROR"}},
 	)
 	db := openPerStatement(t, f.DSN(";zooKeeperStrategy=poll?user=alice"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -196,6 +201,39 @@ func testPrestotestPaging(t *testing.T, f *fleet.Fleet) {
 	var qe *presto.QueryError
 	if !errors.As(err, &qe) || qe.ErrorName != "COLUMN_NOT_FOUND" || !strings.Contains(err.Error(), "Column 'broken' cannot be resolved") {
 		t.Fatalf("got %T %v, want the server's COLUMN_NOT_FOUND", err, err)
+	}
+	checkServerError(t, err, "COLUMN_NOT_FOUND: line 1:8: Column 'broken' cannot be resolved")
+	_, err = db.ExecContext(ctx, "SELECT at once")
+	checkServerError(t, err, "SYNTAX_ERROR: line 1:1: mismatched input")
+	r, err := db.QueryContext(ctx, "SELECT n, late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for r.Next() {
+		read++
+	}
+	if read == 0 {
+		t.Errorf("no row came before the error")
+	}
+	checkServerError(t, r.Err(), "DIVISION_BY_ZERO: Division by zero")
+	r.Close()
+}
+
+// checkServerError checks that err is a *driver.QueryError whose text is
+// want, the server's name and message, then the query's id and the
+// coordinator.
+func checkServerError(t *testing.T, err error, want string) {
+	t.Helper()
+	var qe *zkdriver.QueryError
+	if !errors.As(err, &qe) {
+		t.Fatalf("got %T %v, want a *driver.QueryError", err, err)
+	}
+	if qe.QueryID == "" || !strings.HasPrefix(qe.Coordinator, "http://") {
+		t.Errorf("%v: query %q on %q, want the query's id and its coordinator", err, qe.QueryID, qe.Coordinator)
+	}
+	if want += " (query " + qe.QueryID + " on " + qe.Coordinator + ")"; err.Error() != want {
+		t.Errorf("the error reads %q, want %q", err.Error(), want)
 	}
 }
 

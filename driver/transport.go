@@ -56,6 +56,9 @@ type attempt struct {
 	// session is the connection's session (see session.go): the
 	// submission carries it, every answer may change it. nil for none.
 	session *clientSession
+	// tls is set when the DSN asks for https to every coordinator, for
+	// naming the coordinator in errors.
+	tls bool
 }
 
 func newAttempt(ra *routing.Attempt, caller context.Context) *attempt {

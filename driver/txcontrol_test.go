@@ -20,6 +20,15 @@ func TestParseTransactionControl(t *testing.T) {
 		{"/* c */ start transaction", StartTransaction, &sql.TxOptions{}},
 		{"START TRANSACTION READ ONLY", StartTransaction, &sql.TxOptions{ReadOnly: true}},
 		{"-- START TRANSACTION READ ONLY\nSTART TRANSACTION ISOLATION LEVEL  serializable , READ WRITE;", StartTransaction, &sql.TxOptions{Isolation: sql.LevelSerializable}},
+		// What the servers upper-case to the keywords (see foldKeyword).
+		{"ſtart transaction ıSOLATION LEVEL ſerializable", StartTransaction, &sql.TxOptions{Isolation: sql.LevelSerializable}},
+		{"ﬆart tranſaction read only", StartTransaction, &sql.TxOptions{ReadOnly: true}},
+		{"COMMıT WORK", Commit, nil},
+		{"rollbac\u212a", Rollback, nil},
+		{"--\rcommİt", Commit, nil},
+		{"COMMITTED", NoTxControl, nil},
+		{"ßtart transaction", NoTxControl, nil},
+		{"C\u00d8MMIT", NoTxControl, nil},
 	} {
 		got, opts, err := ParseTransactionControl(c.query)
 		if err != nil || got != c.want || (opts == nil) != (c.opts == nil) || opts != nil && *opts != *c.opts {

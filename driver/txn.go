@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Transactions whole. A transaction lives in the Presto client's session,
@@ -48,8 +50,9 @@ func txControlOf(words []string) TxControl {
 	return NoTxControl
 }
 
-// leadingWords returns up to n upper-cased words at the start of query,
-// after white space and comments; a word ends at anything but a letter.
+// leadingWords returns up to n words at the start of query, after white
+// space and comments, upper-cased by foldKeyword; a word is a run of
+// letters (of any script) and underscores.
 func leadingWords(query string, n int) []string {
 	words, _ := leadingWordsEnd(query, n)
 	return words
@@ -64,7 +67,8 @@ func leadingWordsEnd(query string, n int) ([]string, int) {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
 			i++
 		case strings.HasPrefix(query[i:], "--"):
-			j := strings.IndexByte(query[i:], '\n')
+			// Trino's SIMPLE_COMMENT ends at a carriage return too.
+			j := strings.IndexAny(query[i:], "\r\n")
 			if j < 0 {
 				return words, end
 			}
@@ -75,21 +79,80 @@ func leadingWordsEnd(query string, n int) ([]string, int) {
 				return words, end
 			}
 			i += j + 4
-		case isLetter(c):
-			j := i
-			for j < len(query) && isLetter(query[j]) {
-				j++
-			}
-			words = append(words, strings.ToUpper(query[i:j]))
-			i, end = j, j
 		default:
-			return words, end
+			j := i
+			for j < len(query) {
+				r, size := utf8.DecodeRuneInString(query[j:])
+				if r != '_' && !unicode.IsLetter(r) {
+					break
+				}
+				j += size
+			}
+			if j == i {
+				return words, end
+			}
+			words = append(words, foldKeyword(query[i:j]))
+			i, end = j, j
 		}
 	}
 	return words, end
 }
 
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
+// foldKeyword upper-cases s as the servers do before they match keywords,
+// and more: a statement the driver refuses must be refused however it is
+// spelled. PrestoDB upper-cases each character with Java's
+// Character.toUpperCase (its parser's CaseInsensitiveStream), which makes
+// 'ſ' (U+017F) an S and 'ı' (U+0131) an I; Trino's lexer is generated
+// case-insensitive. So a letter becomes the ASCII letter its upper case,
+// lower case or Unicode simple case folding is (the Kelvin sign K, U+212A,
+// folds to K), and the ligatures Java's String.toUpperCase expands to ASCII
+// letters ('ﬆ' to ST) become those; any other letter stays as it is and
+// matches no keyword.
+func foldKeyword(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return strings.ToUpper(s)
+	}
+	var b strings.Builder
+	for _, r := range s {
+		b.WriteString(foldKeywordRune(r))
+	}
+	return b.String()
+}
+
+// upperExpansions are the letters whose full upper case (Unicode's
+// SpecialCasing, which Java's String.toUpperCase applies) is ASCII letters
+// only.
+var upperExpansions = map[rune]string{
+	'ß': "SS", 'ﬀ': "FF", 'ﬁ': "FI", 'ﬂ': "FL", 'ﬃ': "FFI", 'ﬄ': "FFL", 'ﬅ': "ST", 'ﬆ': "ST",
+}
+
+// foldKeywordRune is foldKeyword of one letter.
+func foldKeywordRune(r rune) string {
+	if r < utf8.RuneSelf {
+		return strings.ToUpper(string(r))
+	}
+	if s, ok := upperExpansions[r]; ok {
+		return s
+	}
+	for _, c := range []rune{unicode.ToUpper(r), unicode.ToLower(r), unicode.ToTitle(r)} {
+		if c < utf8.RuneSelf {
+			return strings.ToUpper(string(c))
+		}
+	}
+	for c := unicode.SimpleFold(r); c != r; c = unicode.SimpleFold(c) {
+		if c < utf8.RuneSelf {
+			return strings.ToUpper(string(c))
+		}
+	}
+	return string(unicode.ToUpper(r))
+}
 
 // beginFailed retires the connection whose START TRANSACTION failed: the
 // coordinator may have started the transaction and its id may be in the
@@ -181,7 +244,7 @@ func ParseTransactionControl(query string) (TxControl, *sql.TxOptions, error) {
 		return StartTransaction, opts, nil
 	}
 	for _, mode := range strings.Split(rest, ",") {
-		m := strings.ToUpper(strings.Join(strings.Fields(mode), " "))
+		m := foldKeyword(strings.Join(strings.Fields(mode), " "))
 		switch {
 		case m == "READ ONLY":
 			opts.ReadOnly = true

@@ -16,7 +16,9 @@ import (
 // pgx users do by hand) would leave the session holding a transaction the
 // driver does not pin: they are refused with a clear error before anything
 // is sent, in Exec, Query and inside a transaction alike; statements that
-// merely mention the words run.
+// merely mention the words run. So are the spellings the servers upper-case
+// to those words ('ſ' is an S to Java's Character.toUpperCase, 'ı' an I,
+// the Kelvin sign a K), which would otherwise commit behind the driver's Tx.
 func TestTransactionStatementsOutsideBeginTxAreRefused(t *testing.T) {
 	cs, err := coordinator.StartFleet(2, coordinator.Options{})
 	if err != nil {
@@ -28,7 +30,8 @@ func TestTransactionStatementsOutsideBeginTxAreRefused(t *testing.T) {
 		}
 	})
 	db := openPerStatement(t, "presto://"+cs[0].Addr()+","+cs[1].Addr()+"/hive/default?user=alice&strategy=round_robin")
-	refused := []string{"START TRANSACTION", "start transaction read only", "  -- why\n/* not */ Commit", "COMMIT WORK", "rollback", "\tROLLBACK WORK"}
+	refused := []string{"START TRANSACTION", "start transaction read only", "  -- why\n/* not */ Commit", "COMMIT WORK", "rollback", "\tROLLBACK WORK",
+		"ſtart transaction", "commıt", "COMMıT WORK", "rollbac\u212a", "-- why\rCOMMIT", "ﬆart TRANSACTİON", "ROLLBAC\u212a WORK"}
 	for _, q := range refused {
 		if _, err := db.Exec(q); err == nil || !strings.Contains(err.Error(), "use db.BeginTx") {
 			t.Errorf("Exec(%q): %v", q, err)
@@ -41,8 +44,10 @@ func TestTransactionStatementsOutsideBeginTxAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec("COMMIT"); err == nil || !strings.Contains(err.Error(), "use db.BeginTx") {
-		t.Errorf("tx.Exec(COMMIT): %v", err)
+	for _, q := range []string{"COMMIT", "commıt", "ſtart transaction", "rollbac\u212a"} {
+		if _, err := tx.Exec(q); err == nil || !strings.Contains(err.Error(), "use db.BeginTx") {
+			t.Errorf("tx.Exec(%q): %v", q, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
@@ -58,7 +63,7 @@ func TestTransactionStatementsOutsideBeginTxAreRefused(t *testing.T) {
 	if want := []string{"START TRANSACTION", "COMMIT"}; !reflect.DeepEqual(sent, want) {
 		t.Fatalf("sent %q, want only BeginTx's and Commit's %q", sent, want)
 	}
-	for _, q := range []string{"SELECT 'COMMIT'", "SELECT 1 -- ROLLBACK", "STARTED"} {
+	for _, q := range []string{"SELECT 'COMMIT'", "SELECT 1 -- ROLLBACK", "STARTED", "COMMITTED", "ſtarted"} {
 		if err := refuseTransactionControlVia(db, q); err != nil {
 			t.Errorf("%q refused: %v", q, err)
 		}

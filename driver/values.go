@@ -352,7 +352,7 @@ func newResultRows(ctx context.Context, qr *presto.QueryResults) (*resultRows, e
 	for len(qr.Columns) == 0 && qr.HasMoreBatch() {
 		r.load() // let a page without columns go
 		if err := qr.FetchNextBatch(ctx); err != nil {
-			return nil, err
+			return nil, queryFailed(err, qr, attemptFrom(ctx))
 		}
 	}
 	r.cols = newColumns(qr.Columns)
@@ -402,7 +402,7 @@ func (r *resultRows) Next(dest []driver.Value) error {
 			return io.EOF
 		}
 		if err := r.qr.FetchNextBatch(r.ctx); err != nil {
-			return err
+			return queryFailed(err, r.qr, attemptFrom(r.ctx))
 		}
 		r.load()
 	}

@@ -106,6 +106,21 @@ func TestDifferentialStartTransactionNeedsTheHeader(t *testing.T) {
 				t.Errorf("START TRANSACTION with %q: the real server says %+v, the simulator %+v", headers, real, simulated)
 			}
 		}
+		// A spelling that Java's Character.toUpperCase folds to the
+		// keyword ('ſ' is an S) starts a transaction on PrestoDB 0.287,
+		// whose parser upper-cases that way; Trino 476's generated
+		// case-insensitive lexer does not fold it and refuses the
+		// statement. The driver refuses it before sending (driver
+		// TestTransactionStatementsOutsideBeginTxAreRefused).
+		const folded = "ſtart transaction"
+		res, err := realserver.QueryAt(ctx(t), f.servers[0].URL(), f.flavour, folded, prefix+"Transaction-Id", "NONE")
+		started := res != nil && res.Header.Get(prefix+"Started-Transaction-Id") != ""
+		switch qe := queryError(t, err); {
+		case f.flavour == coordinator.Presto && (!started || qe.Name != ""):
+			t.Errorf("%q: transaction started %v, error %+v; want a transaction, as for START TRANSACTION", folded, started, qe)
+		case f.flavour == coordinator.Trino && (started || qe.Name != "SYNTAX_ERROR"):
+			t.Errorf("%q: transaction started %v, error %+v; want SYNTAX_ERROR", folded, started, qe)
+		}
 	})
 }
 

@@ -93,6 +93,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseZnode$$' -fuzztime $(FUZZTIME) ./discovery/
 	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./internal/gateway/token/
 	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZTIME) ./internal/gateway/rewrite/
+	$(GO) test -run '^$$' -fuzz '^FuzzInterpolateKeepsTokens$$' -fuzztime $(FUZZTIME) ./driver/
 
 # Every figure in BENCHMARKS.md, in one go (about 15 minutes on 2 cores):
 # pick and rebuild costs, consistent hashing, the driver's cost per

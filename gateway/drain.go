@@ -133,13 +133,8 @@ func (q *running) answered(id string, status int, nextURI string) {
 	if q.ids == nil {
 		q.ids = map[string]int64{}
 	}
-	if age := int64(queryAge / time.Second); now-q.swept >= age/10 {
-		q.swept = now
-		for id, seen := range q.ids {
-			if now-seen >= age {
-				delete(q.ids, id)
-			}
-		}
+	if now-q.swept >= int64(queryAge/time.Second)/10 {
+		q.sweep(now)
 	}
 	switch {
 	case next != "":
@@ -153,6 +148,28 @@ func (q *running) answered(id string, status int, nextURI string) {
 		// has; a refusal to retry (503, 429) leaves the query running.
 		delete(q.ids, id)
 	}
+	q.wakeIfEmpty()
+}
+
+// sweep forgets the queries not asked for within queryAge of now (unix
+// seconds), which their servers have abandoned, and returns when the
+// oldest of those left will be (0 when none is left). q.mu is held.
+func (q *running) sweep(now int64) (next int64) {
+	q.swept = now
+	age := int64(queryAge / time.Second)
+	for id, seen := range q.ids {
+		switch {
+		case now-seen >= age:
+			delete(q.ids, id)
+		case next == 0 || seen+age < next:
+			next = seen + age
+		}
+	}
+	return next
+}
+
+// wakeIfEmpty releases the waiters once no query is left. q.mu is held.
+func (q *running) wakeIfEmpty() {
 	if len(q.ids) == 0 {
 		for _, w := range q.waiters {
 			close(w)
@@ -168,21 +185,33 @@ func (q *running) empty() bool {
 	return len(q.ids) == 0
 }
 
-// wait returns nil once no query awaits its next page, or ctx's error.
+// wait returns nil once no query awaits its next page, or ctx's error. A
+// query whose client has not asked for it within queryAge is abandoned on
+// its server (query.client.timeout), so it is not waited for: the set is
+// swept when the wait starts and whenever its oldest query reaches that
+// age, however quiet the gateway is.
 func (q *running) wait(ctx context.Context) error {
-	q.mu.Lock()
-	if len(q.ids) == 0 {
+	for {
+		q.mu.Lock()
+		next := q.sweep(time.Now().Unix())
+		if len(q.ids) == 0 {
+			q.wakeIfEmpty()
+			q.mu.Unlock()
+			return nil
+		}
+		w := make(chan struct{})
+		q.waiters = append(q.waiters, w)
 		q.mu.Unlock()
-		return nil
-	}
-	w := make(chan struct{})
-	q.waiters = append(q.waiters, w)
-	q.mu.Unlock()
-	select {
-	case <-w:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+		aged := time.NewTimer(time.Until(time.Unix(next, 0)))
+		select {
+		case <-w:
+			aged.Stop()
+			return nil
+		case <-aged.C:
+		case <-ctx.Done():
+			aged.Stop()
+			return ctx.Err()
+		}
 	}
 }
 
@@ -190,6 +219,7 @@ func (q *running) wait(ctx context.Context) error {
 // awaits its next page (each finished, was cancelled, or is unknown to its
 // coordinator), or when ctx ends, with ctx's error. After Drain no new
 // query starts, so a server that keeps serving until WaitQueries returns
-// loses none of them; a client that abandoned its query without
-// cancelling it keeps it waiting until ctx ends.
+// loses none of them; a query whose client abandoned it without
+// cancelling it is waited for until its server abandons it too (its client
+// timeout, 5 minutes by default), or until ctx ends.
 func (g *Gateway) WaitQueries(ctx context.Context) error { return g.running.wait(ctx) }

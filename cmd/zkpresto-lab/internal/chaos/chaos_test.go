@@ -14,6 +14,9 @@ import (
 func TestQuickRunNeverDuplicatesAStatement(t *testing.T) {
 	zkserver.Require(t)
 	opts := chaos.Quick()
+	// Every statement runs, however busy the machine: the counts below
+	// are the test's, not the clock's.
+	opts.FinishAll = true
 	var progress bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -33,8 +36,8 @@ func TestQuickRunNeverDuplicatesAStatement(t *testing.T) {
 	if rep.NoCoordinatorWhileServing != 0 {
 		t.Errorf("%d statements found no coordinator while one was serving throughout", rep.NoCoordinatorWhileServing)
 	}
-	// Every client finished its statements before the Duration cap, and
-	// none waited for its statement timeout.
+	// Every client finished its statements, and none waited for its
+	// statement timeout.
 	if rep.Run != rep.Planned {
 		t.Errorf("%d of %d statements run", rep.Run, rep.Planned)
 	}

@@ -17,6 +17,11 @@ type Options struct {
 	// Duration caps the run: no client starts a statement after it, and
 	// faults begin only before it.
 	Duration time.Duration
+	// FinishAll lets every client run all its Statements, past Duration
+	// if the machine is slow; the faults still begin only before it. A
+	// test that counts the statements run sets it, so that its count does
+	// not depend on how busy the machine is.
+	FinishAll bool
 	// Think is each client's pause between two statements, which spreads
 	// the statements over the fault schedule.
 	Think time.Duration

@@ -126,6 +126,9 @@ func Run(ctx context.Context, opts Options, progress io.Writer) (*Report, error)
 	r.start = time.Now()
 	r.avail = newAvailability(opts.Coordinators)
 	deadline := r.start.Add(opts.Duration)
+	if opts.FinishAll {
+		deadline = time.Time{} // none
+	}
 	faultCtx, stopFaults := context.WithCancel(ctx)
 	var faults sync.WaitGroup
 	var coordEvents, zkEvents []Event
@@ -263,11 +266,11 @@ func (r *runner) tearDown() {
 }
 
 // client runs one client's statements until they are done, the deadline
-// passes, or ctx ends.
+// (zero: none) passes, or ctx ends.
 func (r *runner) client(ctx context.Context, id int, deadline time.Time) []statement {
 	out := make([]statement, 0, r.opts.Statements)
 	for seq := range r.opts.Statements {
-		if ctx.Err() != nil || time.Now().After(deadline) {
+		if ctx.Err() != nil || !deadline.IsZero() && time.Now().After(deadline) {
 			break
 		}
 		out = append(out, r.runStatement(ctx, fmt.Sprintf("SELECT 'chaos c%d s%d'", id+1, seq+1)))

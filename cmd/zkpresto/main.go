@@ -4,7 +4,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"runtime/debug"
 
@@ -82,9 +81,6 @@ zkpresto-lab.`,
 // subcommands are the constructors of the zkpresto subcommands; each
 // subcommand's file adds its own in an init function.
 var subcommands = []func() *cobra.Command{newVersionCommand}
-
-// errNoDSN is the error of the commands that need --dsn without one.
-var errNoDSN = errors.New("--dsn (or $ZKPRESTO_DSN) is required")
 
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{

@@ -117,3 +117,30 @@ var modulePackages = sync.OnceValues(func() ([]listedPackage, error) {
 	}
 	return packages, nil
 })
+
+// The gateway and the driver are two clients of the same routing core:
+// neither links the other (docs/architecture.md), so that what one needs
+// is moved to the core, not borrowed across.
+func TestGatewayAndDriverStandApart(t *testing.T) {
+	packages, err := modulePackages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	apart := map[string]string{"gateway": "driver", "driver": "gateway"}
+	checked := 0
+	for _, p := range packages {
+		other, ok := apart[p.rel()]
+		if !ok {
+			continue
+		}
+		checked++
+		for _, dep := range p.Deps {
+			if dep == p.Module.Path+"/"+other || strings.HasPrefix(dep, p.Module.Path+"/"+other+"/") {
+				t.Errorf("%s links %s", p.rel(), dep)
+			}
+		}
+	}
+	if checked != len(apart) {
+		t.Fatalf("go list listed %d of the packages gateway and driver", checked)
+	}
+}

@@ -252,6 +252,19 @@ func TestServerRefusesAnUnknownExpectation(t *testing.T) {
 // Break 8: plaintext HTTP sent to the TLS port gets a 400 that says so,
 // not a silent close.
 func TestServerAnswersPlaintextOnTheTLSPort(t *testing.T) {
+	addr := serveTLSGateway(t, gateway.ServerLimits{})
+	c := rawClient(t, "http://"+addr)
+	fmt.Fprintf(c, "GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp := readAnswer(t, bufio.NewReader(c), http.MethodGet)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("plaintext on the TLS port: %s, want 400", resp.Status)
+	}
+}
+
+// serveTLSGateway serves a gateway with limits over TLS on a loopback
+// port, until the test ends, and returns its address.
+func serveTLSGateway(t *testing.T, limits gateway.ServerLimits) string {
+	t.Helper()
 	files, err := testtls.Generate(t.TempDir(), "gateway")
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +274,7 @@ func TestServerAnswersPlaintextOnTheTLSPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, _ := staticGateway(t, gateway.Config{}, "127.0.0.1:1")
-	srv := gateway.NewServer(g, nil, gateway.ServerLimits{})
+	srv := gateway.NewServer(g, nil, limits)
 	srv.TLSConfig = tlsCfg
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -270,12 +283,7 @@ func TestServerAnswersPlaintextOnTheTLSPort(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeTLS(ln, "", "") }()
 	t.Cleanup(func() { srv.Close(); <-done })
-	c := rawClient(t, "http://"+ln.Addr().String())
-	fmt.Fprintf(c, "GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n")
-	resp := readAnswer(t, bufio.NewReader(c), http.MethodGet)
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("plaintext on the TLS port: %s, want 400", resp.Status)
-	}
+	return ln.Addr().String()
 }
 
 // countingListener's connections count the bytes the server reads.
@@ -654,25 +662,8 @@ func allocatedBytes() uint64 {
 // Under TLS, which hides the head from the count before net/http parses
 // it, a head with too many fields still gets 431, once parsed.
 func TestServerBoundsTheFieldsOfAHeadUnderTLS(t *testing.T) {
-	files, err := testtls.Generate(t.TempDir(), "gateway")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tlsCfg, err := files.ServerTLS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ := staticGateway(t, gateway.Config{}, "127.0.0.1:1")
-	srv := gateway.NewServer(g, nil, gateway.ServerLimits{MaxHeaderFields: 100})
-	srv.TLSConfig = tlsCfg
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeTLS(ln, "", "") }()
-	t.Cleanup(func() { srv.Close(); <-done })
-	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+	addr := serveTLSGateway(t, gateway.ServerLimits{MaxHeaderFields: 100})
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}

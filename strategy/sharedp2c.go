@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
@@ -39,6 +40,17 @@ const sharedExactShare = 0.9
 // builds counted.
 const sharedBuildMarks = 4
 
+// sharedStaleStatements is how many typical statement durations (this
+// client's moving average of latency, over the nodes) a figure is trusted
+// for: by then most statements it counted have ended and others have
+// started that it does not show.
+const sharedStaleStatements = 2
+
+// sharedStaleFloor is the least time a figure is trusted for, whatever the
+// statements' durations: a figure is never older than ZooKeeper's delivery
+// when it arrives.
+const sharedStaleFloor = 100 * time.Millisecond
+
 // sharedP2CStrategy is shared_p2c, the power of two choices on load the
 // coordinators publish: two distinct nodes drawn with probability
 // proportional to weight, and the better wins. A node's estimated load is
@@ -52,9 +64,15 @@ const sharedBuildMarks = 4
 // sharedExtraDraws more nodes are drawn by weight and the first with a free
 // slot takes the statement.
 //
-// When either node's figure is missing or older than StaleAfter, both are
+// When either node's figure is missing, not trusted or stale, both are
 // compared by this client's statements in flight per weight, as least_active
-// does: a figure is never mixed with a local count. When this client's own
+// does: a figure is never mixed with a local count. A figure is stale once
+// older than sharedStaleStatements typical statements (this client's moving
+// average of latency over the nodes; at least sharedStaleFloor, at most
+// StaleAfter): by then the statements it counted have mostly ended. A
+// figure below what this client alone surely had in flight on the node when
+// it was read is a lie (a stuck registrar publishing 0), and the node's
+// figures are not trusted while they read the same. When this client's own
 // statements are nearly all the published load (one client: its estimates
 // are exact), or no node published a figure at all, it compares a window of
 // activeWindow nodes from a random start on its own counts, as least_active
@@ -76,10 +94,13 @@ const sharedBuildMarks = 4
 type sharedP2CStrategy struct {
 	loadAware
 	now        func() time.Time
+	fixedNow   func() time.Time // Options.Now; nil for the system clock
 	staleAfter time.Duration
 	slowStart  time.Duration
 	// seen is per node what outlives builds (Build is never concurrent).
 	seen map[string]*sharedSeen
+	// built says a build has been made: nodes first seen later ramp up.
+	built bool
 	// exact is the last verdict on whether this client's estimates are
 	// exact, kept while every figure reads 0, which says nothing either way.
 	exact bool
@@ -97,31 +118,38 @@ type sharedSeen struct {
 	// as another client's load, they made one client alone look like one
 	// of many.
 	ownAtRead int64
-	marks     [sharedBuildMarks]sharedMark // recent builds, a ring
-	nextMark  int
+	// lie is the figure (running plus queued) that this client proved
+	// false: below its own statements surely in flight there when it was
+	// read. The node's figures are not trusted while they read the same,
+	// as a stuck registrar's do; one that moves is a registrar that works.
+	lie      int64
+	lying    bool
+	marks    [sharedBuildMarks]sharedMark // recent builds, a ring
+	nextMark int
 }
 
 // sharedMark is one build as one node saw it.
 type sharedMark struct {
-	at    int64 // Unix ns; 0 for none
-	ended int64 // this client's statements ended on the node by then
+	at      int64 // Unix ns; 0 for none
+	ended   int64 // this client's statements ended on the node by then
+	started int64 // and started there
 }
 
-// endedBy returns how many of this client's statements had ended on the node
-// by the last remembered build at or before at, or ended when none was.
-func (seen *sharedSeen) endedBy(at int64, ended int64) int64 {
-	best, by := int64(0), ended
+// by returns the last remembered build at or before at, and whether there
+// is one.
+func (seen *sharedSeen) by(at int64) (sharedMark, bool) {
+	var best sharedMark
 	for _, m := range seen.marks {
-		if m.at != 0 && m.at <= at && m.at > best {
-			best, by = m.at, m.ended
+		if m.at != 0 && m.at <= at && m.at > best.at {
+			best = m
 		}
 	}
-	return by
+	return best, best.at != 0
 }
 
 // mark remembers this build.
-func (seen *sharedSeen) mark(at, ended int64) {
-	seen.marks[seen.nextMark] = sharedMark{at: at, ended: ended}
+func (seen *sharedSeen) mark(at, ended, started int64) {
+	seen.marks[seen.nextMark] = sharedMark{at: at, ended: ended, started: started}
 	seen.nextMark = (seen.nextMark + 1) % sharedBuildMarks
 }
 
@@ -129,6 +157,7 @@ func newSharedP2C(opts Options) Strategy {
 	s := &sharedP2CStrategy{
 		loadAware:  newLoadAware(opts),
 		now:        opts.Now,
+		fixedNow:   opts.Now,
 		staleAfter: opts.PublishedStaleAfter,
 		slowStart:  opts.SlowStart,
 		seen:       make(map[string]*sharedSeen),
@@ -154,37 +183,68 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 	p := &sharedP2CPicker{
 		cands:      make([]sharedCandidate, len(nodes)),
 		rng:        s.rng,
-		now:        s.now,
+		fixedNow:   s.fixedNow,
 		staleAfter: int64(s.staleAfter),
 		slowStart:  int64(s.slowStart),
 	}
 	present := make(map[string]bool, len(nodes))
-	watched, known := 0, 0
-	var own, published float64
+	watched, known, timed := 0, 0, 0
+	var own, published, latency float64
 	for i := range nodes {
 		n := &nodes[i]
 		present[n.Addr] = true
 		seen := s.seen[n.Addr]
 		if seen == nil {
 			seen = &sharedSeen{since: now}
+			if !s.built {
+				// The first build's nodes are the cluster as found, all
+				// equally warm or cold: none ramps against the others.
+				seen.since = now.Add(-s.slowStart)
+			}
 			s.seen[n.Addr] = seen
 		}
 		inFlight := loads[i].InFlight()
-		ended := int64(loads[i].Started()) - inFlight
+		started := int64(loads[i].Started())
+		ended := started - inFlight
 		if !seen.figure.Equal(n.Load.ReadAt) {
 			// A new figure counts this client's statements up to now; only
 			// the change after it is added to it.
 			seen.figure, seen.base = n.Load.ReadAt, inFlight
-			seen.ownAtRead = inFlight + ended - seen.endedBy(n.Load.ReadAt.UnixNano(), ended)
+			read := n.Load.ReadAt.UnixNano()
+			m, ok := seen.by(read)
+			endedByRead := ended
+			if ok {
+				endedByRead = m.ended
+			}
+			seen.ownAtRead = inFlight + ended - endedByRead
+			if total := int64(n.Load.Total()); n.Load.Known() {
+				// Surely in flight at the read: those in flight now less
+				// those started since the last build before it.
+				if ok && total < inFlight-(started-m.started) {
+					seen.lie, seen.lying = total, true
+				} else if seen.lying && total != seen.lie {
+					seen.lying = false
+				}
+			}
 		}
-		seen.mark(now.UnixNano(), ended)
+		seen.mark(now.UnixNano(), ended, started)
 		c := &p.cands[i]
-		c.node, c.load, c.weight = n, loads[i], float64(nodeWeight(n))
-		c.since, c.base = seen.since.UnixNano(), seen.base
+		c.node, c.load, c.weight, c.iweight = n, loads[i], float64(nodeWeight(n)), int64(nodeWeight(n))
+		c.base = seen.base
+		if p.slowStart > 0 {
+			c.rampFrom, c.rampTo = seen.since.UnixNano(), seen.since.UnixNano()+p.slowStart
+			p.rampsEnd = max(p.rampsEnd, c.rampTo)
+		}
+		if lat := loads[i].Latency(); lat > 0 {
+			latency += float64(lat)
+			timed++
+		}
 		if n.Load.Known() {
-			c.readAt = n.Load.ReadAt.UnixNano()
 			c.published = float64(n.Load.Total())
 			c.slots = float64(n.Load.Slots)
+			if !seen.lying {
+				c.readAt = n.Load.ReadAt.UnixNano()
+			}
 			own += min(float64(max(seen.ownAtRead, 0)), c.published)
 			published += c.published
 			known++
@@ -214,6 +274,15 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 		s.exact = own >= sharedExactShare*published
 	}
 	p.exact = s.exact
+	if timed > 0 {
+		// A figure is stale once the statements it counted have, as a rule,
+		// ended: judged by how long this client's statements take, not by
+		// a fixed time, with the option's as the most.
+		typical := time.Duration(latency / float64(timed))
+		p.staleAfter = int64(min(s.staleAfter, max(sharedStaleStatements*typical, sharedStaleFloor)))
+	}
+	p.cachedNow.Store(now.UnixNano())
+	s.built = true
 	for i := range nodes {
 		if watched < 2 || watched == len(nodes) || !nodes[i].Load.Unwatched {
 			p.pool = append(p.pool, int32(i))
@@ -235,11 +304,14 @@ type sharedCandidate struct {
 	node      *discovery.Node
 	load      *Load
 	weight    float64
+	iweight   int64   // weight, for the window's integer comparisons
 	slots     float64 // published concurrency; 0 unknown
 	published float64 // published running+queued
-	readAt    int64   // Unix ns of the figure; 0 none
+	readAt    int64   // Unix ns of the figure; 0 none, or not trusted
 	base      int64   // load.InFlight() when the figure arrived
-	since     int64   // Unix ns of the node's first build, for slow start
+	// The slow-start window, Unix ns: from the node's first build to the
+	// end of its ramp; both 0 when off.
+	rampFrom, rampTo int64
 }
 
 type sharedP2CPicker struct {
@@ -250,10 +322,24 @@ type sharedP2CPicker struct {
 	draw       *weightedPicker // over pool
 	exact      bool            // this client's estimates are exact: compare a window
 	rng        *rng
-	now        func() time.Time
-	staleAfter int64 // ns
-	slowStart  int64 // ns; 0 off
+	fixedNow   func() time.Time // Options.Now, read on every pick; nil: cachedNow
+	staleAfter int64            // ns
+	slowStart  int64            // ns; 0 off
+	rampsEnd   int64            // Unix ns when the last node's ramp ends
+	// cachedNow is the system clock as of the last pick that read it (Unix
+	// ns): reading it costs more than the rest of a pick, so one pick in
+	// sharedClockEvery does, for all. Between two reads a figure ages by
+	// picks: at a rate of statements too low for that to matter, balance
+	// hardly does.
+	cachedNow atomic.Int64
 }
+
+// sharedClockEvery is how many picks share one reading of the system clock,
+// on average; a power of two.
+const sharedClockEvery = 16
+
+// unit returns x as a uniform float64 in [0, 1).
+func unit(x uint32) float64 { return float64(x) * 0x1p-32 }
 
 func (p *sharedP2CPicker) Pick(*Request) (*discovery.Node, error) {
 	n := len(p.pool)
@@ -263,11 +349,13 @@ func (p *sharedP2CPicker) Pick(*Request) (*discovery.Node, error) {
 	case 1:
 		return p.cands[p.pool[0]].node, nil
 	}
-	now := p.now().UnixNano()
+	// One random word serves both draws (and the window's start).
+	r := p.rng.uint64()
+	now := p.clock(r)
 	if p.exact {
-		return p.window(now), nil
+		return p.window(r, now), nil
 	}
-	i, j := p.draw.index(p.rng.float64()), p.draw.index(p.rng.float64())
+	i, j := p.draw.index(unit(uint32(r>>32))), p.draw.index(unit(uint32(r)))
 	if j == i {
 		// Another node, uniformly: redrawing by weight could repeat a
 		// dominant node many times over.
@@ -292,12 +380,42 @@ func (p *sharedP2CPicker) Pick(*Request) (*discovery.Node, error) {
 	return best.node, nil
 }
 
+// clock returns now in Unix ns: Options.Now's on every pick, else the
+// system clock read on one pick in sharedClockEvery (chosen by r's low bits).
+func (p *sharedP2CPicker) clock(r uint64) int64 {
+	if p.fixedNow != nil {
+		return p.fixedNow().UnixNano()
+	}
+	if r&(sharedClockEvery-1) == 0 {
+		now := time.Now().UnixNano()
+		p.cachedNow.Store(now)
+		return now
+	}
+	return p.cachedNow.Load()
+}
+
 // window returns the best of activeWindow nodes of the pool from a random
 // start, for when this client's estimates are exact.
-func (p *sharedP2CPicker) window(now int64) *discovery.Node {
+func (p *sharedP2CPicker) window(r uint64, now int64) *discovery.Node {
 	n := len(p.pool)
 	w := min(n, activeWindow)
-	start := p.rng.intN(n)
+	start := int((r >> 32) * uint64(n) >> 32)
+	if now >= p.rampsEnd && n == len(p.cands) {
+		// No node ramping and every node drawn: least_active's loop, in
+		// integers over two plain ranges.
+		best := &p.cands[start]
+		bestLoad := max(best.load.InFlight(), 0) + 1
+		first, wrapped := p.cands[start+1:min(start+w, n)], p.cands[:max(start+w-n, 0)]
+		for _, window := range [2][]sharedCandidate{first, wrapped} {
+			for k := range window {
+				c := &window[k]
+				if load := max(c.load.InFlight(), 0) + 1; load*best.iweight < bestLoad*c.iweight {
+					best, bestLoad = c, load
+				}
+			}
+		}
+		return best.node
+	}
 	best := &p.cands[p.pool[start]]
 	for k := 1; k < w; k++ {
 		at := start + k
@@ -314,7 +432,7 @@ func (p *sharedP2CPicker) window(now int64) *discovery.Node {
 	return best.node
 }
 
-// fresh reports whether c's figure is known and not older than staleAfter
+// fresh reports whether c's figure is trusted and not older than staleAfter
 // (a figure from the future, a registrar's clock ahead of ours, counts as
 // fresh within the same margin).
 func (p *sharedP2CPicker) fresh(c *sharedCandidate, now int64) bool {
@@ -331,16 +449,13 @@ func (p *sharedP2CPicker) estimate(c *sharedCandidate) float64 {
 	return max(c.published+float64(c.load.InFlight()-c.base), 0)
 }
 
-// ramp returns the share of its capacity c gets in its slow-start window.
-func (p *sharedP2CPicker) ramp(c *sharedCandidate, now int64) float64 {
-	if p.slowStart == 0 {
-		return 1
+// capacity returns c's weight, ramped over its slow-start window: from
+// slowStartFloor of it to all of it in proportion to the time since.
+func (p *sharedP2CPicker) capacity(c *sharedCandidate, now int64) float64 {
+	if now >= c.rampTo {
+		return c.weight
 	}
-	age := now - c.since
-	if age >= p.slowStart {
-		return 1
-	}
-	return max(slowStartFloor, float64(age)/float64(p.slowStart))
+	return c.weight * max(slowStartFloor, float64(now-c.rampFrom)/float64(p.slowStart))
 }
 
 // cheaper reports whether x is the better node for this statement than y:
@@ -373,8 +488,7 @@ func (p *sharedP2CPicker) better(x, y *sharedCandidate, lx, ly float64, slotted 
 	if slotted && x.slots > 0 && y.slots > 0 {
 		kx, ky = max(lx, x.slots), max(ly, y.slots)
 	}
-	cx := x.weight * p.ramp(x, now)
-	cy := y.weight * p.ramp(y, now)
+	cx, cy := p.capacity(x, now), p.capacity(y, now)
 	if a, b := kx*cy, ky*cx; a != b {
 		return a < b
 	}

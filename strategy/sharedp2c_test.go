@@ -470,3 +470,76 @@ func TestSharedP2CPickDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// A figure below what this client alone surely had in flight on the node
+// when it was read is a lie (a stuck registrar that publishes 0): the node
+// is compared by local counts, and stays so while its figure reads the
+// same, until it moves.
+func TestSharedP2CDistrustsAFigureBelowItsOwnStatements(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	nodes := makeNodes(2)
+	a, b := nodes[0].Addr, nodes[1].Addr
+	for range 3 {
+		f.loads.For(a).Begin()
+	}
+	nodes[0].Load = f.published(0, 4, time.Second) // read before the 3 started
+	nodes[1].Load = f.published(2, 4, time.Second)
+	if c := counts(t, f.s.Build(nodes), 100); c[a] != 100 {
+		t.Fatalf("a read 0 before this client's 3: picks %v, want all on %s", c, a)
+	}
+	f.now = f.now.Add(time.Second)
+	// a reads 0 again with this client's 3 in flight there since a build
+	// before the read: a lie.
+	nodes[0].Load = f.published(0, 4, 10*time.Millisecond)
+	p := f.s.Build(nodes)
+	if c := counts(t, p, 100); c[b] != 100 {
+		t.Fatalf("a published 0 under this client's 3: picks %v, want all on %s (by local counts)", c, b)
+	}
+	// The 3 end; a keeps publishing 0, which no longer contradicts this
+	// client, but its registrar is still the one that lied.
+	for range 3 {
+		f.loads.For(a).End(time.Millisecond, nil)
+	}
+	f.loads.For(b).Begin()
+	f.now = f.now.Add(time.Second)
+	nodes[0].Load = f.published(0, 4, 10*time.Millisecond)
+	nodes[1].Load = f.published(2, 4, 10*time.Millisecond)
+	if c := counts(t, f.s.Build(nodes), 100); c[a] != 100 {
+		t.Fatalf("after the lie, local counts 0 against 1: picks %v, want all on %s", c, a)
+	}
+	// A figure that moves is trusted again: 9 against b's 2.
+	f.now = f.now.Add(time.Second)
+	nodes[0].Load = f.published(9, 4, 10*time.Millisecond)
+	nodes[1].Load = f.published(2, 4, 10*time.Millisecond)
+	if c := counts(t, f.s.Build(nodes), 100); c[b] != 100 {
+		t.Fatalf("a moved to 9: picks %v, want all on %s", c, b)
+	}
+}
+
+// A figure is stale once it is a few typical statements old, as this
+// client's own statements measure them, not after a fixed 15 s: with
+// statements of 100 ms, a figure of a second ago says little of now.
+func TestSharedP2CStalenessFollowsTheStatements(t *testing.T) {
+	for _, took := range []time.Duration{100 * time.Millisecond, 10 * time.Second} {
+		f := newSharedFixture(t, Options{SlowStart: -1})
+		nodes := makeNodes(2)
+		a, b := nodes[0].Addr, nodes[1].Addr
+		for _, addr := range []string{a, b} {
+			l := f.loads.For(addr)
+			l.Begin()
+			l.End(took, nil)
+		}
+		// a looks idle by its figure, b busy; locally a has 2 in flight.
+		f.loads.For(a).Begin()
+		f.loads.For(a).Begin()
+		nodes[0].Load = f.published(0, 0, time.Second)
+		nodes[1].Load = f.published(50, 0, time.Second)
+		c := counts(t, f.s.Build(nodes), 100)
+		if took < time.Second && c[b] != 100 {
+			t.Errorf("statements of %v, figures 1 s old: picks %v, want all on %s (local counts)", took, c, b)
+		}
+		if took > time.Second && c[a] != 100 {
+			t.Errorf("statements of %v, figures 1 s old: picks %v, want all on %s (figures)", took, c, a)
+		}
+	}
+}

@@ -40,16 +40,15 @@ const sharedExactShare = 0.9
 // builds counted.
 const sharedBuildMarks = 4
 
-// sharedStaleStatements is how many typical statement durations (this
-// client's moving average of latency, over the nodes) a figure is trusted
-// for: by then most statements it counted have ended and others have
-// started that it does not show.
-const sharedStaleStatements = 2
+// sharedRefresh is the longest a registrar leaves an unchanged figure
+// unwritten (zkpresto register's --load-refresh default): a live registrar
+// rewrites at least this often, so a figure this old, less its delivery,
+// still describes its coordinator as of its delivery.
+const sharedRefresh = 5 * time.Second
 
-// sharedStaleFloor is the least time a figure is trusted for, whatever the
-// statements' durations: a figure is never older than ZooKeeper's delivery
-// when it arrives.
-const sharedStaleFloor = 100 * time.Millisecond
+// sharedRefreshMargin is what a figure may lag its refresh by before it is
+// stale: a rewrite's own delay through ZooKeeper, and clock skew.
+const sharedRefreshMargin = time.Second
 
 // sharedP2CStrategy is shared_p2c, the power of two choices on load the
 // coordinators publish: two distinct nodes drawn with probability
@@ -67,9 +66,10 @@ const sharedStaleFloor = 100 * time.Millisecond
 // When either node's figure is missing, not trusted or stale, both are
 // compared by this client's statements in flight per weight, as least_active
 // does: a figure is never mixed with a local count. A figure is stale once
-// older than sharedStaleStatements typical statements (this client's moving
-// average of latency over the nodes; at least sharedStaleFloor, at most
-// StaleAfter): by then the statements it counted have mostly ended. A
+// older than its delivery (from its read to the build that first had it)
+// plus sharedRefresh and sharedRefreshMargin, at most StaleAfter: a live
+// registrar rewrites even an unchanged figure that often, so a figure
+// younger than that still describes its node as of its delivery. A
 // figure below what this client alone surely had in flight on the node when
 // it was read is a lie (a stuck registrar publishing 0), and the node's
 // figures are not trusted while they read the same. When this client's own
@@ -110,6 +110,7 @@ type sharedP2CStrategy struct {
 type sharedSeen struct {
 	since  time.Time // first build that had the node, for slow start
 	figure time.Time // ReadAt of the figure base belongs to
+	lag    int64     // ns from that figure's read to the build that first had it
 	base   int64     // the node's Load.InFlight when that figure arrived
 	// ownAtRead bounds from above this client's statements the figure
 	// counted: base plus those that ended since the last build before the
@@ -188,8 +189,8 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 		slowStart:  int64(s.slowStart),
 	}
 	present := make(map[string]bool, len(nodes))
-	watched, known, timed := 0, 0, 0
-	var own, published, latency float64
+	watched, known := 0, 0
+	var own, published float64
 	for i := range nodes {
 		n := &nodes[i]
 		present[n.Addr] = true
@@ -210,6 +211,7 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 			// A new figure counts this client's statements up to now; only
 			// the change after it is added to it.
 			seen.figure, seen.base = n.Load.ReadAt, inFlight
+			seen.lag = max(now.Sub(n.Load.ReadAt).Nanoseconds(), 0)
 			read := n.Load.ReadAt.UnixNano()
 			m, ok := seen.by(read)
 			endedByRead := ended
@@ -235,15 +237,15 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 			c.rampFrom, c.rampTo = seen.since.UnixNano(), seen.since.UnixNano()+p.slowStart
 			p.rampsEnd = max(p.rampsEnd, c.rampTo)
 		}
-		if lat := loads[i].Latency(); lat > 0 {
-			latency += float64(lat)
-			timed++
-		}
 		if n.Load.Known() {
 			c.published = float64(n.Load.Total())
 			c.slots = float64(n.Load.Slots)
 			if !seen.lying {
 				c.readAt = n.Load.ReadAt.UnixNano()
+				// A live registrar rewrites even an unchanged figure every
+				// sharedRefresh: one older than that, past its delivery, is
+				// from a registrar that stopped.
+				c.staleAt = c.readAt + min(p.staleAfter, seen.lag+int64(sharedRefresh+sharedRefreshMargin))
 			}
 			own += min(float64(max(seen.ownAtRead, 0)), c.published)
 			published += c.published
@@ -274,13 +276,6 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 		s.exact = own >= sharedExactShare*published
 	}
 	p.exact = s.exact
-	if timed > 0 {
-		// A figure is stale once the statements it counted have, as a rule,
-		// ended: judged by how long this client's statements take, not by
-		// a fixed time, with the option's as the most.
-		typical := time.Duration(latency / float64(timed))
-		p.staleAfter = int64(min(s.staleAfter, max(sharedStaleStatements*typical, sharedStaleFloor)))
-	}
 	p.cachedNow.Store(now.UnixNano())
 	s.built = true
 	for i := range nodes {
@@ -308,6 +303,7 @@ type sharedCandidate struct {
 	slots     float64 // published concurrency; 0 unknown
 	published float64 // published running+queued
 	readAt    int64   // Unix ns of the figure; 0 none, or not trusted
+	staleAt   int64   // Unix ns when the figure goes stale
 	base      int64   // load.InFlight() when the figure arrived
 	// The slow-start window, Unix ns: from the node's first build to the
 	// end of its ramp; both 0 when off.
@@ -432,15 +428,11 @@ func (p *sharedP2CPicker) window(r uint64, now int64) *discovery.Node {
 	return best.node
 }
 
-// fresh reports whether c's figure is trusted and not older than staleAfter
-// (a figure from the future, a registrar's clock ahead of ours, counts as
-// fresh within the same margin).
+// fresh reports whether c's figure is trusted and not stale (a figure from
+// the future, a registrar's clock ahead of ours, counts as fresh within
+// staleAfter).
 func (p *sharedP2CPicker) fresh(c *sharedCandidate, now int64) bool {
-	if c.readAt == 0 {
-		return false
-	}
-	age := now - c.readAt
-	return age <= p.staleAfter && -age <= p.staleAfter
+	return c.readAt != 0 && now <= c.staleAt && c.readAt-now <= p.staleAfter
 }
 
 // estimate returns c's published load plus the change in this client's

@@ -516,30 +516,39 @@ func TestSharedP2CDistrustsAFigureBelowItsOwnStatements(t *testing.T) {
 	}
 }
 
-// A figure is stale once it is a few typical statements old, as this
-// client's own statements measure them, not after a fixed 15 s: with
-// statements of 100 ms, a figure of a second ago says little of now.
-func TestSharedP2CStalenessFollowsTheStatements(t *testing.T) {
-	for _, took := range []time.Duration{100 * time.Millisecond, 10 * time.Second} {
+// A figure is stale once older than its delivery plus the registrar's
+// refresh (and a margin), not after a few statements: a live registrar
+// rewrites an unchanged figure only every 5 s, so with statements of 100 ms
+// a figure 3 s old still says its node has not changed. Past the refresh
+// the registrar has stopped, and local counts decide.
+func TestSharedP2CStaleAfterTheRefresh(t *testing.T) {
+	for _, lag := range []time.Duration{0, time.Second} {
 		f := newSharedFixture(t, Options{SlowStart: -1})
 		nodes := makeNodes(2)
 		a, b := nodes[0].Addr, nodes[1].Addr
 		for _, addr := range []string{a, b} {
 			l := f.loads.For(addr)
 			l.Begin()
-			l.End(took, nil)
+			l.End(100*time.Millisecond, nil)
 		}
 		// a looks idle by its figure, b busy; locally a has 2 in flight.
 		f.loads.For(a).Begin()
 		f.loads.For(a).Begin()
-		nodes[0].Load = f.published(0, 0, time.Second)
-		nodes[1].Load = f.published(50, 0, time.Second)
-		c := counts(t, f.s.Build(nodes), 100)
-		if took < time.Second && c[b] != 100 {
-			t.Errorf("statements of %v, figures 1 s old: picks %v, want all on %s (local counts)", took, c, b)
+		nodes[0].Load = f.published(0, 0, lag)
+		nodes[1].Load = f.published(50, 0, lag)
+		p := f.s.Build(nodes)
+		start := f.now
+		f.now = start.Add(3 * time.Second)
+		if c := counts(t, p, 100); c[a] != 100 {
+			t.Errorf("delivered %v late, 3 s later: picks %v, want all on %s (figures)", lag, c, a)
 		}
-		if took > time.Second && c[a] != 100 {
-			t.Errorf("statements of %v, figures 1 s old: picks %v, want all on %s (figures)", took, c, a)
+		f.now = start.Add(sharedRefresh + sharedRefreshMargin - time.Millisecond)
+		if c := counts(t, p, 100); c[a] != 100 {
+			t.Errorf("delivered %v late, just within the refresh: picks %v, want all on %s (figures)", lag, c, a)
+		}
+		f.now = start.Add(sharedRefresh + sharedRefreshMargin + time.Millisecond)
+		if c := counts(t, p, 100); c[b] != 100 {
+			t.Errorf("delivered %v late, past the refresh: picks %v, want all on %s (local counts)", lag, c, b)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,18 @@ const sharedExactShare = 0.9
 // builds counted.
 const sharedBuildMarks = 4
 
+// sharedTypicalDrift sets how fast a node's typical statement duration
+// follows its latency average up: by 1/64 of the difference a build.
+const sharedTypicalDrift = 6
+
+// sharedFactorDecay is the weight of the past in a node's factor (its load
+// per statement of this client's there) at each new figure.
+const sharedFactorDecay = 0.9
+
+// sharedFactorMin is how many of this client's statements a node's figures
+// must have counted, decayed, for the node's own factor to be used.
+const sharedFactorMin = 1
+
 // sharedRefresh is the longest a registrar leaves an unchanged figure
 // unwritten (zkpresto register's --load-refresh default): a live registrar
 // rewrites at least this often, so a figure this old, less its delivery,
@@ -63,16 +76,27 @@ const sharedRefreshMargin = time.Second
 // sharedExtraDraws more nodes are drawn by weight and the first with a free
 // slot takes the statement.
 //
-// When either node's figure is missing, not trusted or stale, both are
-// compared by this client's statements in flight per weight, as least_active
-// does: a figure is never mixed with a local count. A figure is stale once
+// A figure is blended with a local estimate by its trust, e^(-delay /
+// (sharedTrustStatements × typical)), where delay is how late the node's
+// figures arrive (the least lag of its recent figures) and typical its
+// statements' duration (the least of their latency averages): a figure that
+// arrives after many statements have turned over says little of now. The
+// local estimate is this client's statements there, this one included,
+// times the node's factor (its published load per statement of this
+// client's it counted, learned while its figures were trusted; the ratio
+// over all nodes before that), times their latency over the typical when
+// higher (a queue this client's few statements do not show). A node whose
+// figure is missing or stale is estimated locally alone, whatever the other
+// node of the pair: the fallback is per node, not per pair. A figure is stale once
 // older than its delivery (from its read to the build that first had it)
 // plus sharedRefresh and sharedRefreshMargin, at most StaleAfter: a live
 // registrar rewrites even an unchanged figure that often, so a figure
 // younger than that still describes its node as of its delivery. A
 // figure below what this client alone surely had in flight on the node when
 // it was read is a lie (a stuck registrar publishing 0), and the node's
-// figures are not trusted while they read the same. When this client's own
+// figures are not trusted while they read the same; a pair with a liar, or
+// drawn among unwatched nodes, is compared on this client's counts alone.
+// When this client's own
 // statements are nearly all the published load (one client: its estimates
 // are exact), or no node published a figure at all, it compares a window of
 // activeWindow nodes from a random start on its own counts, as least_active
@@ -111,7 +135,12 @@ type sharedSeen struct {
 	since  time.Time // first build that had the node, for slow start
 	figure time.Time // ReadAt of the figure base belongs to
 	lag    int64     // ns from that figure's read to the build that first had it
-	base   int64     // the node's Load.InFlight when that figure arrived
+	// delay is the node's delivery delay (ns): the least lag of its recent
+	// figures, drifting slowly up. A figure that arrives later than that
+	// was held back by the registrar's write rules (unchanged, or the
+	// write budget) or read late, not delayed on the way.
+	delay int64
+	base  int64 // the node's Load.InFlight when that figure arrived
 	// ownAtRead bounds from above this client's statements the figure
 	// counted: base plus those that ended since the last build before the
 	// figure was read. A figure is read before it arrives, so statements
@@ -123,8 +152,16 @@ type sharedSeen struct {
 	// false: below its own statements surely in flight there when it was
 	// read. The node's figures are not trusted while they read the same,
 	// as a stuck registrar's do; one that moves is a registrar that works.
-	lie      int64
-	lying    bool
+	lie   int64
+	lying bool
+	// typical is a robust typical statement duration on the node (ns): the
+	// least of the latency averages seen at builds, drifting slowly up, so
+	// that queueing, which the average includes, does not inflate it.
+	typical int64
+	// pub and own are decayed sums of the trusted figures and of this
+	// client's statements they counted: pub/own is how much more load the
+	// node carries than this client's own, for when its figure goes stale.
+	pub, own float64
 	marks    [sharedBuildMarks]sharedMark // recent builds, a ring
 	nextMark int
 }
@@ -207,11 +244,17 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 		inFlight := loads[i].InFlight()
 		started := int64(loads[i].Started())
 		ended := started - inFlight
-		if !seen.figure.Equal(n.Load.ReadAt) {
+		fresh := !seen.figure.Equal(n.Load.ReadAt)
+		if fresh {
 			// A new figure counts this client's statements up to now; only
 			// the change after it is added to it.
 			seen.figure, seen.base = n.Load.ReadAt, inFlight
 			seen.lag = max(now.Sub(n.Load.ReadAt).Nanoseconds(), 0)
+			if seen.delay == 0 || seen.lag < seen.delay {
+				seen.delay = seen.lag
+			} else {
+				seen.delay += (seen.lag - seen.delay) >> sharedTypicalDrift
+			}
 			read := n.Load.ReadAt.UnixNano()
 			m, ok := seen.by(read)
 			endedByRead := ended
@@ -230,9 +273,18 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 			}
 		}
 		seen.mark(now.UnixNano(), ended, started)
+		if lat := int64(loads[i].Latency()); lat > 0 {
+			if seen.typical == 0 || lat < seen.typical {
+				seen.typical = lat
+			} else {
+				seen.typical += (lat - seen.typical) >> sharedTypicalDrift
+			}
+		}
 		c := &p.cands[i]
 		c.node, c.load, c.weight, c.iweight = n, loads[i], float64(nodeWeight(n)), int64(nodeWeight(n))
 		c.base = seen.base
+		c.typical = float64(seen.typical)
+		c.lying = seen.lying && n.Load.Known()
 		if p.slowStart > 0 {
 			c.rampFrom, c.rampTo = seen.since.UnixNano(), seen.since.UnixNano()+p.slowStart
 			p.rampsEnd = max(p.rampsEnd, c.rampTo)
@@ -241,7 +293,19 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 			c.published = float64(n.Load.Total())
 			c.slots = float64(n.Load.Slots)
 			if !seen.lying {
+				if fresh {
+					counted := min(float64(max(seen.ownAtRead, 0)), c.published)
+					seen.pub = seen.pub*sharedFactorDecay + c.published
+					seen.own = seen.own*sharedFactorDecay + counted
+				}
 				c.readAt = n.Load.ReadAt.UnixNano()
+				c.trust = 1
+				if seen.typical > 0 {
+					// Worth less the later figures arrive, measured in the
+					// node's own statements: by then that many of those it
+					// counted have ended and others started.
+					c.trust = math.Exp(-float64(seen.delay) / float64(sharedTrustStatements*seen.typical))
+				}
 				// A live registrar rewrites even an unchanged figure every
 				// sharedRefresh: one older than that, past its delivery, is
 				// from a registrar that stopped.
@@ -276,6 +340,17 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 		s.exact = own >= sharedExactShare*published
 	}
 	p.exact = s.exact
+	p.local = watched < 2 && watched < len(nodes)
+	// A node without a factor of its own (no trusted figure that counted
+	// this client's statements) takes the ratio over all nodes now.
+	shared := max(published, 1) / max(own, 1)
+	for i := range nodes {
+		c := &p.cands[i]
+		c.factor = shared
+		if seen := s.seen[nodes[i].Addr]; seen.own >= sharedFactorMin {
+			c.factor = seen.pub / seen.own
+		}
+	}
 	p.cachedNow.Store(now.UnixNano())
 	s.built = true
 	for i := range nodes {
@@ -303,6 +378,10 @@ type sharedCandidate struct {
 	slots     float64 // published concurrency; 0 unknown
 	published float64 // published running+queued
 	readAt    int64   // Unix ns of the figure; 0 none, or not trusted
+	trust     float64 // the figure's weight against the local estimate, (0, 1]
+	factor    float64 // the node's load per statement of this client's there
+	typical   float64 // the node's typical statement duration, ns; 0 unknown
+	lying     bool    // the node's figure is a lie
 	staleAt   int64   // Unix ns when the figure goes stale
 	base      int64   // load.InFlight() when the figure arrived
 	// The slow-start window, Unix ns: from the node's first build to the
@@ -317,6 +396,7 @@ type sharedP2CPicker struct {
 	pool       []int32
 	draw       *weightedPicker // over pool
 	exact      bool            // this client's estimates are exact: compare a window
+	local      bool            // the draws include unwatched nodes: compare local counts
 	rng        *rng
 	fixedNow   func() time.Time // Options.Now, read on every pick; nil: cachedNow
 	staleAfter int64            // ns
@@ -365,7 +445,7 @@ func (p *sharedP2CPicker) Pick(*Request) (*discovery.Node, error) {
 	if p.cheaper(b, a, now) {
 		best = b
 	}
-	if best.slots > 0 && p.fresh(best, now) && p.estimate(best) >= best.slots {
+	if best.slots > 0 && p.estimate(best, now) > best.slots {
 		// Full by its figure: a few more draws for a better one.
 		for range sharedExtraDraws {
 			if c := &p.cands[p.pool[p.draw.index(p.rng.float64())]]; p.cheaper(c, best, now) {
@@ -435,10 +515,24 @@ func (p *sharedP2CPicker) fresh(c *sharedCandidate, now int64) bool {
 	return c.readAt != 0 && now <= c.staleAt && c.readAt-now <= p.staleAfter
 }
 
-// estimate returns c's published load plus the change in this client's
-// statements there since the figure arrived.
-func (p *sharedP2CPicker) estimate(c *sharedCandidate) float64 {
-	return max(c.published+float64(c.load.InFlight()-c.base), 0)
+// estimate returns c's load, all clients together: its published load plus
+// the change in this client's statements there since the figure arrived,
+// blended by the figure's trust with the local estimate (this client's
+// statements there times the node's factor); the local estimate alone when
+// the figure is missing, not trusted or stale.
+func (p *sharedP2CPicker) estimate(c *sharedCandidate, now int64) float64 {
+	inFlight := c.load.InFlight()
+	local := c.factor * float64(max(inFlight, 0)+1)
+	if c.typical > 0 {
+		// Queueing there, which this client's few statements hardly show,
+		// shows in their latency over the node's typical.
+		local *= max(float64(c.load.Latency())/c.typical, 1)
+	}
+	if !p.fresh(c, now) {
+		return local
+	}
+	figure := max(c.published+float64(inFlight-c.base), 0) + 1
+	return c.trust*figure + (1-c.trust)*local
 }
 
 // capacity returns c's weight, ramped over its slow-start window: from
@@ -460,10 +554,12 @@ func (p *sharedP2CPicker) capacity(c *sharedCandidate, now int64) float64 {
 // node's free slot, as in a central queue. Ties go to the lower load. It
 // cross-multiplies rather than divides.
 func (p *sharedP2CPicker) cheaper(x, y *sharedCandidate, now int64) bool {
-	if p.fresh(x, now) && p.fresh(y, now) {
-		return p.better(x, y, p.estimate(x)+1, p.estimate(y)+1, true, now)
+	if p.local || x.lying || y.lying {
+		// A liar's own load is unknown, and its factor with it: the pair
+		// is compared on this client's counts alone, alike on both sides.
+		return p.better(x, y, localLoad(x), localLoad(y), false, now)
 	}
-	return p.better(x, y, localLoad(x), localLoad(y), false, now)
+	return p.better(x, y, p.estimate(x, now), p.estimate(y, now), true, now)
 }
 
 // localLoad returns this client's statements in flight on c, this one
@@ -486,3 +582,7 @@ func (p *sharedP2CPicker) better(x, y *sharedCandidate, lx, ly float64, slotted 
 	}
 	return lx*cy < ly*cx
 }
+
+// sharedTrustStatements is how many typical statements of delivery delay
+// take a figure's trust down to 1/e.
+const sharedTrustStatements = 2

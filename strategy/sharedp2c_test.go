@@ -522,14 +522,15 @@ func TestSharedP2CDistrustsAFigureBelowItsOwnStatements(t *testing.T) {
 // a figure 3 s old still says its node has not changed. Past the refresh
 // the registrar has stopped, and local counts decide.
 func TestSharedP2CStaleAfterTheRefresh(t *testing.T) {
-	for _, lag := range []time.Duration{0, time.Second} {
+	for _, tc := range []struct{ lag, took time.Duration }{{0, 100 * time.Millisecond}, {time.Second, 10 * time.Second}} {
+		lag := tc.lag
 		f := newSharedFixture(t, Options{SlowStart: -1})
 		nodes := makeNodes(2)
 		a, b := nodes[0].Addr, nodes[1].Addr
 		for _, addr := range []string{a, b} {
 			l := f.loads.For(addr)
 			l.Begin()
-			l.End(100*time.Millisecond, nil)
+			l.End(tc.took, nil)
 		}
 		// a looks idle by its figure, b busy; locally a has 2 in flight.
 		f.loads.For(a).Begin()
@@ -550,5 +551,62 @@ func TestSharedP2CStaleAfterTheRefresh(t *testing.T) {
 		if c := counts(t, p, 100); c[b] != 100 {
 			t.Errorf("delivered %v late, past the refresh: picks %v, want all on %s (local counts)", lag, c, b)
 		}
+	}
+}
+
+// A figure is worth less the later figures arrive, measured in the node's
+// statements: delivered 1 s late, with statements of 100 ms, it says little
+// and this client's counts decide; with statements of 10 s, it decides.
+func TestSharedP2CLateFiguresGiveWayToLocalCounts(t *testing.T) {
+	for _, took := range []time.Duration{100 * time.Millisecond, 10 * time.Second} {
+		f := newSharedFixture(t, Options{SlowStart: -1})
+		nodes := makeNodes(2)
+		a, b := nodes[0].Addr, nodes[1].Addr
+		for _, addr := range []string{a, b} {
+			l := f.loads.For(addr)
+			l.Begin()
+			l.End(took, nil)
+		}
+		// a looks idle by its figure, b busy; locally a has 2 in flight.
+		f.loads.For(a).Begin()
+		f.loads.For(a).Begin()
+		nodes[0].Load = f.published(0, 0, time.Second)
+		nodes[1].Load = f.published(50, 0, time.Second)
+		c := counts(t, f.s.Build(nodes), 100)
+		if took < time.Second && c[b] != 100 {
+			t.Errorf("statements of %v, figures 1 s late: picks %v, want all on %s (local counts)", took, c, b)
+		}
+		if took > time.Second && c[a] != 100 {
+			t.Errorf("statements of %v, figures 1 s late: picks %v, want all on %s (figures)", took, c, a)
+		}
+	}
+}
+
+// A node whose figure goes stale is estimated alone, from this client's
+// statements there times the load per statement its figures showed while
+// fresh; the other node of the pair keeps its fresh figure. Compared pair
+// by pair on local counts, b (none of this client's) would win.
+func TestSharedP2CStaleNodeEstimatedAlone(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	nodes := makeNodes(2)
+	a, b := nodes[0].Addr, nodes[1].Addr
+	// a's figure of 20 counted 2 of this client's: 10 per statement.
+	f.loads.For(a).Begin()
+	f.loads.For(a).Begin()
+	nodes[0].Load = f.published(20, 0, 0)
+	nodes[1].Load = f.published(50, 0, 0)
+	f.s.Build(nodes)
+	// a's registrar stops; b's goes on. a is now 10 × 3 = 30, b 51.
+	f.now = f.now.Add(sharedRefresh + sharedRefreshMargin + time.Second)
+	nodes[1].Load = f.published(50, 0, 0)
+	if c := counts(t, f.s.Build(nodes), 100); c[a] != 100 {
+		t.Fatalf("a stale at 10 per statement of 2, b fresh at 50: picks %v, want all on %s", c, a)
+	}
+	// Six more of this client's on a: 10 × 9 = 90 is more than b's 51.
+	for range 6 {
+		f.loads.For(a).Begin()
+	}
+	if c := counts(t, f.s.Build(nodes), 100); c[b] != 100 {
+		t.Fatalf("a stale with 8 of this client's: picks %v, want all on %s", c, b)
 	}
 }

@@ -50,3 +50,14 @@ func (g *rng) float64() float64 {
 	g.mu.Unlock()
 	return v
 }
+
+// uint64 returns a uniform uint64.
+func (g *rng) uint64() uint64 {
+	if g == nil {
+		return rand.Uint64()
+	}
+	g.mu.Lock()
+	v := g.source.Uint64()
+	g.mu.Unlock()
+	return v
+}

@@ -1,6 +1,8 @@
 package strategy
 
 import (
+	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
@@ -39,6 +41,28 @@ const sharedExactShare = 0.9
 // builds counted.
 const sharedBuildMarks = 4
 
+// sharedTypicalDrift sets how fast a node's typical statement duration
+// follows its latency average up: by 1/64 of the difference a build.
+const sharedTypicalDrift = 6
+
+// sharedFactorDecay is the weight of the past in a node's factor (its load
+// per statement of this client's there) at each new figure.
+const sharedFactorDecay = 0.9
+
+// sharedFactorMin is how many of this client's statements a node's figures
+// must have counted, decayed, for the node's own factor to be used.
+const sharedFactorMin = 1
+
+// sharedRefresh is the longest a registrar leaves an unchanged figure
+// unwritten (zkpresto register's --load-refresh default): a live registrar
+// rewrites at least this often, so a figure this old, less its delivery,
+// still describes its coordinator as of its delivery.
+const sharedRefresh = 5 * time.Second
+
+// sharedRefreshMargin is what a figure may lag its refresh by before it is
+// stale: a rewrite's own delay through ZooKeeper, and clock skew.
+const sharedRefreshMargin = time.Second
+
 // sharedP2CStrategy is shared_p2c, the power of two choices on load the
 // coordinators publish: two distinct nodes drawn with probability
 // proportional to weight, and the better wins. A node's estimated load is
@@ -52,9 +76,27 @@ const sharedBuildMarks = 4
 // sharedExtraDraws more nodes are drawn by weight and the first with a free
 // slot takes the statement.
 //
-// When either node's figure is missing or older than StaleAfter, both are
-// compared by this client's statements in flight per weight, as least_active
-// does: a figure is never mixed with a local count. When this client's own
+// A figure is blended with a local estimate by its trust, e^(-delay /
+// (sharedTrustStatements × typical)), where delay is how late the node's
+// figures arrive (the least lag of its recent figures) and typical its
+// statements' duration (the least of their latency averages): a figure that
+// arrives after many statements have turned over says little of now. The
+// local estimate is this client's statements there, this one included,
+// times the node's factor (its published load per statement of this
+// client's it counted, learned while its figures were trusted; the ratio
+// over all nodes before that), times their latency over the typical when
+// higher (a queue this client's few statements do not show). A node whose
+// figure is missing or stale is estimated locally alone, whatever the other
+// node of the pair: the fallback is per node, not per pair. A figure is stale once
+// older than its delivery (from its read to the build that first had it)
+// plus sharedRefresh and sharedRefreshMargin, at most StaleAfter: a live
+// registrar rewrites even an unchanged figure that often, so a figure
+// younger than that still describes its node as of its delivery. A
+// figure below what this client alone surely had in flight on the node when
+// it was read is a lie (a stuck registrar publishing 0), and the node's
+// figures are not trusted while they read the same; a pair with a liar, or
+// drawn among unwatched nodes, is compared on this client's counts alone.
+// When this client's own
 // statements are nearly all the published load (one client: its estimates
 // are exact), or no node published a figure at all, it compares a window of
 // activeWindow nodes from a random start on its own counts, as least_active
@@ -76,10 +118,13 @@ const sharedBuildMarks = 4
 type sharedP2CStrategy struct {
 	loadAware
 	now        func() time.Time
+	fixedNow   func() time.Time // Options.Now; nil for the system clock
 	staleAfter time.Duration
 	slowStart  time.Duration
 	// seen is per node what outlives builds (Build is never concurrent).
 	seen map[string]*sharedSeen
+	// built says a build has been made: nodes first seen later ramp up.
+	built bool
 	// exact is the last verdict on whether this client's estimates are
 	// exact, kept while every figure reads 0, which says nothing either way.
 	exact bool
@@ -89,7 +134,13 @@ type sharedP2CStrategy struct {
 type sharedSeen struct {
 	since  time.Time // first build that had the node, for slow start
 	figure time.Time // ReadAt of the figure base belongs to
-	base   int64     // the node's Load.InFlight when that figure arrived
+	lag    int64     // ns from that figure's read to the build that first had it
+	// delay is the node's delivery delay (ns): the least lag of its recent
+	// figures, drifting slowly up. A figure that arrives later than that
+	// was held back by the registrar's write rules (unchanged, or the
+	// write budget) or read late, not delayed on the way.
+	delay int64
+	base  int64 // the node's Load.InFlight when that figure arrived
 	// ownAtRead bounds from above this client's statements the figure
 	// counted: base plus those that ended since the last build before the
 	// figure was read. A figure is read before it arrives, so statements
@@ -97,31 +148,46 @@ type sharedSeen struct {
 	// as another client's load, they made one client alone look like one
 	// of many.
 	ownAtRead int64
-	marks     [sharedBuildMarks]sharedMark // recent builds, a ring
-	nextMark  int
+	// lie is the figure (running plus queued) that this client proved
+	// false: below its own statements surely in flight there when it was
+	// read. The node's figures are not trusted while they read the same,
+	// as a stuck registrar's do; one that moves is a registrar that works.
+	lie   int64
+	lying bool
+	// typical is a robust typical statement duration on the node (ns): the
+	// least of the latency averages seen at builds, drifting slowly up, so
+	// that queueing, which the average includes, does not inflate it.
+	typical int64
+	// pub and own are decayed sums of the trusted figures and of this
+	// client's statements they counted: pub/own is how much more load the
+	// node carries than this client's own, for when its figure goes stale.
+	pub, own float64
+	marks    [sharedBuildMarks]sharedMark // recent builds, a ring
+	nextMark int
 }
 
 // sharedMark is one build as one node saw it.
 type sharedMark struct {
-	at    int64 // Unix ns; 0 for none
-	ended int64 // this client's statements ended on the node by then
+	at      int64 // Unix ns; 0 for none
+	ended   int64 // this client's statements ended on the node by then
+	started int64 // and started there
 }
 
-// endedBy returns how many of this client's statements had ended on the node
-// by the last remembered build at or before at, or ended when none was.
-func (seen *sharedSeen) endedBy(at int64, ended int64) int64 {
-	best, by := int64(0), ended
+// by returns the last remembered build at or before at, and whether there
+// is one.
+func (seen *sharedSeen) by(at int64) (sharedMark, bool) {
+	var best sharedMark
 	for _, m := range seen.marks {
-		if m.at != 0 && m.at <= at && m.at > best {
-			best, by = m.at, m.ended
+		if m.at != 0 && m.at <= at && m.at > best.at {
+			best = m
 		}
 	}
-	return by
+	return best, best.at != 0
 }
 
 // mark remembers this build.
-func (seen *sharedSeen) mark(at, ended int64) {
-	seen.marks[seen.nextMark] = sharedMark{at: at, ended: ended}
+func (seen *sharedSeen) mark(at, ended, started int64) {
+	seen.marks[seen.nextMark] = sharedMark{at: at, ended: ended, started: started}
 	seen.nextMark = (seen.nextMark + 1) % sharedBuildMarks
 }
 
@@ -129,6 +195,7 @@ func newSharedP2C(opts Options) Strategy {
 	s := &sharedP2CStrategy{
 		loadAware:  newLoadAware(opts),
 		now:        opts.Now,
+		fixedNow:   opts.Now,
 		staleAfter: opts.PublishedStaleAfter,
 		slowStart:  opts.SlowStart,
 		seen:       make(map[string]*sharedSeen),
@@ -154,7 +221,7 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 	p := &sharedP2CPicker{
 		cands:      make([]sharedCandidate, len(nodes)),
 		rng:        s.rng,
-		now:        s.now,
+		fixedNow:   s.fixedNow,
 		staleAfter: int64(s.staleAfter),
 		slowStart:  int64(s.slowStart),
 	}
@@ -167,24 +234,83 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 		seen := s.seen[n.Addr]
 		if seen == nil {
 			seen = &sharedSeen{since: now}
+			if !s.built {
+				// The first build's nodes are the cluster as found, all
+				// equally warm or cold: none ramps against the others.
+				seen.since = now.Add(-s.slowStart)
+			}
 			s.seen[n.Addr] = seen
 		}
 		inFlight := loads[i].InFlight()
-		ended := int64(loads[i].Started()) - inFlight
-		if !seen.figure.Equal(n.Load.ReadAt) {
+		started := int64(loads[i].Started())
+		ended := started - inFlight
+		fresh := !seen.figure.Equal(n.Load.ReadAt)
+		if fresh {
 			// A new figure counts this client's statements up to now; only
 			// the change after it is added to it.
 			seen.figure, seen.base = n.Load.ReadAt, inFlight
-			seen.ownAtRead = inFlight + ended - seen.endedBy(n.Load.ReadAt.UnixNano(), ended)
+			seen.lag = max(now.Sub(n.Load.ReadAt).Nanoseconds(), 0)
+			if seen.delay == 0 || seen.lag < seen.delay {
+				seen.delay = seen.lag
+			} else {
+				seen.delay += (seen.lag - seen.delay) >> sharedTypicalDrift
+			}
+			read := n.Load.ReadAt.UnixNano()
+			m, ok := seen.by(read)
+			endedByRead := ended
+			if ok {
+				endedByRead = m.ended
+			}
+			seen.ownAtRead = inFlight + ended - endedByRead
+			if total := int64(n.Load.Total()); n.Load.Known() {
+				// Surely in flight at the read: those in flight now less
+				// those started since the last build before it.
+				if ok && total < inFlight-(started-m.started) {
+					seen.lie, seen.lying = total, true
+				} else if seen.lying && total != seen.lie {
+					seen.lying = false
+				}
+			}
 		}
-		seen.mark(now.UnixNano(), ended)
+		seen.mark(now.UnixNano(), ended, started)
+		if lat := int64(loads[i].Latency()); lat > 0 {
+			if seen.typical == 0 || lat < seen.typical {
+				seen.typical = lat
+			} else {
+				seen.typical += (lat - seen.typical) >> sharedTypicalDrift
+			}
+		}
 		c := &p.cands[i]
-		c.node, c.load, c.weight = n, loads[i], float64(nodeWeight(n))
-		c.since, c.base = seen.since.UnixNano(), seen.base
+		c.node, c.load, c.weight, c.iweight = n, loads[i], float64(nodeWeight(n)), int64(nodeWeight(n))
+		c.base = seen.base
+		c.typical = float64(seen.typical)
+		c.lying = seen.lying && n.Load.Known()
+		if p.slowStart > 0 {
+			c.rampFrom, c.rampTo = seen.since.UnixNano(), seen.since.UnixNano()+p.slowStart
+			p.rampsEnd = max(p.rampsEnd, c.rampTo)
+		}
 		if n.Load.Known() {
-			c.readAt = n.Load.ReadAt.UnixNano()
 			c.published = float64(n.Load.Total())
 			c.slots = float64(n.Load.Slots)
+			if !seen.lying {
+				if fresh {
+					counted := min(float64(max(seen.ownAtRead, 0)), c.published)
+					seen.pub = seen.pub*sharedFactorDecay + c.published
+					seen.own = seen.own*sharedFactorDecay + counted
+				}
+				c.readAt = n.Load.ReadAt.UnixNano()
+				c.trust = 1
+				if seen.typical > 0 {
+					// Worth less the later figures arrive, measured in the
+					// node's own statements: by then that many of those it
+					// counted have ended and others started.
+					c.trust = math.Exp(-float64(seen.delay) / float64(sharedTrustStatements*seen.typical))
+				}
+				// A live registrar rewrites even an unchanged figure every
+				// sharedRefresh: one older than that, past its delivery, is
+				// from a registrar that stopped.
+				c.staleAt = c.readAt + min(p.staleAfter, seen.lag+int64(sharedRefresh+sharedRefreshMargin))
+			}
 			own += min(float64(max(seen.ownAtRead, 0)), c.published)
 			published += c.published
 			known++
@@ -214,6 +340,19 @@ func (s *sharedP2CStrategy) Build(nodes []discovery.Node) Picker {
 		s.exact = own >= sharedExactShare*published
 	}
 	p.exact = s.exact
+	p.local = watched < 2 && watched < len(nodes)
+	// A node without a factor of its own (no trusted figure that counted
+	// this client's statements) takes the ratio over all nodes now.
+	shared := max(published, 1) / max(own, 1)
+	for i := range nodes {
+		c := &p.cands[i]
+		c.factor = shared
+		if seen := s.seen[nodes[i].Addr]; seen.own >= sharedFactorMin {
+			c.factor = seen.pub / seen.own
+		}
+	}
+	p.cachedNow.Store(now.UnixNano())
+	s.built = true
 	for i := range nodes {
 		if watched < 2 || watched == len(nodes) || !nodes[i].Load.Unwatched {
 			p.pool = append(p.pool, int32(i))
@@ -235,11 +374,19 @@ type sharedCandidate struct {
 	node      *discovery.Node
 	load      *Load
 	weight    float64
+	iweight   int64   // weight, for the window's integer comparisons
 	slots     float64 // published concurrency; 0 unknown
 	published float64 // published running+queued
-	readAt    int64   // Unix ns of the figure; 0 none
+	readAt    int64   // Unix ns of the figure; 0 none, or not trusted
+	trust     float64 // the figure's weight against the local estimate, (0, 1]
+	factor    float64 // the node's load per statement of this client's there
+	typical   float64 // the node's typical statement duration, ns; 0 unknown
+	lying     bool    // the node's figure is a lie
+	staleAt   int64   // Unix ns when the figure goes stale
 	base      int64   // load.InFlight() when the figure arrived
-	since     int64   // Unix ns of the node's first build, for slow start
+	// The slow-start window, Unix ns: from the node's first build to the
+	// end of its ramp; both 0 when off.
+	rampFrom, rampTo int64
 }
 
 type sharedP2CPicker struct {
@@ -249,11 +396,26 @@ type sharedP2CPicker struct {
 	pool       []int32
 	draw       *weightedPicker // over pool
 	exact      bool            // this client's estimates are exact: compare a window
+	local      bool            // the draws include unwatched nodes: compare local counts
 	rng        *rng
-	now        func() time.Time
-	staleAfter int64 // ns
-	slowStart  int64 // ns; 0 off
+	fixedNow   func() time.Time // Options.Now, read on every pick; nil: cachedNow
+	staleAfter int64            // ns
+	slowStart  int64            // ns; 0 off
+	rampsEnd   int64            // Unix ns when the last node's ramp ends
+	// cachedNow is the system clock as of the last pick that read it (Unix
+	// ns): reading it costs more than the rest of a pick, so one pick in
+	// sharedClockEvery does, for all. Between two reads a figure ages by
+	// picks: at a rate of statements too low for that to matter, balance
+	// hardly does.
+	cachedNow atomic.Int64
 }
+
+// sharedClockEvery is how many picks share one reading of the system clock,
+// on average; a power of two.
+const sharedClockEvery = 16
+
+// unit returns x as a uniform float64 in [0, 1).
+func unit(x uint32) float64 { return float64(x) * 0x1p-32 }
 
 func (p *sharedP2CPicker) Pick(*Request) (*discovery.Node, error) {
 	n := len(p.pool)
@@ -263,11 +425,13 @@ func (p *sharedP2CPicker) Pick(*Request) (*discovery.Node, error) {
 	case 1:
 		return p.cands[p.pool[0]].node, nil
 	}
-	now := p.now().UnixNano()
+	// One random word serves both draws (and the window's start).
+	r := p.rng.uint64()
+	now := p.clock(r)
 	if p.exact {
-		return p.window(now), nil
+		return p.window(r, now), nil
 	}
-	i, j := p.draw.index(p.rng.float64()), p.draw.index(p.rng.float64())
+	i, j := p.draw.index(unit(uint32(r>>32))), p.draw.index(unit(uint32(r)))
 	if j == i {
 		// Another node, uniformly: redrawing by weight could repeat a
 		// dominant node many times over.
@@ -281,7 +445,7 @@ func (p *sharedP2CPicker) Pick(*Request) (*discovery.Node, error) {
 	if p.cheaper(b, a, now) {
 		best = b
 	}
-	if best.slots > 0 && p.fresh(best, now) && p.estimate(best) >= best.slots {
+	if best.slots > 0 && p.estimate(best, now) > best.slots {
 		// Full by its figure: a few more draws for a better one.
 		for range sharedExtraDraws {
 			if c := &p.cands[p.pool[p.draw.index(p.rng.float64())]]; p.cheaper(c, best, now) {
@@ -292,12 +456,42 @@ func (p *sharedP2CPicker) Pick(*Request) (*discovery.Node, error) {
 	return best.node, nil
 }
 
+// clock returns now in Unix ns: Options.Now's on every pick, else the
+// system clock read on one pick in sharedClockEvery (chosen by r's low bits).
+func (p *sharedP2CPicker) clock(r uint64) int64 {
+	if p.fixedNow != nil {
+		return p.fixedNow().UnixNano()
+	}
+	if r&(sharedClockEvery-1) == 0 {
+		now := time.Now().UnixNano()
+		p.cachedNow.Store(now)
+		return now
+	}
+	return p.cachedNow.Load()
+}
+
 // window returns the best of activeWindow nodes of the pool from a random
 // start, for when this client's estimates are exact.
-func (p *sharedP2CPicker) window(now int64) *discovery.Node {
+func (p *sharedP2CPicker) window(r uint64, now int64) *discovery.Node {
 	n := len(p.pool)
 	w := min(n, activeWindow)
-	start := p.rng.intN(n)
+	start := int((r >> 32) * uint64(n) >> 32)
+	if now >= p.rampsEnd && n == len(p.cands) {
+		// No node ramping and every node drawn: least_active's loop, in
+		// integers over two plain ranges.
+		best := &p.cands[start]
+		bestLoad := max(best.load.InFlight(), 0) + 1
+		first, wrapped := p.cands[start+1:min(start+w, n)], p.cands[:max(start+w-n, 0)]
+		for _, window := range [2][]sharedCandidate{first, wrapped} {
+			for k := range window {
+				c := &window[k]
+				if load := max(c.load.InFlight(), 0) + 1; load*best.iweight < bestLoad*c.iweight {
+					best, bestLoad = c, load
+				}
+			}
+		}
+		return best.node
+	}
 	best := &p.cands[p.pool[start]]
 	for k := 1; k < w; k++ {
 		at := start + k
@@ -314,33 +508,40 @@ func (p *sharedP2CPicker) window(now int64) *discovery.Node {
 	return best.node
 }
 
-// fresh reports whether c's figure is known and not older than staleAfter
-// (a figure from the future, a registrar's clock ahead of ours, counts as
-// fresh within the same margin).
+// fresh reports whether c's figure is trusted and not stale (a figure from
+// the future, a registrar's clock ahead of ours, counts as fresh within
+// staleAfter).
 func (p *sharedP2CPicker) fresh(c *sharedCandidate, now int64) bool {
-	if c.readAt == 0 {
-		return false
-	}
-	age := now - c.readAt
-	return age <= p.staleAfter && -age <= p.staleAfter
+	return c.readAt != 0 && now <= c.staleAt && c.readAt-now <= p.staleAfter
 }
 
-// estimate returns c's published load plus the change in this client's
-// statements there since the figure arrived.
-func (p *sharedP2CPicker) estimate(c *sharedCandidate) float64 {
-	return max(c.published+float64(c.load.InFlight()-c.base), 0)
+// estimate returns c's load, all clients together: its published load plus
+// the change in this client's statements there since the figure arrived,
+// blended by the figure's trust with the local estimate (this client's
+// statements there times the node's factor); the local estimate alone when
+// the figure is missing, not trusted or stale.
+func (p *sharedP2CPicker) estimate(c *sharedCandidate, now int64) float64 {
+	inFlight := c.load.InFlight()
+	local := c.factor * float64(max(inFlight, 0)+1)
+	if c.typical > 0 {
+		// Queueing there, which this client's few statements hardly show,
+		// shows in their latency over the node's typical.
+		local *= max(float64(c.load.Latency())/c.typical, 1)
+	}
+	if !p.fresh(c, now) {
+		return local
+	}
+	figure := max(c.published+float64(inFlight-c.base), 0) + 1
+	return c.trust*figure + (1-c.trust)*local
 }
 
-// ramp returns the share of its capacity c gets in its slow-start window.
-func (p *sharedP2CPicker) ramp(c *sharedCandidate, now int64) float64 {
-	if p.slowStart == 0 {
-		return 1
+// capacity returns c's weight, ramped over its slow-start window: from
+// slowStartFloor of it to all of it in proportion to the time since.
+func (p *sharedP2CPicker) capacity(c *sharedCandidate, now int64) float64 {
+	if now >= c.rampTo {
+		return c.weight
 	}
-	age := now - c.since
-	if age >= p.slowStart {
-		return 1
-	}
-	return max(slowStartFloor, float64(age)/float64(p.slowStart))
+	return c.weight * max(slowStartFloor, float64(now-c.rampFrom)/float64(p.slowStart))
 }
 
 // cheaper reports whether x is the better node for this statement than y:
@@ -353,10 +554,12 @@ func (p *sharedP2CPicker) ramp(c *sharedCandidate, now int64) float64 {
 // node's free slot, as in a central queue. Ties go to the lower load. It
 // cross-multiplies rather than divides.
 func (p *sharedP2CPicker) cheaper(x, y *sharedCandidate, now int64) bool {
-	if p.fresh(x, now) && p.fresh(y, now) {
-		return p.better(x, y, p.estimate(x)+1, p.estimate(y)+1, true, now)
+	if p.local || x.lying || y.lying {
+		// A liar's own load is unknown, and its factor with it: the pair
+		// is compared on this client's counts alone, alike on both sides.
+		return p.better(x, y, localLoad(x), localLoad(y), false, now)
 	}
-	return p.better(x, y, localLoad(x), localLoad(y), false, now)
+	return p.better(x, y, p.estimate(x, now), p.estimate(y, now), true, now)
 }
 
 // localLoad returns this client's statements in flight on c, this one
@@ -373,10 +576,13 @@ func (p *sharedP2CPicker) better(x, y *sharedCandidate, lx, ly float64, slotted 
 	if slotted && x.slots > 0 && y.slots > 0 {
 		kx, ky = max(lx, x.slots), max(ly, y.slots)
 	}
-	cx := x.weight * p.ramp(x, now)
-	cy := y.weight * p.ramp(y, now)
+	cx, cy := p.capacity(x, now), p.capacity(y, now)
 	if a, b := kx*cy, ky*cx; a != b {
 		return a < b
 	}
 	return lx*cy < ly*cx
 }
+
+// sharedTrustStatements is how many typical statements of delivery delay
+// take a figure's trust down to 1/e.
+const sharedTrustStatements = 2

@@ -470,3 +470,143 @@ func TestSharedP2CPickDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// A figure below what this client alone surely had in flight on the node
+// when it was read is a lie (a stuck registrar that publishes 0): the node
+// is compared by local counts, and stays so while its figure reads the
+// same, until it moves.
+func TestSharedP2CDistrustsAFigureBelowItsOwnStatements(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	nodes := makeNodes(2)
+	a, b := nodes[0].Addr, nodes[1].Addr
+	for range 3 {
+		f.loads.For(a).Begin()
+	}
+	nodes[0].Load = f.published(0, 4, time.Second) // read before the 3 started
+	nodes[1].Load = f.published(2, 4, time.Second)
+	if c := counts(t, f.s.Build(nodes), 100); c[a] != 100 {
+		t.Fatalf("a read 0 before this client's 3: picks %v, want all on %s", c, a)
+	}
+	f.now = f.now.Add(time.Second)
+	// a reads 0 again with this client's 3 in flight there since a build
+	// before the read: a lie.
+	nodes[0].Load = f.published(0, 4, 10*time.Millisecond)
+	p := f.s.Build(nodes)
+	if c := counts(t, p, 100); c[b] != 100 {
+		t.Fatalf("a published 0 under this client's 3: picks %v, want all on %s (by local counts)", c, b)
+	}
+	// The 3 end; a keeps publishing 0, which no longer contradicts this
+	// client, but its registrar is still the one that lied.
+	for range 3 {
+		f.loads.For(a).End(time.Millisecond, nil)
+	}
+	f.loads.For(b).Begin()
+	f.now = f.now.Add(time.Second)
+	nodes[0].Load = f.published(0, 4, 10*time.Millisecond)
+	nodes[1].Load = f.published(2, 4, 10*time.Millisecond)
+	if c := counts(t, f.s.Build(nodes), 100); c[a] != 100 {
+		t.Fatalf("after the lie, local counts 0 against 1: picks %v, want all on %s", c, a)
+	}
+	// A figure that moves is trusted again: 9 against b's 2.
+	f.now = f.now.Add(time.Second)
+	nodes[0].Load = f.published(9, 4, 10*time.Millisecond)
+	nodes[1].Load = f.published(2, 4, 10*time.Millisecond)
+	if c := counts(t, f.s.Build(nodes), 100); c[b] != 100 {
+		t.Fatalf("a moved to 9: picks %v, want all on %s", c, b)
+	}
+}
+
+// A figure is stale once older than its delivery plus the registrar's
+// refresh (and a margin), not after a few statements: a live registrar
+// rewrites an unchanged figure only every 5 s, so with statements of 100 ms
+// a figure 3 s old still says its node has not changed. Past the refresh
+// the registrar has stopped, and local counts decide.
+func TestSharedP2CStaleAfterTheRefresh(t *testing.T) {
+	for _, tc := range []struct{ lag, took time.Duration }{{0, 100 * time.Millisecond}, {time.Second, 10 * time.Second}} {
+		lag := tc.lag
+		f := newSharedFixture(t, Options{SlowStart: -1})
+		nodes := makeNodes(2)
+		a, b := nodes[0].Addr, nodes[1].Addr
+		for _, addr := range []string{a, b} {
+			l := f.loads.For(addr)
+			l.Begin()
+			l.End(tc.took, nil)
+		}
+		// a looks idle by its figure, b busy; locally a has 2 in flight.
+		f.loads.For(a).Begin()
+		f.loads.For(a).Begin()
+		nodes[0].Load = f.published(0, 0, lag)
+		nodes[1].Load = f.published(50, 0, lag)
+		p := f.s.Build(nodes)
+		start := f.now
+		f.now = start.Add(3 * time.Second)
+		if c := counts(t, p, 100); c[a] != 100 {
+			t.Errorf("delivered %v late, 3 s later: picks %v, want all on %s (figures)", lag, c, a)
+		}
+		f.now = start.Add(sharedRefresh + sharedRefreshMargin - time.Millisecond)
+		if c := counts(t, p, 100); c[a] != 100 {
+			t.Errorf("delivered %v late, just within the refresh: picks %v, want all on %s (figures)", lag, c, a)
+		}
+		f.now = start.Add(sharedRefresh + sharedRefreshMargin + time.Millisecond)
+		if c := counts(t, p, 100); c[b] != 100 {
+			t.Errorf("delivered %v late, past the refresh: picks %v, want all on %s (local counts)", lag, c, b)
+		}
+	}
+}
+
+// A figure is worth less the later figures arrive, measured in the node's
+// statements: delivered 1 s late, with statements of 100 ms, it says little
+// and this client's counts decide; with statements of 10 s, it decides.
+func TestSharedP2CLateFiguresGiveWayToLocalCounts(t *testing.T) {
+	for _, took := range []time.Duration{100 * time.Millisecond, 10 * time.Second} {
+		f := newSharedFixture(t, Options{SlowStart: -1})
+		nodes := makeNodes(2)
+		a, b := nodes[0].Addr, nodes[1].Addr
+		for _, addr := range []string{a, b} {
+			l := f.loads.For(addr)
+			l.Begin()
+			l.End(took, nil)
+		}
+		// a looks idle by its figure, b busy; locally a has 2 in flight.
+		f.loads.For(a).Begin()
+		f.loads.For(a).Begin()
+		nodes[0].Load = f.published(0, 0, time.Second)
+		nodes[1].Load = f.published(50, 0, time.Second)
+		c := counts(t, f.s.Build(nodes), 100)
+		if took < time.Second && c[b] != 100 {
+			t.Errorf("statements of %v, figures 1 s late: picks %v, want all on %s (local counts)", took, c, b)
+		}
+		if took > time.Second && c[a] != 100 {
+			t.Errorf("statements of %v, figures 1 s late: picks %v, want all on %s (figures)", took, c, a)
+		}
+	}
+}
+
+// A node whose figure goes stale is estimated alone, from this client's
+// statements there times the load per statement its figures showed while
+// fresh; the other node of the pair keeps its fresh figure. Compared pair
+// by pair on local counts, b (none of this client's) would win.
+func TestSharedP2CStaleNodeEstimatedAlone(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	nodes := makeNodes(2)
+	a, b := nodes[0].Addr, nodes[1].Addr
+	// a's figure of 20 counted 2 of this client's: 10 per statement.
+	f.loads.For(a).Begin()
+	f.loads.For(a).Begin()
+	nodes[0].Load = f.published(20, 0, 0)
+	nodes[1].Load = f.published(50, 0, 0)
+	f.s.Build(nodes)
+	// a's registrar stops; b's goes on. a is now 10 × 3 = 30, b 51.
+	f.now = f.now.Add(sharedRefresh + sharedRefreshMargin + time.Second)
+	nodes[1].Load = f.published(50, 0, 0)
+	if c := counts(t, f.s.Build(nodes), 100); c[a] != 100 {
+		t.Fatalf("a stale at 10 per statement of 2, b fresh at 50: picks %v, want all on %s", c, a)
+	}
+	// Six more of this client's on a: 10 × 9 = 90 is more than b's 51.
+	for range 6 {
+		f.loads.For(a).Begin()
+	}
+	if c := counts(t, f.s.Build(nodes), 100); c[b] != 100 {
+		t.Fatalf("a stale with 8 of this client's: picks %v, want all on %s", c, b)
+	}
+}

@@ -44,7 +44,7 @@ comparison. Time is virtual, so nothing sleeps; each arrival calls the real
 strategy code, and load-aware strategies see in-flight counts and
 latencies as they would in the driver.
 
-For each scenario and strategy it prints p50, p99 and p99.9 latency in
+For each scenario and strategy it prints p50, mean, p99 and p99.9 latency in
 milliseconds (a statement takes 400 ms on average on a small coordinator,
 100 ms on the big one), p99 as a share of random's, the max/mean node load
 (time-averaged statements in flight per slot: 1.00 is even), and the share
@@ -59,11 +59,14 @@ settings zkpresto register ships with.
 equal coordinators, 70% and 90% load, 1, 10 and 50 clients, the local-only
 strategies (least_active, p2c, weighted) against shared_p2c with figures
 published every 1 s, every 5 s, on change (shipped) and on change with an
-idle list; notifications 50 ms late; a coordinator turning five times slower
-halfway; and 10,000 clients over 200 coordinators, each client watching
-two. It prints one JSON object per line: scenario, capacities, load,
-clients, publish, defaults, strategy, p50_ms, p99_ms, ideal_p99_ms (one
-central queue over all the capacity), p99_over_ideal, then ZooKeeper's cost
+idle list; notifications 50 ms, 200 ms, 1 s and 2 s late; a coordinator
+whose registrar publishes 0 for ever (liar); the big coordinator publishing
+nothing after a tenth of the run while it keeps serving (silent); a
+coordinator turning five times slower halfway; and 10,000 clients over 200
+coordinators, each client watching two. It prints one JSON object per line:
+scenario, capacities, load, clients, publish, defaults, strategy, p50_ms,
+p99_ms, ideal_p99_ms (one central queue over all the capacity),
+p99_over_ideal, mean_ms, ideal_mean_ms, mean_over_ideal, then ZooKeeper's cost
 (zk_writes_per_s_per_coordinator, zk_notifications_per_s,
 zk_notifications_per_s_per_client). --clients and --strategies narrow it.`,
 		Example: `  zkpresto-lab simulate

@@ -162,6 +162,7 @@ func TestSuiteJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"scenario", "capacities", "load", "clients", "publish", "defaults", "strategy", "p50_ms", "p99_ms", "ideal_p99_ms", "p99_over_ideal",
+		"mean_ms", "ideal_mean_ms", "mean_over_ideal",
 		"zk_writes_per_s_per_coordinator", "zk_notifications_per_s", "zk_notifications_per_s_per_client"}
 	lines, defaults := 0, 0
 	seen := map[string]bool{}

@@ -240,7 +240,7 @@ func (r *Report) header(s Scenario) []string {
 	for k, n := range s.Nodes {
 		names[k] = n.Name
 	}
-	return []string{"strategy", "p50 ms", "p99 ms", "p99.9 ms", "p99 vs " + Baseline, "max/mean load", "busiest node", "served % " + strings.Join(names, "/")}
+	return []string{"strategy", "p50 ms", "mean ms", "p99 ms", "p99.9 ms", "p99 vs " + Baseline, "max/mean load", "busiest node", "served % " + strings.Join(names, "/")}
 }
 
 func (r *Report) row(i, j int) []string {
@@ -273,7 +273,7 @@ func (r *Report) row(i, j int) []string {
 	}
 	return []string{
 		res.Strategy,
-		formatMillis(res.P50) + mark, formatMillis(res.P99) + mark, formatMillis(res.P999) + mark,
+		formatMillis(res.P50) + mark, formatMillis(res.Mean) + mark, formatMillis(res.P99) + mark, formatMillis(res.P999) + mark,
 		ratio,
 		fmt.Sprintf("%.2f", res.MaxMeanLoad),
 		busiest,

@@ -111,7 +111,7 @@ func TestWriteMarkdown(t *testing.T) {
 	if got := strings.Count(text, "\n#### "); got+boolInt(strings.HasPrefix(text, "#### ")) != len(r.Scenarios) {
 		t.Errorf("%d headings, want %d:\n%s", got, len(r.Scenarios), text)
 	}
-	header := "| strategy | p50 ms | p99 ms | p99.9 ms | p99 vs random |"
+	header := "| strategy | p50 ms | mean ms | p99 ms | p99.9 ms | p99 vs random |"
 	if strings.Count(text, header) != len(r.Scenarios) {
 		t.Errorf("want the header %q once per scenario:\n%s", header, text)
 	}

@@ -97,7 +97,28 @@ type Scenario struct {
 	// the strategies that read it (PublishedReaders). The zero value
 	// publishes nothing.
 	Publish Publishing
+	// Fault, when not FaultNone, makes the registrar of node FaultNode
+	// misbehave while the node keeps serving: from the start for a liar,
+	// from when FaultAt's share of the statements has arrived for a silent
+	// one.
+	Fault     Fault
+	FaultNode int
+	FaultAt   float64
 }
+
+// Fault is how a registrar misbehaves.
+type Fault int
+
+const (
+	// FaultNone is a registrar that publishes its coordinator's true count.
+	FaultNone Fault = iota
+	// FaultLiar publishes 0 running and 0 queued for ever (a bug, a stuck
+	// registrar), on its refresh schedule, so its figure is always fresh.
+	FaultLiar
+	// FaultSilent stops writing (a registrar that died or lost its
+	// session's write access): its last figure ages.
+	FaultSilent
+)
 
 // PublishedReaders are the strategies that read the load coordinators
 // publish (discovery.Node.Load). For them the simulation delivers every
@@ -261,6 +282,12 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("%d clients, want 0 to 1000000", s.Clients)
 	case s.Watch < 0 || s.Watch > len(s.Nodes):
 		return fmt.Errorf("each client watches %d coordinators, want 0 (all) to %d", s.Watch, len(s.Nodes))
+	case s.Fault < FaultNone || s.Fault > FaultSilent:
+		return fmt.Errorf("fault %d, want %d to %d", s.Fault, FaultNone, FaultSilent)
+	case s.Fault != FaultNone && (s.FaultNode < 0 || s.FaultNode >= len(s.Nodes)):
+		return fmt.Errorf("faulty node %d, want an index below %d", s.FaultNode, len(s.Nodes))
+	case s.Fault != FaultNone && !(s.FaultAt >= 0 && s.FaultAt <= 1):
+		return fmt.Errorf("fault at %v, want a share in [0, 1]", s.FaultAt)
 	}
 	return s.Publish.validate()
 }
@@ -399,6 +426,7 @@ type simulation struct {
 	idleWrites    int
 	notifications int
 
+	silenced    bool          // a FaultSilent registrar has stopped
 	slowed      bool          // the slowdown has happened
 	slowedAt    time.Duration // when
 	measuring   bool
@@ -574,6 +602,9 @@ func (sim *simulation) run() error {
 			sim.now = now
 			i := arrived
 			arrived++
+			if s.Fault == FaultSilent && i == int(s.FaultAt*float64(s.Requests)) {
+				sim.silenced = true
+			}
 			if i == slowAt {
 				sim.nodes[s.SlowNode].speed *= s.SlowFactor
 				sim.slowed, sim.slowedAt = true, now
@@ -684,6 +715,14 @@ func (sim *simulation) tick(e event) {
 	p := sim.publish
 	now := e.at
 	total := node.inFlight
+	if int(e.node) == sim.scenario.FaultNode {
+		switch {
+		case sim.scenario.Fault == FaultLiar:
+			total = 0
+		case sim.scenario.Fault == FaultSilent && sim.silenced:
+			return // and no more ticks: it never writes again
+		}
+	}
 	running := min(total, node.slots)
 	// On change, the registrar's own gate decides (registrar.LoadGate);
 	// periodic publishing writes every tick.

@@ -31,7 +31,7 @@ type Case struct {
 	Defaults bool
 }
 
-// Row is one line of `zkpresto-lab simulate --json`. The first eleven
+// Row is one line of `zkpresto-lab simulate --json`. The first fourteen
 // fields are the simulation's; the zk_ fields are ZooKeeper's cost in it.
 type Row struct {
 	Scenario     string  `json:"scenario"`
@@ -45,6 +45,11 @@ type Row struct {
 	P99Millis    float64 `json:"p99_ms"`
 	IdealP99     float64 `json:"ideal_p99_ms"`
 	P99OverIdeal float64 `json:"p99_over_ideal"`
+	// The mean beside the p99: a p99 near the ideal can hide a mean well
+	// above it (most statements waiting a little longer than they need).
+	MeanMillis    float64 `json:"mean_ms"`
+	IdealMean     float64 `json:"ideal_mean_ms"`
+	MeanOverIdeal float64 `json:"mean_over_ideal"`
 	// ZKWrites is the writes a second per coordinator (the busiest);
 	// ZKNotifications the notifications a second to all clients, and
 	// ZKPerClient to each client on average.
@@ -100,8 +105,12 @@ const SuiteWatch = 2
 // shipped settings) and on change with an idle list, notifications 5 ms
 // late ("base"); then at 90% with 50 clients, the shipped settings with
 // notifications 50 ms late ("delay 50ms") and with c1 five times slower
-// halfway ("slow"); and 10,000 clients over 200 coordinators, each client
-// watching SuiteWatch of them ("10000x200").
+// halfway ("slow"); notifications 200 ms, 1 s and 2 s late ("delay
+// 200ms", ...); one coordinator whose registrar publishes 0 for ever
+// ("liar": c01 of twelve, c3 of 1:1:4); the big coordinator of 1:1:4
+// publishing nothing after the first tenth of the statements while it
+// keeps serving ("silent"); and 10,000 clients over 200 coordinators, each
+// client watching SuiteWatch of them ("10000x200").
 func Suite(o SuiteOptions) ([]Case, error) {
 	if o.Requests < 1 {
 		return nil, fmt.Errorf("loadsim: %d requests, want at least 1", o.Requests)
@@ -139,11 +148,22 @@ func Suite(o SuiteOptions) ([]Case, error) {
 		}
 		s := base
 		s.Nodes, s.Load, s.Clients = nodes, 0.9, 50
-		late := DefaultPublishing()
-		late.Delay = 50 * time.Millisecond
-		add(s, "delay 50ms", []Publishing{late})
+		for _, d := range []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, time.Second, 2 * time.Second} {
+			late := DefaultPublishing()
+			late.Delay = d
+			add(s, "delay "+d.String(), []Publishing{late})
+		}
+		s.Fault, s.FaultNode = FaultLiar, len(nodes)-1
+		if len(nodes) > 3 {
+			s.FaultNode = 0
+		}
+		add(s, "liar", []Publishing{DefaultPublishing()})
 	}
 	s := base
+	s.Nodes, s.Load, s.Clients = unequal, 0.9, 50
+	s.Fault, s.FaultNode, s.FaultAt = FaultSilent, 2, 0.1
+	add(s, "silent", []Publishing{DefaultPublishing()})
+	s = base
 	s.Nodes, s.Load, s.Clients = unequal, 0.9, 50
 	s.SlowNode, s.SlowFactor, s.SlowAt = 0, 0.2, 0.5
 	add(s, "slow", []Publishing{DefaultPublishing()})
@@ -181,14 +201,14 @@ func idealKey(s Scenario) string {
 // progress, when not nil, is called after each case. It stops early when
 // ctx is done.
 func RunSuite(ctx context.Context, cases []Case, progress func(done, total int)) ([]Row, error) {
-	ideals := map[string]time.Duration{}
+	ideals := map[string]Result{}
 	var idealOrder []Scenario
 	for _, c := range cases {
 		if err := c.Scenario.Validate(); err != nil {
 			return nil, fmt.Errorf("loadsim: scenario %q: %w", c.Scenario.Name, err)
 		}
-		if k := idealKey(c.Scenario); ideals[k] == 0 {
-			ideals[k] = -1
+		if k := idealKey(c.Scenario); ideals[k].Strategy == "" {
+			ideals[k] = Result{Strategy: CentralQueue}
 			idealOrder = append(idealOrder, c.Scenario)
 		}
 	}
@@ -231,7 +251,7 @@ func RunSuite(ctx context.Context, cases []Case, progress func(done, total int))
 		return nil, err
 	}
 	for i, s := range idealOrder {
-		ideals[idealKey(s)] = idealResults[i].P99
+		ideals[idealKey(s)] = idealResults[i]
 	}
 	rows := make([]Row, len(cases))
 	for i, c := range cases {
@@ -254,8 +274,11 @@ func RunSuite(ctx context.Context, cases []Case, progress func(done, total int))
 			Strategy:        r.Strategy,
 			P50Millis:       rowMillis(r.P50),
 			P99Millis:       rowMillis(r.P99),
-			IdealP99:        rowMillis(ideal),
-			P99OverIdeal:    round3(float64(r.P99) / float64(max(ideal, 1))),
+			IdealP99:        rowMillis(ideal.P99),
+			P99OverIdeal:    round3(float64(r.P99) / float64(max(ideal.P99, 1))),
+			MeanMillis:      rowMillis(r.Mean),
+			IdealMean:       rowMillis(ideal.Mean),
+			MeanOverIdeal:   round3(float64(r.Mean) / float64(max(ideal.Mean, 1))),
 			ZKWrites:        round3(r.MaxWritesPerNodeSecond()),
 			ZKNotifications: round3(r.NotificationsPerSecond()),
 			ZKPerClient:     round3(r.NotificationsPerSecond() / float64(max(c.Scenario.Clients, 1))),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/csv"
@@ -742,14 +743,31 @@ func (e *timeoutError) Error() string {
 func (e *timeoutError) Unwrap() error { return e.err }
 
 func (e *statementError) Error() string {
+	var qe *zkdriver.QueryError
+	if errors.As(e.err, &qe) {
+		// The server's failure: presto-cli's "Query <id> failed: ...",
+		// with the coordinator, and the name and message once.
+		id, coordinator := cmp.Or(qe.QueryID, e.queryID), cmp.Or(qe.Coordinator, e.coordinator)
+		return queryFailure(id, coordinator) + qe.ErrorName + ": " + qe.Message
+	}
+	coordinator := e.coordinator
+	if strings.Contains(e.err.Error(), coordinator) {
+		coordinator = "" // the error names it already
+	}
+	return queryFailure(e.queryID, coordinator) + e.err.Error()
+}
+
+// queryFailure is the start of a failed statement's line: "query <id>
+// failed on coordinator <url>: ", leaving out what is not known.
+func queryFailure(queryID, coordinator string) string {
 	what := "query"
-	if e.queryID != "" {
-		what += " " + e.queryID
+	if queryID != "" {
+		what += " " + queryID
 	}
-	if e.coordinator != "" && !strings.Contains(e.err.Error(), e.coordinator) {
-		return what + " failed on coordinator " + e.coordinator + ": " + e.err.Error()
+	if coordinator != "" {
+		return what + " failed on coordinator " + coordinator + ": "
 	}
-	return what + " failed: " + e.err.Error()
+	return what + " failed: "
 }
 
 func (e *statementError) Unwrap() error { return e.err }

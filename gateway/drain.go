@@ -190,7 +190,11 @@ func (q *running) empty() bool {
 // its server (query.client.timeout), so it is not waited for: the set is
 // swept when the wait starts and whenever its oldest query reaches that
 // age, however quiet the gateway is.
+//
+// A wait holds one waiter however many sweeps it makes, and takes it back
+// when ctx ends, so that waits polled with short contexts leave nothing.
 func (q *running) wait(ctx context.Context) error {
+	var w chan struct{}
 	for {
 		q.mu.Lock()
 		next := q.sweep(time.Now().Unix())
@@ -199,8 +203,10 @@ func (q *running) wait(ctx context.Context) error {
 			q.mu.Unlock()
 			return nil
 		}
-		w := make(chan struct{})
-		q.waiters = append(q.waiters, w)
+		if w == nil {
+			w = make(chan struct{})
+			q.waiters = append(q.waiters, w)
+		}
 		q.mu.Unlock()
 		aged := time.NewTimer(time.Until(time.Unix(next, 0)))
 		select {
@@ -210,7 +216,20 @@ func (q *running) wait(ctx context.Context) error {
 		case <-aged.C:
 		case <-ctx.Done():
 			aged.Stop()
+			q.unwait(w)
 			return ctx.Err()
+		}
+	}
+}
+
+// unwait takes back the waiter w, unless it was released already.
+func (q *running) unwait(w chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, x := range q.waiters {
+		if x == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			return
 		}
 	}
 }

@@ -84,8 +84,12 @@ type budgetConn struct {
 	maxLines  int // of a head: its fields, the request line and the empty line; 0: not counted (TLS)
 	mu        sync.Mutex
 	charged   int64 // of the head being read
-	lines     int   // of the head being read (a body read ahead of its handler adds some)
+	lines     int   // of the head being read
 	inHandler bool
+	// Where the head being read is: after a line's end (a '\n', and any
+	// '\r' since), after a line with text in it, past its empty line
+	// (what follows, a body read ahead of its handler, has no fields).
+	atLineStart, sawText, headRead bool
 }
 
 func (c *budgetConn) Read(p []byte) (int, error) {
@@ -114,7 +118,7 @@ func (c *budgetConn) Read(p []byte) (int, error) {
 	// Each line is charged what net/http will spend parsing it, before
 	// it does: counted here, a head's fields never cost more than the
 	// budget, however short they are (over plaintext: TLS hides them).
-	lines := bytes.Count(p[:n], newline)
+	lines := c.headLines(p[:n])
 	c.lines += lines
 	if c.lines > c.maxLines {
 		return 0, c.tooManyFields()
@@ -127,7 +131,37 @@ func (c *budgetConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-var newline = []byte{'\n'}
+// headLines returns the count of the lines of the head being read that
+// end in b, what c read next: none past the head's empty line (the lines
+// of a statement read ahead of its handler are not fields). Empty lines
+// before the request line are lines, as net/http skips a few. c.mu is held.
+func (c *budgetConn) headLines(b []byte) int {
+	if c.headRead {
+		return 0
+	}
+	lines := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '\n':
+			if c.atLineStart && c.sawText {
+				c.headRead = true
+				return lines + 1 // the empty line, the head's last
+			}
+			lines++
+			c.atLineStart = true
+		case '\r':
+		default:
+			c.atLineStart, c.sawText = false, true
+			// Text runs to the line's end: skip to it.
+			j := bytes.IndexByte(b[i:], '\n')
+			if j < 0 {
+				return lines
+			}
+			i += j - 1
+		}
+	}
+	return lines
+}
 
 // tooManyFields answers a head with too many fields with 431 and returns
 // the error that ends the connection: io.EOF has net/http close it without
@@ -150,6 +184,7 @@ func (c *budgetConn) handling(on bool) {
 	c.inHandler = on
 	c.b.left.Add(c.charged)
 	c.charged, c.lines = 0, 0
+	c.atLineStart, c.sawText, c.headRead = false, false, false
 }
 
 func (c *budgetConn) Close() error {

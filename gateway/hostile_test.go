@@ -686,3 +686,31 @@ func TestServerBoundsTheFieldsOfAHeadUnderTLS(t *testing.T) {
 		t.Errorf("a head of 200 fields past a limit of 100, under TLS: %v, want 431", err)
 	}
 }
+
+// A statement of many short lines, sent in the same packet as its head,
+// is not taken for a head of too many fields: the lines of a body that
+// net/http reads ahead of its handler are not the head's, whatever the
+// request (a GET's body, which /v1/info does not read, too), and the
+// connection goes on to the next request.
+func TestServerCountsTheFieldsOfTheHeadNotOfTheBody(t *testing.T) {
+	s, _ := hostileGateway(t, gateway.ServerLimits{})
+	statement := "SELECT 1" + strings.Repeat("\n", 2000)
+	conn := rawClient(t, s.URL)
+	br := bufio.NewReader(conn)
+	fmt.Fprintf(conn, "POST /v1/statement HTTP/1.1\r\nHost: x\r\nX-Presto-User: a\r\nContent-Length: %d\r\n\r\n%s", len(statement), statement)
+	if resp := readAnswer(t, br, http.MethodPost); resp.StatusCode != http.StatusOK {
+		t.Errorf("a statement of 2000 lines: %s, want 200", resp.Status)
+	}
+
+	conn = rawClient(t, s.URL)
+	br = bufio.NewReader(conn)
+	body := strings.Repeat("x\n", 2000)
+	fmt.Fprintf(conn, "GET /v1/info HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	if resp := readAnswer(t, br, http.MethodGet); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a GET with a body: %s, want 200", resp.Status)
+	}
+	fmt.Fprintf(conn, "GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp := readAnswer(t, br, http.MethodGet); resp.StatusCode != http.StatusOK {
+		t.Errorf("the request after a body of 2000 lines the handler left unread: %s, want 200", resp.Status)
+	}
+}

@@ -35,3 +35,23 @@ func TestWaitQueriesLetsAbandonedQueriesGo(t *testing.T) {
 		t.Fatal("did not wait for a query asked for just now")
 	}
 }
+
+// A wait that ends with its context leaves no waiter behind: a caller that
+// polls WaitQueries with short contexts while a query runs does not make
+// the set grow with each call.
+func TestWaitQueriesLeavesNoWaiterWhenItsContextEnds(t *testing.T) {
+	q := &running{ids: map[string]int64{"live": time.Now().Unix()}, swept: time.Now().Unix()}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 100 {
+		if err := q.wait(ctx); err == nil {
+			t.Fatal("a cancelled wait returned nil with a query running")
+		}
+	}
+	q.mu.Lock()
+	n := len(q.waiters)
+	q.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d waiters left behind by 100 cancelled waits", n)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The bounds of the shell's completion: names are fetched in the
@@ -188,14 +189,13 @@ func (c *completer) Do(line []rune, pos int) ([][]rune, int) {
 	}
 	c.mu.Unlock()
 
-	lower := strings.ToLower(prefix)
 	seen := map[string]bool{}
 	var out [][]rune
 	for _, name := range names {
-		if !strings.HasPrefix(strings.ToLower(name), lower) || len(name) == len(prefix) && name == prefix {
+		rest, ok := cutFoldPrefix(name, prefix)
+		if !ok || name == prefix {
 			continue
 		}
-		rest := name[len(prefix):]
 		if prefix != "" && isLower(prefix) {
 			// Keywords in the case they are typed in.
 			rest = strings.ToLower(rest)
@@ -226,6 +226,22 @@ func column(set *nameSet, i int, keep func([]string) bool) []string {
 
 func isNameRune(r rune) bool {
 	return r == '_' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// cutFoldPrefix returns what follows prefix in s, and whether s begins
+// with prefix, compared character by character under Unicode case folding.
+// Lower-casing both would not do: it changes some characters' lengths (the
+// Kelvin sign's lower case is 'k'), and the rest must be cut where the
+// characters typed end in s.
+func cutFoldPrefix(s, prefix string) (string, bool) {
+	for _, p := range prefix {
+		r, size := utf8.DecodeRuneInString(s)
+		if size == 0 || !strings.EqualFold(string(r), string(p)) {
+			return "", false
+		}
+		s = s[size:]
+	}
+	return s, true
 }
 
 func isLower(s string) bool { return strings.ToLower(s) == s }

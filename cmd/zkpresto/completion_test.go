@@ -78,3 +78,24 @@ func TestCompleterOffersKeywordsCatalogsSchemasAndTables(t *testing.T) {
 		t.Errorf("%d queries, want each one once: %q", len(asked), asked)
 	}
 }
+
+// A typed word whose lower case is shorter or longer in bytes than the
+// names it matches (the Kelvin sign, 'İ', 'Ⱥ') neither crashes the shell
+// nor offers a name cut inside a character: what is offered is the rest of
+// the name after the characters typed.
+func TestCompleterMatchesCaseFoldedCharactersWhole(t *testing.T) {
+	c := &completer{ctx: context.Background(), tables: map[string]*nameSet{},
+		catalogs: &nameSet{done: true, rows: [][]string{{"kk"}, {"kelvin"}, {"i"}, {"Ⱥb"}}}}
+	for _, tc := range []struct {
+		line string
+		want []string
+	}{
+		{"SELECT * FROM \u212a", []string{"elvin", "k"}},
+		{"SELECT * FROM İ", nil},
+		{"SELECT * FROM ⱥ", []string{"b"}},
+	} {
+		if got, _ := completions(c, tc.line); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: got %q, want %q", tc.line, got, tc.want)
+		}
+	}
+}

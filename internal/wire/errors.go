@@ -60,7 +60,7 @@ func Reason(contentType string, body []byte) string {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	switch {
 	case mt == "text/html" || bytes.HasPrefix(trimmed, []byte("<")):
-		lower := bytes.ToLower(body)
+		lower := asciiLower(body)
 		if i := bytes.Index(lower, []byte("<title>")); i >= 0 {
 			if j := bytes.Index(lower[i:], []byte("</title>")); j >= 0 {
 				reason = html.UnescapeString(string(body[i+len("<title>") : i+j]))
@@ -96,6 +96,21 @@ func Reason(contentType string, body []byte) string {
 		reason = string(r[:maxReason]) + "…"
 	}
 	return reason
+}
+
+// asciiLower returns b with its ASCII letters lower-cased and every other
+// byte as it is: the offsets found in it are offsets in b, which
+// bytes.ToLower's would not be (invalid UTF-8 grows to U+FFFD, the Kelvin
+// sign shrinks to 'k').
+func asciiLower(b []byte) []byte {
+	lower := make([]byte, len(b))
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	return lower
 }
 
 // Is makes errors.Is(err, ErrRefused) hold.

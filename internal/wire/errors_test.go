@@ -111,3 +111,16 @@ func TestReasonIsOneLineOfWhatTheAnswerSays(t *testing.T) {
 		t.Errorf("a long reason: %d runes, valid %v", n, utf8.ValidString(long))
 	}
 }
+
+// Bytes whose lower case is longer or shorter than they are (invalid
+// UTF-8, the Kelvin sign, 'Ⱥ') before a title do not move where the title
+// is read from: a peer's page cannot make Reason read out of range, or
+// the wrong text.
+func TestReasonOfAPageWithOddBytes(t *testing.T) {
+	for _, lead := range []string{strings.Repeat("\xff", 100), strings.Repeat("\u212a", 100), strings.Repeat("Ⱥ", 100), "İİ"} {
+		body := "<html>" + lead + "<TITLE>Error 403 Forbidden</TITLE></html>"
+		if got := Reason("text/html", []byte(body)); got != "Forbidden" {
+			t.Errorf("a title after %q...: Reason = %q, want %q", lead[:3], got, "Forbidden")
+		}
+	}
+}

@@ -27,9 +27,22 @@ type errorDetail struct {
 	FailureInfo failureInfo `json:"failureInfo"`
 }
 
+// failureInfo is an error's failureInfo as the servers write it. The Java
+// clients (trino-cli, presto-cli, both JDBC drivers) refuse a failureInfo
+// without suppressed and stack: the whole page then fails to decode, and
+// they print it raw ("returned an invalid response") or, trino-cli for the
+// first page of a statement, "Query is gone (server restarted?)".
 type failureInfo struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
+	Type       string        `json:"type"`
+	Message    string        `json:"message"`
+	Suppressed []failureInfo `json:"suppressed"`
+	Stack      []string      `json:"stack"`
+}
+
+// gatewayFailureInfo is the failureInfo of the gateway's failure name, with
+// the empty lists the Java clients require.
+func gatewayFailureInfo(name, message string) failureInfo {
+	return failureInfo{Type: "com.zkpresto.gateway." + name, Message: message, Suppressed: []failureInfo{}, Stack: []string{}}
 }
 
 // Error names, after Presto's own where one fits.
@@ -63,7 +76,7 @@ func gatewayErrorDetail(status int, name, message string) errorDetail {
 		ErrorCode:   65536 + status, // in Presto's external error range
 		ErrorName:   name,
 		ErrorType:   "EXTERNAL",
-		FailureInfo: failureInfo{Type: "com.zkpresto.gateway." + name, Message: message},
+		FailureInfo: gatewayFailureInfo(name, message),
 	}
 }
 

@@ -363,6 +363,14 @@ func failedPageError(code int, page map[string]any) string {
 	if code != http.StatusOK || page["nextUri"] != nil || stats["state"] != "FAILED" || page["infoUri"] == nil || failure == nil {
 		return ""
 	}
+	// As the Java clients (trino-cli, JDBC) decode it: a failureInfo
+	// without its suppressed and stack lists fails the whole page.
+	info, _ := failure["failureInfo"].(map[string]any)
+	_, suppressed := info["suppressed"].([]any)
+	_, stack := info["stack"].([]any)
+	if info["type"] == nil || !suppressed || !stack {
+		return ""
+	}
 	name, _ := failure["errorName"].(string)
 	return name
 }

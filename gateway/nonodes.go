@@ -222,7 +222,7 @@ func (g *Gateway) serveFailedQuery(w http.ResponseWriter, r *http.Request) {
 		ErrorCode:   noNodesErrorCode,
 		ErrorName:   errNoCoordinator,
 		ErrorType:   noNodesErrorType,
-		FailureInfo: failureInfo{Type: "com.zkpresto.gateway." + errNoCoordinator, Message: msg},
+		FailureInfo: gatewayFailureInfo(errNoCoordinator, msg),
 	}
 	if kind == failedMayHaveRun {
 		detail = gatewayErrorDetail(http.StatusInternalServerError, errStatementFailure, msg)

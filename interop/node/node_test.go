@@ -91,19 +91,36 @@ func requireNode(t *testing.T, name, version string) {
 // default ones.
 func run(t *testing.T, client, server, scenario string, session ...string) result {
 	t.Helper()
+	return start(t, client, server, scenario, session...)()
+}
+
+// start starts scenario with client against server, as run does, and
+// returns the function that waits for what the client handed back.
+func start(t *testing.T, client, server, scenario string, session ...string) (wait func() result) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join("testdata", "clients.js"), client, server, scenario}, session...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node clients.js %s %s: %v\n%s", client, scenario, err, stderr.String())
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("node clients.js %s %s: %v", client, scenario, err)
 	}
-	var r result
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		t.Fatalf("node clients.js %s %s printed %q: %v\n%s", client, scenario, stdout.String(), err, stderr.String())
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait() // ended already when the test waited for it
+	})
+	return func() result {
+		t.Helper()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("node clients.js %s %s: %v\n%s", client, scenario, err, stderr.String())
+		}
+		var r result
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+			t.Fatalf("node clients.js %s %s printed %q: %v\n%s", client, scenario, stdout.String(), err, stderr.String())
+		}
+		return r
 	}
-	return r
 }
 
 // each runs test for each client through two gateway replicas in front of
@@ -260,6 +277,83 @@ func TestNoCoordinator(t *testing.T) {
 			if failure["errorName"] != "NO_NODES_AVAILABLE" || !strings.Contains(msg, "gatewayrig") {
 				t.Fatalf("the client shows the error %v; want NO_NODES_AVAILABLE naming where the gateway looked", r.Error)
 			}
+			if bad := testutil.Unreadable(msg); bad != "" {
+				t.Fatalf("the client's error shows %q: %s", bad, msg)
+			}
 		})
 	}
+}
+
+// queryError is the query's error a client handed back: presto-client
+// wraps it with the answer's status code.
+func queryError(r result) map[string]any {
+	if nested, ok := r.Error["error"].(map[string]any); ok {
+		return nested
+	}
+	return r.Error
+}
+
+// A coordinator killed while the result pages through the gateway: each
+// client has the rows so far, then the query's failure,
+// ZKPRESTO_COORDINATOR_FAILED naming the coordinator, as it shows any
+// failed query's, where trino-client once had only "Request failed with
+// status code 500".
+func TestCoordinatorKilledMidQuery(t *testing.T) {
+	each(t, coordinator.Options{BatchRows: 5}, func(t *testing.T, client string, rig *gatewayrig.Rig) {
+		// The statement pages until its coordinator is killed: it cannot
+		// end first.
+		wait := start(t, client, rig.Front, "killed")
+		var victim *coordinator.Coordinator
+		testutil.Eventually(t, time.Minute, time.Millisecond, "pages to reach the client", func() bool {
+			for _, c := range rig.Coordinators {
+				if len(c.Calls()) >= 4 {
+					victim = c
+					return true
+				}
+			}
+			return false
+		})
+		if err := victim.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		r := wait()
+		failure := queryError(r)
+		msg, _ := failure["message"].(string)
+		if r.Thrown != nil || len(r.Rows) == 0 || failure["errorName"] != "ZKPRESTO_COORDINATOR_FAILED" || !strings.Contains(msg, "coordinator "+victim.Addr()) {
+			t.Fatalf("the client handed back %d rows, error %v, thrown %v; want rows, then ZKPRESTO_COORDINATOR_FAILED naming %s", len(r.Rows), r.Error, r.Thrown, victim.Addr())
+		}
+		if bad := testutil.Unreadable(msg); bad != "" {
+			t.Fatalf("the client's error shows %q: %s", bad, msg)
+		}
+	})
+}
+
+// A draining gateway answers a new statement 503, with the reason in a
+// Presto error body, so that a client behind a load balancer sends it
+// again, to another replica (docs/gateway.md, "What each client shows").
+// presto-client does, until its timeout; trino-client does not, and says
+// only "Request failed with status code 503", the gateway's reason being
+// in the error's response for the program to read.
+func TestDrainingGateway(t *testing.T) {
+	each(t, coordinator.Options{}, func(t *testing.T, client string, rig *gatewayrig.Rig) {
+		rig.Drain()
+		r := run(t, client, rig.Front, "draining")
+		hits := rig.Hits()
+		switch client {
+		case "presto-client":
+			if r.Error["message"] != "execution error:query timed out" || hits[0]+hits[1] < 2 {
+				t.Fatalf("presto-client: %+v after %v requests; want its timeout after sending the statement again", r, hits)
+			}
+		case "trino-client":
+			data, _ := r.Thrown["data"].(map[string]any)
+			failure, _ := data["error"].(map[string]any)
+			msg, _ := failure["message"].(string)
+			if r.Thrown["message"] != "Request failed with status code 503" || !strings.Contains(msg, "zkpresto gateway is draining") || hits[0]+hits[1] != 1 {
+				t.Fatalf("trino-client: %+v after %v requests; want the 503, once, with the gateway's reason in its response", r, hits)
+			}
+		}
+		if rig.Statements() != 0 {
+			t.Fatalf("%d statements reached the coordinators through a draining gateway", rig.Statements())
+		}
+	})
 }

@@ -59,8 +59,12 @@ type Rig struct {
 	Replicas [2]string
 	// Front is the round-robin front's base URL, where clients connect.
 	Front string
+	// Unreachable is the address listed instead of coordinators
+	// (host:port) when Options.Unreachable is set.
+	Unreachable string
 
-	hits [2]atomic.Int64
+	hits     [2]atomic.Int64
+	gateways [2]*gateway.Gateway
 }
 
 // Start starts the deployment opts describes, and stops it when tb ends.
@@ -97,7 +101,8 @@ func Start(tb testing.TB, opts Options) *Rig {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		nodes = []discovery.Node{{Addr: ln.Addr().String()}}
+		rig.Unreachable = ln.Addr().String()
+		nodes = []discovery.Node{{Addr: rig.Unreachable}}
 		ln.Close() // nothing listens there any more: every dial is refused
 	}
 	disc := discovery.NewStatic("gatewayrig", nodes)
@@ -115,6 +120,7 @@ func Start(tb testing.TB, opts Options) *Rig {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { g.Close() })
+		rig.gateways[i] = g
 		hits := &rig.hits[i]
 		rig.Replicas[i] = serve(tb, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			hits.Add(1)
@@ -152,6 +158,14 @@ func serve(tb testing.TB, h http.Handler) string {
 		<-done
 	})
 	return "http://" + ln.Addr().String()
+}
+
+// Drain makes both replicas drain, as SIGTERM does (gateway.Gateway.Drain):
+// they keep serving, and answer new statements 503.
+func (r *Rig) Drain() {
+	for _, g := range r.gateways {
+		g.Drain()
+	}
 }
 
 // Hits returns how many requests each replica has served.

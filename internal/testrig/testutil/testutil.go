@@ -18,6 +18,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -220,4 +221,25 @@ func HeapGrowth(before runtime.MemStats) uint64 {
 		return 0
 	}
 	return now.HeapAlloc - before.HeapAlloc
+}
+
+// unreadableSigns are what a client shows when it could not read a
+// failure's answer: the answer's raw JSON, or a bare status.
+var unreadableSigns = []*regexp.Regexp{
+	regexp.MustCompile(`\{"`),
+	regexp.MustCompile(`(?i)status code 5\d\d`),
+	regexp.MustCompile(`HTTP 5\d\d(?: [A-Z][a-z]+)*(?:[^:a-zA-Z ]|$)`),
+	regexp.MustCompile(`(?i)invalid response`),
+}
+
+// Unreadable returns the first sign in out, what a client showed its
+// user, that it could not read a failure's answer (raw JSON, "status code
+// 500", an "HTTP 503" with no reason after it), or "" when there is none.
+func Unreadable(out string) string {
+	for _, re := range unreadableSigns {
+		if m := re.FindString(out); m != "" {
+			return m
+		}
+	}
+	return ""
 }

@@ -208,3 +208,19 @@ func TestTransactionNone(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestUnreadable(t *testing.T) {
+	for out, want := range map[string]string{
+		`Query 1 failed: zkpresto gateway: coordinator 127.0.0.1:1 failed`:                  "",
+		`HTTP 503 Service Unavailable: ZKPRESTO_GATEWAY: zkpresto gateway is draining`:      "",
+		`Error fetching next at http://g/x returned an invalid response: JsonResponse{...}`: "invalid response",
+		`[Error: {"id":"q","stats":{"state":"FAILED"}}]`:                                    `{"`,
+		`Request failed with status code 500`:                                               "status code 500",
+		`zkpresto: statement not run: HTTP 503 Service Unavailable`:                         "HTTP 503 Service Unavailable",
+		`zkpresto: statement not run: HTTP 503 Service Unavailable; no other coordinator`:   "HTTP 503 Service Unavailable;",
+	} {
+		if got := testutil.Unreadable(out); got != want {
+			t.Errorf("Unreadable(%q) = %q, want %q", out, got, want)
+		}
+	}
+}

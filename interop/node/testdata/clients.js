@@ -2,8 +2,8 @@
 // gave back as one line of JSON on stdout, for the Go test beside it
 // (interop/node) to check: node clients.js CLIENT SERVER SCENARIO
 // [CATALOG SCHEMA], where CLIENT is presto-client or trino-client, SERVER
-// the base URL, SCENARIO one of query, pages, fail, syntax, cancel, nonodes (for
-// the simulator), orders, missing (for the real servers), and CATALOG and
+// the base URL, SCENARIO one of query, pages, fail, syntax, cancel, nonodes,
+// killed, draining (for the simulator), orders, missing (for the real servers), and CATALOG and
 // SCHEMA the session's, by default hive and default.
 'use strict';
 
@@ -22,6 +22,10 @@ const statements = {
   // The real servers, in tpch.tiny: 15,000 rows, and a missing table.
   orders: 'SELECT orderkey FROM orders ORDER BY orderkey',
   missing: 'SELECT * FROM no_such_table',
+  // A result whose pages keep coming until the test stops the
+  // coordinator under it.
+  killed: 'SELECT * FROM rows(1000000) WHERE slow(100)',
+  draining: 'SELECT 1',
 };
 
 function report(result) {
@@ -39,7 +43,9 @@ function runPresto() {
     schema,
     // The default waits 800 ms between polls; the simulator answers at once.
     checkInterval: 1,
-    timeout: 20,
+    // It sends a statement refused with 503 again until this timeout (in
+    // seconds): through a draining gateway, it ends in it.
+    timeout: scenario === 'draining' ? 2 : 20,
   });
   const result = { rows: [], states: [] };
   let running = false;

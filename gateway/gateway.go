@@ -202,8 +202,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveInfoState(w, r)
 	default:
 		g.stats.add("other", http.StatusNotFound)
-		writeError(w, http.StatusNotFound, errGatewayName, "", "zkpresto gateway: no such resource: "+r.Method+" "+path)
+		writeError(w, http.StatusNotFound, errGatewayName, "", "zkpresto gateway: no such resource: "+r.Method+" "+shownPath(path))
 	}
+}
+
+// shownPath is path as an error may quote it: its first two segments, the
+// rest elided, since a deeper one may carry a token (OAuth2's
+// /oauth2/token/{id}) and the error may end up in a client's log.
+func shownPath(path string) string {
+	n := 0
+	for i := 1; i < len(path); i++ {
+		if path[i] == '/' {
+			if n++; n == 2 {
+				return path[:i+1] + "…"
+			}
+		}
+	}
+	return path
 }
 
 // reach is how the gateway reaches some coordinators: through which

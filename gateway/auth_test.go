@@ -147,4 +147,3 @@ func TestBearerTokenPassesThrough(t *testing.T) {
 		}
 	}
 }
-

@@ -30,6 +30,8 @@ type connectorOptions struct {
 	strategy   strategy.Factory
 	httpClient *http.Client
 	policy     health.Policy
+	// tokenSource is WithAccessTokenSource's.
+	tokenSource AccessTokenSource
 }
 
 // WithLogger sends the driver's logs to logger. Without it the driver logs
@@ -118,6 +120,9 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 		return nil, err
 	}
 	o := optionsOf(opts)
+	if err := checkTokenSource(cfg, o.tokenSource); err != nil {
+		return nil, err
+	}
 	c := &Connector{cfg: cfg.Clone(), log: o.logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -140,6 +145,7 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 		closed:     routed.Router.Closed,
 		closeIdle:  routed.CloseIdleConnections,
 		log:        c.log,
+		headers:    newClientHeaders(c.cfg, o.tokenSource),
 	}
 	rt.dialRace = c.cfg.DialRace()
 	rt.releasedFn = rt.released

@@ -57,17 +57,38 @@ type clientSession struct {
 	// originalRoles are the Set-Original-Roles values sent back as
 	// Original-Roles while an authorization user is set.
 	originalRoles []string
-	// changed is set for good by the first change a coordinator answers:
-	// from then on the Presto client's own idea of the session (which
-	// follows SET SESSION only, and is never reset) differs from this one,
-	// and every submission carries this one instead.
+	// changed is set for good by the first change a coordinator answers,
+	// or from the start by the DSN's roles: from then on the Presto
+	// client's own idea of the session (which follows SET SESSION only, is
+	// never reset and has no roles) differs from this one, and every
+	// submission carries this one instead.
 	changed bool
 }
 
-// newClientSession returns the session cfg describes.
+// newClientSession returns the session cfg describes. The DSN's roles are
+// held as a coordinator's Set-Role spells them (ROLE{name}, ALL, NONE), and
+// since the Presto client sends none, every submission carries this
+// session from the start when there are any.
 func newClientSession(cfg *Config) *clientSession {
 	base := Session{Catalog: cfg.Catalog, Schema: cfg.Schema, Properties: maps.Clone(cfg.SessionProperties)}
-	return &clientSession{trino: cfg.Trino, user: cfg.User, base: base, cur: base.clone()}
+	for catalog, role := range cfg.Roles {
+		base.Roles = put(base.Roles, catalog, selectedRole(role))
+	}
+	return &clientSession{trino: cfg.Trino, user: cfg.User, base: base, cur: base.clone(), changed: len(base.Roles) > 0}
+}
+
+// selectedRole is a DSN role as the servers read a selected role
+// (SelectedRole.valueOf in Trino and PrestoDB, ClientSelectedRole in their
+// clients): ALL and NONE (any case, as the Trino JDBC driver reads its
+// roles key) as they are, any other name as ROLE{name}.
+func selectedRole(role string) string {
+	switch {
+	case strings.EqualFold(role, "ALL"):
+		return "ALL"
+	case strings.EqualFold(role, "NONE"):
+		return "NONE"
+	}
+	return "ROLE{" + role + "}"
 }
 
 // clone returns a deep copy of s.

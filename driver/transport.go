@@ -114,6 +114,9 @@ type routingTransport struct {
 	closed    func() bool
 	closeIdle func()
 	log       *slog.Logger
+	// headers are what the DSN and the options add to requests (see
+	// auth.go); nil for nothing.
+	headers *clientHeaders
 	// releasedFn is released as a func value, made once: a method value
 	// made per request would be an allocation per request.
 	releasedFn func()
@@ -157,9 +160,19 @@ func (t *routingTransport) roundTrip(req *http.Request) (*http.Response, error) 
 		return nil, errors.New("zkpresto: internal error: a request without a coordinator")
 	}
 	submission := pool.IsSubmission(req)
+	orig := req
 	req, err := t.target(req, a, submission)
 	if err != nil {
 		return nil, t.failed(a, err)
+	}
+	if t.headers != nil {
+		if req, err = t.headers.apply(req, orig, a, submission); err != nil {
+			// The client's failure: no coordinator is charged.
+			var tokenErr *AccessTokenError
+			errors.As(err, &tokenErr)
+			a.SetInvalid(tokenErr)
+			return nil, err
+		}
 	}
 	if submission && a.caller.Done() != nil {
 		return t.submitCancellable(req, a)

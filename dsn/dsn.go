@@ -190,6 +190,24 @@ type Config struct {
 	ClientTags []string
 	// ClientInfo is free-form client information.
 	ClientInfo string
+	// TraceToken is a token the coordinators write in their query logs and
+	// events (X-Presto-Trace-Token), for finding a program's queries.
+	TraceToken string
+	// Roles are the roles to enable, by catalog ("system" for system
+	// roles): a role name, ALL or NONE, as SET ROLE takes them; nil when
+	// none.
+	Roles map[string]string
+	// ExtraCredentials are credentials for connectors (name to value),
+	// sent with every statement; nil when none. String redacts the values.
+	ExtraCredentials map[string]string
+	// ResourceEstimates are what each statement is expected to take, for
+	// resource group selection: EXECUTION_TIME and CPU_TIME (durations
+	// such as 10m), PEAK_MEMORY (a size such as 2GB); nil when none.
+	ResourceEstimates map[string]string
+	// AccessToken is a bearer token (a JWT), sent as "Authorization:
+	// Bearer" to coordinators reached over https only (UsesTLS). String
+	// redacts it.
+	AccessToken string
 	// TimeZone is the session time zone; empty means the client's own,
 	// which the driver finds and sends.
 	TimeZone string
@@ -230,6 +248,9 @@ func (c *Config) Clone() *Config {
 	clone.ClientTags = slices.Clone(c.ClientTags)
 	clone.Weights = maps.Clone(c.Weights)
 	clone.SessionProperties = maps.Clone(c.SessionProperties)
+	clone.Roles = maps.Clone(c.Roles)
+	clone.ExtraCredentials = maps.Clone(c.ExtraCredentials)
+	clone.ResourceEstimates = maps.Clone(c.ResourceEstimates)
 	return &clone
 }
 

@@ -101,6 +101,12 @@ const (
 	dsnKeyClientTags = "client_tags"
 	dsnKeyClientInfo = "client_info"
 	dsnKeyTimeZone   = "timezone"
+
+	dsnKeyTraceToken        = "traceToken"
+	dsnKeyRoles             = "roles"
+	dsnKeyExtraCredentials  = "extraCredentials"
+	dsnKeyResourceEstimates = "resourceEstimates"
+	dsnKeyAccessToken       = "accessToken"
 )
 
 // dsnMaxWatchSubset is the largest loadWatchSubset: what discovery takes.
@@ -363,7 +369,19 @@ var dsnKeys = []*dsnKey{
 		parse:  func(c *Config, v string) error { c.ClientTags = dsnParseTags(v); return nil },
 		format: func(c *Config) (string, bool) { return strings.Join(c.ClientTags, ","), len(c.ClientTags) > 0 },
 	},
-	dsnClientString(dsnKeyClientInfo, dsnDocClient, func(c *Config) *string { return &c.ClientInfo }),
+	dsnAlias(dsnClientString(dsnKeyClientInfo, dsnDocClient, func(c *Config) *string { return &c.ClientInfo }), "clientInfo"),
+	dsnAlias(dsnClientString(dsnKeyTraceToken, dsnDocTraceToken, func(c *Config) *string { return &c.TraceToken }), "trace_token"),
+	dsnClientMap(dsnKeyRoles, dsnDocRoles, false, func(c *Config) *map[string]string { return &c.Roles }),
+	dsnAlias(dsnClientMap(dsnKeyExtraCredentials, dsnDocExtraCredentials, true,
+		func(c *Config) *map[string]string { return &c.ExtraCredentials }), "extra_credentials"),
+	dsnClientMap(dsnKeyResourceEstimates, dsnDocResourceEstimates, false, func(c *Config) *map[string]string { return &c.ResourceEstimates }),
+	{
+		name: dsnKeyAccessToken, kind: dsnClient, secret: true, opaque: true, section: dsnSectionMain, def: "—",
+		doc:    dsnDocAccessToken,
+		parse:  func(c *Config, v string) error { c.AccessToken = v; return nil },
+		format: func(c *Config) (string, bool) { return c.AccessToken, c.AccessToken != "" },
+		redact: func(string) string { return dsnRedacted },
+	},
 	dsnAlias(dsnClientString(dsnKeyTimeZone, dsnDocTimeZone, func(c *Config) *string { return &c.TimeZone }), "timeZoneId"),
 	dsnClientString("ssl_cert", dsnDocSSL, func(c *Config) *string { return &c.SSLCert }),
 	dsnClientString("ssl_key", dsnDocSSL, func(c *Config) *string { return &c.SSLKey }),
@@ -412,8 +430,6 @@ var dsnKeys = []*dsnKey{
 	dsnRefused("SSLKeyStorePath", "Java key stores are not read; use ssl_cert=<PEM certificate> and ssl_key=<PEM key>"),
 	dsnRefused("SSLKeyStorePassword", "Java key stores are not read; use ssl_cert=<PEM certificate> and ssl_key=<PEM key>"),
 	dsnRefused("SSLKeyStoreType", "Java key stores are not read; use ssl_cert=<PEM certificate> and ssl_key=<PEM key>"),
-	dsnRefused("extraCredentials", "extra credentials are not supported by the Presto Go client; remove the key"),
-	dsnRefused("accessToken", "token authentication is not supported; use user and password"),
 	dsnRefused("KerberosRemoteServiceName", "Kerberos is not supported; use user and password"),
 	dsnRefused("KerberosPrincipal", "Kerberos is not supported; use user and password"),
 	dsnRefused("KerberosKeytabPath", "Kerberos is not supported; use user and password"),
@@ -477,6 +493,12 @@ const (
 	dsnDocClient    = "passed to the Presto client as it defines them"
 	dsnDocTimeZone  = "the session time zone, a tz database name (`Europe/Paris`) or an offset (`+05:30`); without it the client's own (`$TZ`, else what `/etc/localtime` links to, else the current offset), as JDBC sends, so that no statement's zone depends on the coordinator picked"
 	dsnDocSSL       = "TLS to the coordinators (any of them means https)"
+
+	dsnDocTraceToken        = "a token the coordinators write in their query logs and events, to find the program's queries (sent as `X-Presto-Trace-Token`)"
+	dsnDocRoles             = "`catalog:role;catalog:role`: the role to enable in each catalog (`system` for system roles), a role name, `ALL` or `NONE`, as `SET ROLE` would (sent as `X-Presto-Role: catalog=ROLE{name}`); the JDBC drivers' key"
+	dsnDocExtraCredentials  = "`name:value;name:value`: credentials for connectors, sent with every statement (`X-Presto-Extra-Credential`); the values are never shown in errors, logs or `String()`"
+	dsnDocResourceEstimates = "`name:value;name:value`: what each statement is expected to take, for resource group selectors: `EXECUTION_TIME` and `CPU_TIME` (durations such as `10m`), `PEAK_MEMORY` (a size such as `2GB`) (sent as `X-Presto-Resource-Estimate`)"
+	dsnDocAccessToken       = "a bearer token (a JWT), sent as `Authorization: Bearer` instead of a password; https to the coordinators only (`SSL=true` or an `ssl_*` key). Never shown. A program whose token expires gives a source with `driver.WithAccessTokenSource` instead"
 )
 
 // Parse errors shared by a key's parse function and (*Config).Validate.
@@ -496,6 +518,80 @@ func dsnClientString(name, doc string, field func(*Config) *string) *dsnKey {
 		parse:  func(c *Config, v string) error { *field(c) = v; return nil },
 		format: func(c *Config) (string, bool) { v := *field(c); return v, v != "" },
 	}
+}
+
+// dsnClientMap describes a Presto client key holding name:value entries
+// separated by ";", as the Trino JDBC driver and trino-go-client write
+// roles and extra credentials. A secret map's values are never quoted and
+// String redacts them; its names are shown.
+func dsnClientMap(name, doc string, secret bool, field func(*Config) *map[string]string) *dsnKey {
+	k := &dsnKey{
+		name: name, kind: dsnClient, secret: secret, opaque: true, section: dsnSectionMain, def: "—", doc: doc,
+		parse: func(c *Config, v string) error {
+			m, err := dsnParseMap(v, secret)
+			*field(c) = m
+			return err
+		},
+		format: func(c *Config) (string, bool) {
+			m := *field(c)
+			return dsnFormatMap(m, nil), len(m) > 0
+		},
+	}
+	if secret {
+		k.redact = func(v string) string {
+			m, err := dsnParseMap(v, true)
+			if err != nil {
+				return dsnRedacted
+			}
+			return dsnFormatMap(m, func(string) string { return dsnRedacted })
+		}
+	}
+	return k
+}
+
+// dsnParseMap reads name:value;name:value (a value may hold ":"; empty
+// entries are skipped). Errors quote an entry only when secret is not set.
+func dsnParseMap(v string, secret bool) (map[string]string, error) {
+	var m map[string]string
+	for _, entry := range strings.Split(v, ";") {
+		if entry == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(entry, ":")
+		if !ok {
+			if secret {
+				return nil, errors.New(`an entry has no ":": want name:value;name:value`)
+			}
+			return nil, fmt.Errorf("entry %q: want name:value", entry)
+		}
+		if old, dup := m[name]; dup && old != value {
+			return nil, fmt.Errorf("%q given twice with different values", name)
+		}
+		if m == nil {
+			m = make(map[string]string)
+		}
+		m[name] = value
+	}
+	return m, nil
+}
+
+// dsnFormatMap writes m as name:value;name:value in name order, each value
+// replaced by hide when it is not nil.
+func dsnFormatMap(m map[string]string, hide func(string) string) string {
+	var b strings.Builder
+	for i, name := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		v := m[name]
+		if hide != nil {
+			v = hide(v)
+		}
+		b.WriteString(name)
+		b.WriteByte(':')
+		b.WriteString(v)
+	}
+	return b.String()
 }
 
 // dsnFormatDuration formats d, and reports false for zero or the default.

@@ -46,7 +46,6 @@ func TestJDBCURLs(t *testing.T) {
 	for _, tc := range []struct{ dsn, want string }{
 		{"jdbc:presto://c1?SSL=true&SSLTrustStorePath=/etc/ts.jks", "bad SSLTrustStorePath: the Presto JDBC driver's key is not supported: Java key stores are not read; use ssl_ca=<PEM file"},
 		{"jdbc:presto://c1?SSLKeyStorePassword=" + dsnTestPasswordEnc, "bad SSLKeyStorePassword: the Presto JDBC driver's key is not supported: Java key stores are not read; use ssl_cert="},
-		{"jdbc:presto://c1?extraCredentials=a:b", "bad extraCredentials: "},
 		{"jdbc:presto://c1?KerberosPrincipal=p", "Kerberos is not supported"},
 		{"jdbc:presto://c1?SSLVerification=CA", "bad SSLVerification \"CA\": CA (the chain without the host name) is not supported"},
 		{"jdbc:presto://c1?sessionProperties=a:1&a=2", `session property "a" given twice`},

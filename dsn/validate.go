@@ -110,6 +110,20 @@ func (c *Config) Validate() error {
 	if err := c.validateZooKeeperSecurity(); err != nil {
 		return err
 	}
+	if err := c.validateClientMaps(); err != nil {
+		return err
+	}
+	if c.AccessToken != "" {
+		if err := dsnCheckHeaderText(c.AccessToken); err != nil {
+			return badOpaque(dsnKeyAccessToken, err)
+		}
+		if !c.UsesTLS() {
+			return badOpaque(dsnKeyAccessToken, ErrTokenWithoutTLS)
+		}
+		if c.Password != "" {
+			return badOpaque(dsnKeyAccessToken, errors.New("a password is given too: keep one way to authenticate"))
+		}
+	}
 	for _, key := range slices.Sorted(maps.Keys(c.SessionProperties)) {
 		if key == "" {
 			return errors.New("a session property has an empty key")
@@ -140,6 +154,7 @@ func (c *Config) validateHeaderText() error {
 		{dsnKeyClientTags, strings.Join(c.ClientTags, ",")},
 		{dsnKeyClientInfo, c.ClientInfo},
 		{dsnKeyTimeZone, c.TimeZone},
+		{dsnKeyTraceToken, c.TraceToken},
 	} {
 		if err := dsnCheckHeaderText(f.value); err != nil {
 			return badOpaque(f.key, err)
@@ -247,4 +262,107 @@ func unknownStrategy(name string) error {
 		return fmt.Errorf("unknown strategy (%s; did you mean %s?)", known, meant)
 	}
 	return fmt.Errorf("unknown strategy (%s)", known)
+}
+
+// ErrTokenWithoutTLS is the reason a bearer token is refused for
+// coordinators reached over plain http, where anyone on the path could
+// read it and use it: as the Trino JDBC driver and trino-go-client refuse
+// it.
+var ErrTokenWithoutTLS = errors.New("an access token is sent over https only: add SSL=true, or ssl_ca=<PEM file> for a private CA")
+
+// validateClientMaps checks roles, extraCredentials and resourceEstimates:
+// names the servers can split back out of their headers, values that a
+// DSN can carry (no ";"), and, for resource estimates, the names and value
+// forms the servers accept. Extra credential values are never quoted.
+func (c *Config) validateClientMaps() error {
+	for _, catalog := range slices.Sorted(maps.Keys(c.Roles)) {
+		if err := dsnCheckMapName(catalog); err != nil {
+			return badOpaque(dsnKeyRoles, fmt.Errorf("catalog %q: %v", catalog, err))
+		}
+		role := c.Roles[catalog]
+		if role == "" {
+			return badOpaque(dsnKeyRoles, fmt.Errorf("catalog %q: empty role: want a role name, ALL or NONE", catalog))
+		}
+		if err := dsnCheckMapValue(role); err != nil {
+			return badOpaque(dsnKeyRoles, fmt.Errorf("role of catalog %q: %v", catalog, err))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.ExtraCredentials)) {
+		if err := dsnCheckMapName(name); err != nil {
+			return badOpaque(dsnKeyExtraCredentials, fmt.Errorf("credential %q: %v", name, err))
+		}
+		if strings.Contains(c.ExtraCredentials[name], ";") {
+			// The value is not quoted: it is a secret.
+			return badOpaque(dsnKeyExtraCredentials, fmt.Errorf("credential %q: its value holds \";\", which ends an entry", name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.ResourceEstimates)) {
+		if err := dsnCheckResourceEstimate(name, c.ResourceEstimates[name]); err != nil {
+			return badOpaque(dsnKeyResourceEstimates, err)
+		}
+	}
+	return nil
+}
+
+// dsnCheckMapName says why name cannot name a role's catalog or an extra
+// credential: the servers split each header on "," and then on the first
+// "=", and the DSN splits entries on ";" and ":".
+func dsnCheckMapName(name string) error {
+	if name == "" {
+		return errors.New("empty name")
+	}
+	if err := dsnCheckHeaderText(name); err != nil {
+		return err
+	}
+	if i := strings.IndexAny(name, ",=;: "); i >= 0 {
+		return fmt.Errorf("the name may not hold %q", name[i])
+	}
+	return nil
+}
+
+// dsnCheckMapValue says why v cannot be a role: it is sent URL-encoded,
+// so only the DSN's ";" and what no header can carry are refused.
+func dsnCheckMapValue(v string) error {
+	if strings.Contains(v, ";") {
+		return errors.New(`";" ends an entry`)
+	}
+	return dsnCheckHeaderText(v)
+}
+
+// dsnCheckResourceEstimate checks one resource estimate as Trino's and
+// PrestoDB's HttpRequestSessionContext parse it: EXECUTION_TIME and
+// CPU_TIME as an airlift Duration (a number and ns, us, ms, s, m, h or d),
+// PEAK_MEMORY as a DataSize (a number and B, kB, MB, GB, TB or PB); any
+// other name fails every statement there.
+func dsnCheckResourceEstimate(name, value string) error {
+	var units []string
+	switch strings.ToUpper(name) {
+	case "EXECUTION_TIME", "CPU_TIME":
+		units = []string{"ns", "us", "ms", "s", "m", "h", "d"}
+	case "PEAK_MEMORY":
+		units = []string{"B", "kB", "MB", "GB", "TB", "PB"}
+	default:
+		return fmt.Errorf("unknown resource estimate %q: want EXECUTION_TIME, CPU_TIME or PEAK_MEMORY", name)
+	}
+	number := strings.TrimRightFunc(value, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' })
+	unit := value[len(number):]
+	if !dsnIsDecimal(number) || !slices.Contains(units, unit) {
+		return fmt.Errorf("%s %q: want a number followed by one of %s, such as 10%s", name, value, strings.Join(units, ", "), units[len(units)-3])
+	}
+	return nil
+}
+
+// dsnIsDecimal reports whether s is digits, optionally with a fraction:
+// what airlift's Duration and DataSize read before the unit.
+func dsnIsDecimal(s string) bool {
+	whole, frac, dotted := strings.Cut(s, ".")
+	digits := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		}
+		return s != ""
+	}
+	return digits(whole) && (!dotted || digits(frac))
 }

@@ -87,6 +87,16 @@ type Config struct {
 	// is false; seen on Trino 476), and PrestoDB reads it only as a log
 	// entry.
 	ForwardedFor bool
+	// ForwardedProto sends the coordinators X-Forwarded-Proto: https for a
+	// client whose own connection to the gateway is TLS, and nothing for
+	// one on plain http; the client's own forwarding headers are always
+	// dropped, so that no client can claim TLS it did not use. A
+	// coordinator with http-server.process-forwarded=true then takes such
+	// a request as secure and accepts a password on its http port (Trino
+	// refuses passwords over plain http). Off by default, for the same 406
+	// as ForwardedFor. A gateway behind a proxy that terminates TLS for it
+	// sees plain http and sends nothing.
+	ForwardedProto bool
 }
 
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
@@ -99,7 +109,8 @@ type Gateway struct {
 	log     *slog.Logger
 	started time.Time
 
-	forwardedFor bool // Config.ForwardedFor
+	forwardedFor   bool // Config.ForwardedFor
+	forwardedProto bool // Config.ForwardedProto
 
 	draining atomic.Bool
 	serving  serving // the requests in flight, for a drain
@@ -138,7 +149,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.reach = newReach(cfg.Client, cfg.TLS, cfg.Flavour, cfg.StandardTransport)
-	g.forwardedFor = cfg.ForwardedFor
+	g.forwardedFor, g.forwardedProto = cfg.ForwardedFor, cfg.ForwardedProto
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -191,8 +202,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveInfoState(w, r)
 	default:
 		g.stats.add("other", http.StatusNotFound)
-		writeError(w, http.StatusNotFound, errGatewayName, "", "zkpresto gateway: no such resource: "+r.Method+" "+path)
+		writeError(w, http.StatusNotFound, errGatewayName, "", "zkpresto gateway: no such resource: "+r.Method+" "+shownPath(path))
 	}
+}
+
+// shownPath is path as an error may quote it: its first two segments, the
+// rest elided, since a deeper one may carry a token (OAuth2's
+// /oauth2/token/{id}) and the error may end up in a client's log.
+func shownPath(path string) string {
+	n := 0
+	for i := 1; i < len(path); i++ {
+		if path[i] == '/' {
+			if n++; n == 2 {
+				return path[:i+1] + "…"
+			}
+		}
+	}
+	return path
 }
 
 // reach is how the gateway reaches some coordinators: through which

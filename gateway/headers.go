@@ -18,7 +18,8 @@ var hopByHop = []string{
 }
 
 // The gateway does not set the forwarding headers either (beyond
-// X-Forwarded-For, when Config.ForwardedFor asks for it), so coordinators never build the gateway's URIs
+// X-Forwarded-For and X-Forwarded-Proto, when Config.ForwardedFor and
+// Config.ForwardedProto ask for them), so coordinators never build the gateway's URIs
 // themselves: X-Forwarded-Prefix or X-Presto-Prefix-Url would have to hold
 // a routing token before the query id exists, so a coordinator-level one.
 // That token would be in every URI of every query on the coordinator, held
@@ -39,7 +40,9 @@ var untrusted = []string{
 
 // outboundHeader returns the headers to send a coordinator for the client
 // request r: the client's headers without the hop-by-hop and untrusted ones,
-// X-Forwarded-For naming the client when Config.ForwardedFor is set, and
+// X-Forwarded-For naming the client when Config.ForwardedFor is set,
+// X-Forwarded-Proto: https for a client on TLS when Config.ForwardedProto
+// is, and
 // Accept-Encoding: identity.
 //
 // Answers come uncompressed because the gateway reads every one of them to
@@ -58,6 +61,11 @@ func (g *Gateway) outboundHeader(r *http.Request) http.Header {
 		delete(h, k)
 	}
 	h["Accept-Encoding"] = identity
+	if g.forwardedProto && r.TLS != nil {
+		// The client's own connection, never what it says about it (its
+		// X-Forwarded-Proto went with the untrusted headers above).
+		h["X-Forwarded-Proto"] = forwardedHTTPS
+	}
 	if !g.forwardedFor {
 		return h
 	}
@@ -66,6 +74,9 @@ func (g *Gateway) outboundHeader(r *http.Request) http.Header {
 	}
 	return h
 }
+
+// forwardedHTTPS is X-Forwarded-Proto's value for a client on TLS.
+var forwardedHTTPS = []string{"https"}
 
 // copyAnswerHeader copies a coordinator's answer headers to the client's,
 // without the hop-by-hop ones.

@@ -37,9 +37,9 @@ func (c *clientFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&c.truststorePassword, "truststore-password", "", "accepted with --truststore-path; a PEM file needs none")
 	f.StringVar(&c.keystorePath, "keystore-path", "", "a PEM file with the client certificate and its key (DSN keys ssl_cert and ssl_key); Java key stores are not read")
 	f.StringVar(&c.keystorePassword, "keystore-password", "", "accepted with --keystore-path; an encrypted key is refused")
-	f.StringVar(&c.accessToken, "access-token", "", "not supported yet: the driver sends no access token; use --user and --password")
-	f.StringArrayVar(&c.roles, "role", nil, "not supported yet as a flag: run SET ROLE <role> IN <catalog> in the session")
-	f.StringArrayVar(&c.extraCredentials, "extra-credential", nil, "not supported yet: the driver sends no extra credentials")
+	f.StringVar(&c.accessToken, "access-token", "", "a bearer token (JWT) for the coordinators, over https only (DSN key accessToken)")
+	f.StringArrayVar(&c.roles, "role", nil, "catalog=role: the role to enable in a catalog, ALL or NONE (repeatable; DSN key roles)")
+	f.StringArrayVar(&c.extraCredentials, "extra-credential", nil, "name=value: a credential for connectors (repeatable; DSN key extraCredentials)")
 	f.StringVar(&c.networkLogging, "network-logging", "NONE", "NONE, or BASIC for the driver's debug logs (as --log-level debug); HEADERS and BODY are not logged")
 	f.BoolVar(&c.disableAutoSuggestion, "disable-auto-suggestion", false, "the shell: no tab completion of keywords, catalogs, schemas and tables")
 }
@@ -60,7 +60,7 @@ func (c clientFlags) usesTLS() bool {
 // TLS with the system's CA certificates. Its errors never quote a
 // password or a token.
 func (c clientFlags) apply(cfg *zkdriver.Config, server string) error {
-	if err := c.unsupported(); err != nil {
+	if err := c.applyAuth(cfg); err != nil {
 		return err
 	}
 	switch strings.ToUpper(c.networkLogging) {
@@ -111,18 +111,44 @@ func (c clientFlags) apply(cfg *zkdriver.Config, server string) error {
 	return nil
 }
 
-// unsupported fails for the flags the driver cannot honour yet, saying
-// what to use instead; never with their values, which are secrets.
-func (c clientFlags) unsupported() error {
-	switch {
-	case c.accessToken != "":
-		return errors.New("--access-token: not supported yet: the driver sends no access token (JWT); use --user with --password (HTTP basic authentication over TLS)")
-	case len(c.roles) > 0:
-		return errors.New("--role: not supported yet as a flag: run SET ROLE <role> IN <catalog> as the first statement (in the shell, or with -e), which the session keeps")
-	case len(c.extraCredentials) > 0:
-		return errors.New("--extra-credential: not supported yet: the driver sends no extra credentials; configure the connector's credentials in its catalog on the coordinator")
+// applyAuth sets cfg's access token, roles and extra credentials from
+// the flags, over the DSN's, in trino-cli's name=value form. Its errors
+// never quote a value: roles aside, they are secrets.
+func (c clientFlags) applyAuth(cfg *zkdriver.Config) error {
+	if c.accessToken != "" {
+		cfg.AccessToken = c.accessToken
+	}
+	roles, err := nameValues("--role", "catalog=role", c.roles)
+	if err != nil {
+		return err
+	}
+	creds, err := nameValues("--extra-credential", "name=value", c.extraCredentials)
+	if err != nil {
+		return err
+	}
+	if roles != nil {
+		cfg.Roles = roles
+	}
+	if creds != nil {
+		cfg.ExtraCredentials = creds
 	}
 	return nil
+}
+
+// nameValues reads a repeated name=value flag; nil when it was not given.
+func nameValues(flag, form string, values []string) (map[string]string, error) {
+	var m map[string]string
+	for i, v := range values {
+		name, value, ok := strings.Cut(v, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%s (the %d. one, not shown): want %s", flag, i+1, form)
+		}
+		if m == nil {
+			m = make(map[string]string)
+		}
+		m[name] = value
+	}
+	return m, nil
 }
 
 // readPEM reads a file a flag names, which must be PEM holding a block of

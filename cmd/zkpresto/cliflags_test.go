@@ -297,9 +297,9 @@ func TestQueryFlagsUsersTryFirst(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--access-token", "s3cret"}, "--access-token: not supported yet"},
-		{[]string{"--role", "hive=s3cret"}, "SET ROLE"},
-		{[]string{"--extra-credential", "key=s3cret"}, "--extra-credential: not supported yet"},
+		{[]string{"--extra-credential", "s3cret"}, "--extra-credential (the 1. one, not shown): want name=value"},
+		{[]string{"--role", "hive"}, "--role (the 1. one, not shown): want catalog=role"},
+		{[]string{"--extra-credential", "a,b=s3cret"}, `credential "a,b": the name may not hold ','`},
 		{[]string{"--network-logging", "HEADERS"}, "use --network-logging BASIC"},
 		{[]string{"--network-logging", "LOUD"}, "want NONE, BASIC, HEADERS or BODY"},
 		{[]string{"--truststore-path", jks}, "keytool -exportcert"},
@@ -332,5 +332,42 @@ func TestQueryFlagsUsersTryFirst(t *testing.T) {
 	_, stderr, _ = run([]string{"query", "--server", c.URL(), "--network-logging", "NONE", "-e", "SELECT fail('boom')"}, "")
 	if strings.Contains(stderr, "level=DEBUG") {
 		t.Errorf("--network-logging NONE logged %q", stderr)
+	}
+}
+
+// TestQueryAuthFlags checks that --access-token, --role and
+// --extra-credential reach the coordinator as trino-cli sends them, and
+// that a token over plain http is refused without being shown.
+func TestQueryAuthFlags(t *testing.T) {
+	certs, err := testtls.Generate(t.TempDir(), "auth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverTLS, err := certs.ServerTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := coordinator.Start(coordinator.Options{Flavour: coordinator.Trino, TLS: serverTLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	const token = "tok-s3cret"
+	args := []string{"query", "--dsn", "trino://" + c.Addr() + "/hive?ssl_ca=" + certs.CAFile, "--user", "alice",
+		"--access-token", token, "--role", "hive=admin", "--role", "system=ALL",
+		"--extra-credential", "s3.key=cred s3cret", "-e", "SELECT 1"}
+	if _, stderr, err := run(args, ""); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	got := lastRequestOf(t, c).Identity
+	if got.Get("Authorization") != "Bearer "+token || got.Get("X-Trino-Role") != "hive=ROLE%7Badmin%7D,system=ALL" ||
+		got.Get("X-Trino-Extra-Credential") != "s3.key=cred+s3cret" {
+		t.Fatalf("the coordinator got %v", got)
+	}
+
+	plain := startCoordinators(t, 1)[0]
+	_, _, err = run([]string{"query", "--server", plain.URL(), "--access-token", token, "-e", "SELECT 1"}, "")
+	if err == nil || !strings.Contains(err.Error(), "https only") || strings.Contains(err.Error(), token) || plain.Statements() != 0 {
+		t.Fatalf("a token over http: %v, %d statements", err, plain.Statements())
 	}
 }

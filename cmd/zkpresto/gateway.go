@@ -41,12 +41,14 @@ type gatewayOptions struct {
 	secretFile   string
 	publicURL    string
 	forwardedFor bool
-	tlsCert      string
-	tlsKey       string
-	drainTimeout time.Duration
-	drainQuiet   time.Duration
-	noNodesGrace time.Duration
-	logLevel     string
+	// forwardedProto is --forwarded-proto.
+	forwardedProto bool
+	tlsCert        string
+	tlsKey         string
+	drainTimeout   time.Duration
+	drainQuiet     time.Duration
+	noNodesGrace   time.Duration
+	logLevel       string
 	// adminListen, when set, is where the operator pages are served
 	// instead of --listen; adminPasswordFile holds a credential they then
 	// require.
@@ -126,6 +128,7 @@ replica now), or at --drain-timeout, cutting what is then in flight.`,
 	f.StringVar(&o.secretFile, "secret-file", "", "file holding the routing-token keys (default: $"+secretEnv+")")
 	f.StringVar(&o.publicURL, "public-url", "", "base URL clients reach the gateway at (default: the scheme and host of each request)")
 	f.BoolVar(&o.forwardedFor, "forwarded-for", false, "send coordinators X-Forwarded-For naming each client (Trino refuses it with 406 unless http-server.process-forwarded=true)")
+	f.BoolVar(&o.forwardedProto, "forwarded-proto", false, "send coordinators X-Forwarded-Proto: https for clients connected over TLS (--tls-cert), never the clients' own; needs http-server.process-forwarded=true on Trino")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate to serve https with (with --tls-key)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long the drain may last at most; requests then in flight are cut")
@@ -169,6 +172,11 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
+	if o.forwardedProto && o.tlsCert == "" {
+		// Without TLS of its own no client reaches the gateway over TLS, so
+		// the flag would never send anything.
+		return errors.New("--forwarded-proto needs --tls-cert and --tls-key: the gateway sends X-Forwarded-Proto: https only for clients on its own TLS")
+	}
 	if o.drainTimeout <= 0 || o.drainQuiet <= 0 {
 		return errors.New("--drain-timeout and --drain-quiet must be positive")
 	}
@@ -183,7 +191,7 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	if err != nil {
 		return err
 	}
-	gwCfg := gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger, NoCoordinatorGrace: grace, ForwardedFor: o.forwardedFor}
+	gwCfg := gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger, NoCoordinatorGrace: grace, ForwardedFor: o.forwardedFor, ForwardedProto: o.forwardedProto}
 	var stats metrics.StatsSource
 	var routingTo string
 	if o.dsn != "" {

@@ -107,6 +107,7 @@ func TestGatewayCommandRefusesBadSetups(t *testing.T) {
 		{[]string{"gateway"}, "--dsn"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/"}, "--secret-file"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--tls-cert", "x.pem"}, "--tls-cert and --tls-key"},
+		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--forwarded-proto"}, "--forwarded-proto needs --tls-cert and --tls-key"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--config", "router-config.json"}, "give one of them"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--no-coordinator-grace", "-1s"}, "--no-coordinator-grace must not be negative"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--drain-quiet", "0s"}, "--drain-timeout and --drain-quiet must be positive"},

@@ -100,6 +100,12 @@ func (e *Exchange) Invalid() error {
 	return e.invalid
 }
 
+// SetInvalid records err as the reason a request could not be sent at
+// all, for Invalid (the first one recorded wins): a failure of the
+// client's, such as credentials it could not get, charged to no
+// coordinator.
+func (e *Exchange) SetInvalid(err error) { e.setInvalid(err) }
+
 func (e *Exchange) setInvalid(err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -237,10 +237,15 @@ type Wire struct {
 	// Forwarded holds the Forwarded, X-Forwarded-* and X-Presto-Prefix-Url headers as
 	// received, honoured or not; nil when there were none.
 	Forwarded http.Header
+	// Identity holds the Authorization header and the X-Presto- and X-Trino- Role,
+	// Extra-Credential, Trace-Token and Resource-Estimate headers as received, for tests
+	// of what a client sends; nil when there were none.
+	Identity http.Header
 }
 
 func (w Wire) clone() Wire {
 	w.Forwarded = w.Forwarded.Clone()
+	w.Identity = w.Identity.Clone()
 	return w
 }
 

@@ -258,8 +258,23 @@ func (c *Coordinator) wire(r *http.Request) Wire {
 			w.Forwarded[name] = append([]string(nil), v...)
 		}
 	}
+	for _, name := range identityHeaders {
+		if v := r.Header.Values(name); len(v) > 0 {
+			if w.Identity == nil {
+				w.Identity = make(http.Header)
+			}
+			w.Identity[name] = append([]string(nil), v...)
+		}
+	}
 	w.AcceptGzip = acceptsGzip(r)
 	return w
+}
+
+// identityHeaders are the headers Wire.Identity records.
+var identityHeaders = []string{
+	"Authorization",
+	"X-Presto-Role", "X-Presto-Extra-Credential", "X-Presto-Trace-Token", "X-Presto-Resource-Estimate",
+	"X-Trino-Role", "X-Trino-Extra-Credential", "X-Trino-Trace-Token", "X-Trino-Resource-Estimate",
 }
 
 // acceptsGzip reports whether the request's Accept-Encoding allows gzip.

@@ -154,7 +154,8 @@ func checkAllFields(data []byte, log *slog.Logger, file string) error {
 // ParseRouterConfig parses a router-config.json and checks it; errors name
 // file and the JSON path of the field at fault. An unknown field, at any
 // level, is refused with the nearest known one (Presto Router's predictor
-// is logged and ignored), and so is a selector without a condition.
+// is logged and ignored), and so is a selector after one without a
+// condition (a catch-all, which claims every statement).
 func ParseRouterConfig(file string, data []byte, log *slog.Logger) (*RouterConfig, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -235,15 +236,19 @@ func ParseRouterConfig(file string, data []byte, log *slog.Logger) (*RouterConfi
 	if total == 0 {
 		return nil, fail("groups", "every group has weight 0: statements no selector claims would have nowhere to go")
 	}
+	catchAll := -1 // the first selector without a condition
 	for i, s := range c.Selectors {
 		at := fmt.Sprintf("selectors[%d]", i)
 		if !names[s.TargetGroup] {
 			return nil, fail(at+".targetGroup", "no group named %q", s.TargetGroup)
 		}
+		if catchAll >= 0 {
+			// Presto Router's own files end with a catch-all, as their
+			// default route; a selector after it is dead configuration.
+			return nil, fail(at, "unreachable: selectors[%d] before it has no condition and claims every statement", catchAll)
+		}
 		if s.User == nil && s.Source == nil && len(s.ClientTags) == 0 {
-			// It would claim every statement: a mistake far more often
-			// than a wish; a group's weight routes what no selector claims.
-			return nil, fail(at, "no condition (user, source or clientTags): it would match every statement; give the groups weights instead")
+			catchAll = i
 		}
 		for field, re := range map[string]*string{"user": s.User, "source": s.Source} {
 			if re == nil {

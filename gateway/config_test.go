@@ -303,9 +303,11 @@ func TestParseRouterConfigNamesTheField(t *testing.T) {
 			`selectors[0].TargetGroup: unknown field (the nearest known one is "targetGroup"`},
 		{`{"groups": [{"name": "a", "member": ["http://c1:8080"]}]}`, `groups[0].member: unknown field (the nearest known one is "members"`},
 		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selector": []}`, `f.json: selector: unknown field (the nearest known one is "selectors"`},
-		// A selector without a condition would claim every statement.
-		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"targetGroup": "a"}]}`, `f.json: selectors[0]: no condition`},
-		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"clientTags": [], "targetGroup": "a"}]}`, `selectors[0]: no condition`},
+		// A selector after a catch-all is never reached.
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"targetGroup": "a"}, {"user": "x", "targetGroup": "a"}]}`,
+			`f.json: selectors[1]: unreachable: selectors[0] before it has no condition`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"user": "x", "targetGroup": "a"}, {"clientTags": [], "targetGroup": "a"}, {"targetGroup": "a"}]}`,
+			`selectors[2]: unreachable: selectors[1] before it`},
 		{`[]`, "f.json"},
 	} {
 		_, err := gateway.ParseRouterConfig("f.json", []byte(tc.text), nil)

@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
@@ -150,5 +153,138 @@ func TestCatchAllSelectorRoutesTheRest(t *testing.T) {
 	})
 	if got != "[3 0 2]" {
 		t.Errorf("statements per coordinator %s, want [3 0 2]: etl's users to etl, the rest by the catch-all", got)
+	}
+}
+
+// postStatement sends one statement and reads the answer to its POST,
+// paging to the end when it is a query; it returns the POST's status and
+// body.
+func postStatement(t *testing.T, base, sql string, header map[string]string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/statement", strings.NewReader(sql))
+	req.Header.Set("X-Presto-User", "nobody")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// The rest of the query, so that none is left running.
+	var page struct {
+		NextURI string `json:"nextUri"`
+	}
+	for next := b; json.Unmarshal(next, &page) == nil && page.NextURI != ""; {
+		resp, err := http.Get(page.NextURI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		page.NextURI = ""
+	}
+	return resp.StatusCode, string(b)
+}
+
+// A request names its group with X-Trino-Routing-Group or
+// X-Presto-Routing-Group where the config lets its user or source; any
+// other such request, or one naming no group, fails and runs nowhere.
+func TestRoutingGroupHeader(t *testing.T) {
+	cs := startCoordinators(t, 2)
+	rs := configReplicas(t, `{
+  "groups": [
+    {"name": "a", "members": ["`+cs[0].URL()+`"]},
+    {"name": "b", "members": ["`+cs[1].URL()+`"], "weight": 0}
+  ],
+  "selectors": [{"user": "bob", "targetGroup": "a"}],
+  "routingGroupHeader": {"user": "etl_.*", "source": "airflow"}
+}`, gateway.BuildOptions{})
+	for _, tc := range []struct {
+		header map[string]string
+		want   string
+	}{
+		{map[string]string{"X-Presto-User": "etl_x", "X-Trino-Routing-Group": "b"}, "[0 4]"},
+		{map[string]string{"X-Presto-User": "bob", "X-Presto-Source": "airflow", "X-Presto-Routing-Group": "b"}, "[0 4]"},
+		{map[string]string{"X-Presto-User": "etl_x"}, "[4 0]"},
+	} {
+		if got := delta(cs, func() {
+			for range 4 {
+				runStatement(t, rs.front, "SELECT 1", tc.header, nil)
+			}
+		}); got != tc.want {
+			t.Errorf("%v: statements per coordinator %s, want %s", tc.header, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		header map[string]string
+		status int
+		want   string
+	}{
+		{map[string]string{"X-Presto-User": "bob", "X-Trino-Routing-Group": "b"}, http.StatusForbidden, `user \"bob\" (source \"\") may not choose a routing group`},
+		{map[string]string{"X-Presto-User": "etl_x", "X-Trino-Routing-Group": "c"}, http.StatusBadRequest, `no routing group named \"c\" (groups: a, b)`},
+	} {
+		var status int
+		var body string
+		if got := delta(cs, func() { status, body = postStatement(t, rs.front, "SELECT 1", tc.header) }); got != "[0 0]" {
+			t.Errorf("%v: statements per coordinator %s, want none", tc.header, got)
+		}
+		if status != tc.status || !strings.Contains(body, tc.want) || !strings.Contains(body, "ZKPRESTO_ROUTING_GROUP") {
+			t.Errorf("%v: %d %s, want %d and %s", tc.header, status, body, tc.status, tc.want)
+		}
+	}
+}
+
+// Selectors on the statement's kind, the tables it names, its client info,
+// its resource estimates and the time of day route through two replicas
+// as documented.
+func TestSelectorsOnTheStatement(t *testing.T) {
+	cs := startCoordinators(t, 6)
+	var now atomic.Pointer[time.Time]
+	noon := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	now.Store(&noon)
+	rs := configReplicas(t, `{
+  "groups": [
+    {"name": "ddl", "members": ["`+cs[0].URL()+`"], "weight": 0},
+    {"name": "orders", "members": ["`+cs[1].URL()+`"], "weight": 0},
+    {"name": "big", "members": ["`+cs[2].URL()+`"], "weight": 0},
+    {"name": "dbt", "members": ["`+cs[3].URL()+`"], "weight": 0},
+    {"name": "night", "members": ["`+cs[4].URL()+`"], "weight": 0},
+    {"name": "rest", "members": ["`+cs[5].URL()+`"]}
+  ],
+  "selectors": [
+    {"statementKind": ["DDL", "ALTER_TABLE_EXECUTE"], "targetGroup": "ddl"},
+    {"catalog": "hive", "table": "orders|lineitem", "targetGroup": "orders"},
+    {"resourceEstimates": {"PEAK_MEMORY": ">=10GB"}, "targetGroup": "big"},
+    {"clientInfo": ".*dbt.*", "statementKind": ["INSERT", "SELECT"], "targetGroup": "dbt"},
+    {"timeOfDay": "22:00-06:00", "timeZone": "Europe/Berlin", "targetGroup": "night"}
+  ]
+}`, gateway.BuildOptions{Now: func() time.Time { return *now.Load() }})
+	for _, tc := range []struct {
+		sql    string
+		header map[string]string
+		want   string
+	}{
+		{"CREATE TABLE x (a int)", nil, "[1 0 0 0 0 0]"},
+		{"/* dbt */ DROP VIEW v", map[string]string{"X-Trino-Client-Info": "dbt-trino"}, "[1 0 0 0 0 0]"},
+		{"SELECT * FROM hive.sales.orders", nil, "[0 1 0 0 0 0]"},
+		{"SELECT * FROM sales.Orders o JOIN x ON true", map[string]string{"X-Presto-Catalog": "hive"}, "[0 1 0 0 0 0]"},
+		{"SELECT * FROM sales.orders", map[string]string{"X-Presto-Catalog": "iceberg"}, "[0 0 0 0 0 1]"},
+		{"SELECT * FROM t", map[string]string{"X-Trino-Resource-Estimate": "EXECUTION_TIME=1m, PEAK_MEMORY=12GB"}, "[0 0 1 0 0 0]"},
+		{"SELECT * FROM t", map[string]string{"X-Trino-Resource-Estimate": "PEAK_MEMORY=512MB"}, "[0 0 0 0 0 1]"},
+		{"INSERT INTO t SELECT 1", map[string]string{"X-Presto-Client-Info": `{"app": "dbt"}`}, "[0 0 0 1 0 0]"},
+		{"SHOW TABLES", map[string]string{"X-Presto-Client-Info": `{"app": "dbt"}`}, "[0 0 0 0 0 1]"},
+		{"SELECT 1", nil, "[0 0 0 0 0 1]"},
+	} {
+		if got := delta(cs, func() { postStatement(t, rs.front, tc.sql, tc.header) }); got != tc.want {
+			t.Errorf("%q %v: statements per coordinator %s, want %s", tc.sql, tc.header, got, tc.want)
+		}
+	}
+	// 22:30 in Berlin is 21:30 UTC in March.
+	late := time.Date(2025, 3, 1, 21, 30, 0, 0, time.UTC)
+	now.Store(&late)
+	if got := delta(cs, func() { postStatement(t, rs.front, "SELECT 1", nil) }); got != "[0 0 0 0 1 0]" {
+		t.Errorf("at 22:30 in Berlin: statements per coordinator %s, want the night group's", got)
 	}
 }

@@ -288,3 +288,33 @@ func TestSelectorsOnTheStatement(t *testing.T) {
 		t.Errorf("at 22:30 in Berlin: statements per coordinator %s, want the night group's", got)
 	}
 }
+
+// A routing key header makes consistent_hash send a dbt run's statements,
+// whatever user runs them, to one coordinator, through either replica;
+// without it the user is hashed.
+func TestRoutingKeyHeader(t *testing.T) {
+	cs := startCoordinators(t, 4)
+	members := `"` + cs[0].URL() + `", "` + cs[1].URL() + `", "` + cs[2].URL() + `", "` + cs[3].URL() + `"`
+	for _, tc := range []struct{ config, header string }{
+		{`"scheduler": "CONSISTENT_HASH"`, gateway.DefaultRoutingKeyHeader},
+		{`"scheduler": "CONSISTENT_HASH", "routingKeyHeader": "x-dbt-invocation-id"`, "X-Dbt-Invocation-Id"},
+	} {
+		rs := configReplicas(t, `{"groups": [{"name": "all", "members": [`+members+`]}], `+tc.config+`}`, gateway.BuildOptions{})
+		for _, key := range []string{"run-1", "run-2", "run-3"} {
+			var hit int
+			got := delta(cs, func() {
+				for i := range 8 {
+					runStatement(t, rs.front, "SELECT 1", map[string]string{tc.header: key, "X-Presto-User": fmt.Sprint("u", i)}, nil)
+				}
+			})
+			for _, n := range strings.Fields(strings.Trim(got, "[]")) {
+				if n != "0" {
+					hit++
+				}
+			}
+			if hit != 1 {
+				t.Errorf("%s %s: statements per coordinator %s, want all 8 on one", tc.header, key, got)
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -384,4 +385,49 @@ func minuteOfDay(s string) (int, error) {
 		return 0, err
 	}
 	return t.Hour()*60 + t.Minute(), nil
+}
+
+// Explanation is what Explain tells of a sample request.
+type Explanation struct {
+	Decision
+	// Weights lists each group's weight, when the weights choose.
+	Weights map[string]int
+	// Coordinators are the addresses the group's discovery lists now
+	// (empty when the weights choose), and Discovery the error of a
+	// discovery that could not say.
+	Coordinators []string
+	Discovery    error
+}
+
+// Explain says where the gateway would route a statement with header and
+// text sql at time at (now, when zero), and why, by the same rules it
+// routes by; it lists the coordinators the group has now, opening its
+// discovery within ctx. A request the gateway would refuse gets its
+// *RouteError. It picks no coordinator and moves no weight.
+func (gs *Groups) Explain(ctx context.Context, header http.Header, sql string, at time.Time) (Explanation, error) {
+	in := gs.input(header, sql)
+	if !at.IsZero() {
+		in.now = at
+	}
+	d, err := gs.decide(in)
+	if err != nil {
+		return Explanation{Decision: d}, err
+	}
+	e := Explanation{Decision: d}
+	if d.Group == "" {
+		e.Weights = map[string]int{}
+		for _, gr := range gs.groups {
+			e.Weights[gr.Name] = gr.Weight
+		}
+		return e, nil
+	}
+	snap, err := gs.byName[d.Group].Router.Snapshot(ctx)
+	if err != nil {
+		e.Discovery = err
+		return e, nil
+	}
+	for _, n := range snap.Nodes {
+		e.Coordinators = append(e.Coordinators, n.Addr)
+	}
+	return e, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"net/url"
 	"os"
 	"regexp"
@@ -30,9 +31,27 @@ type RouterConfig struct {
 	// Selectors send statements to groups; the first that matches wins.
 	Selectors []SelectorSpec `json:"selectors"`
 	// Scheduler picks a coordinator inside a group: RANDOM_CHOICE,
-	// ROUND_ROBIN, USER_HASH, WEIGHTED_RANDOM_CHOICE or
-	// WEIGHTED_ROUND_ROBIN; empty means RANDOM_CHOICE.
+	// ROUND_ROBIN, USER_HASH, WEIGHTED_RANDOM_CHOICE,
+	// WEIGHTED_ROUND_ROBIN or (ours) CONSISTENT_HASH; empty means
+	// RANDOM_CHOICE.
 	Scheduler string `json:"scheduler"`
+	// RoutingGroupHeader, an extension of ours, says whose requests may
+	// name their group with X-Trino-Routing-Group or
+	// X-Presto-Routing-Group; nil means no one's.
+	RoutingGroupHeader *HeaderRoutingSpec `json:"routingGroupHeader"`
+	// RoutingKeyHeader, an extension of ours, names the header whose value
+	// consistent_hash hashes instead of the user; empty means
+	// DefaultRoutingKeyHeader.
+	RoutingKeyHeader string `json:"routingKeyHeader"`
+}
+
+// HeaderRoutingSpec says whose requests may name their routing group: those
+// whose user, or whose source, matches.
+type HeaderRoutingSpec struct {
+	// User is a regular expression the whole user name must match.
+	User *string `json:"user"`
+	// Source is a regular expression the whole client source must match.
+	Source *string `json:"source"`
 }
 
 // GroupSpec is one group of a RouterConfig.
@@ -68,12 +87,88 @@ type SelectorSpec struct {
 	Source *string `json:"source"`
 	// ClientTags must all be among the statement's client tags.
 	ClientTags []string `json:"clientTags"`
+	// The fields below are extensions of ours.
+
+	// ClientInfo is a regular expression the whole X-*-Client-Info must
+	// match.
+	ClientInfo *string `json:"clientInfo"`
+	// StatementKind lists kinds (SELECT, INSERT, DATA_DEFINITION or DDL,
+	// ...) of which the statement must be one.
+	StatementKind []string `json:"statementKind"`
+	// Catalog, Schema and Table are regular expressions that one table the
+	// statement names must match, each its part of the name.
+	Catalog *string `json:"catalog"`
+	Schema  *string `json:"schema"` // see Catalog
+	Table   *string `json:"table"`  // see Catalog
+	// ResourceEstimates are conditions on X-*-Resource-Estimate, by
+	// estimate name: {"PEAK_MEMORY": ">=10GB", "EXECUTION_TIME": "<5m"}.
+	ResourceEstimates map[string]string `json:"resourceEstimates"`
+	// TimeOfDay is a window, "HH:MM-HH:MM" (22:00-06:00 wraps midnight),
+	// the statement must come in, in TimeZone (an IANA name; UTC when
+	// empty).
+	TimeOfDay *string `json:"timeOfDay"`
+	TimeZone  string  `json:"timeZone"` // see TimeOfDay
 	// TargetGroup names the group.
 	TargetGroup string `json:"targetGroup"`
 }
 
+// compileSelector makes the Selector of s; an error names the field at
+// fault.
+func compileSelector(s SelectorSpec) (Selector, string, error) {
+	sel := Selector{ClientTags: s.ClientTags, Group: s.TargetGroup}
+	for _, f := range []struct {
+		name string
+		re   *string
+		to   **regexp.Regexp
+	}{{"user", s.User, &sel.User}, {"source", s.Source, &sel.Source}, {"clientInfo", s.ClientInfo, &sel.ClientInfo},
+		{"catalog", s.Catalog, &sel.Catalog}, {"schema", s.Schema, &sel.Schema}, {"table", s.Table, &sel.Table}} {
+		if f.re == nil {
+			continue
+		}
+		re, err := regexp.Compile(`^(?:` + *f.re + `)$`)
+		if err != nil {
+			return Selector{}, f.name, err
+		}
+		*f.to = re
+	}
+	for i, k := range s.StatementKind {
+		kind, ok := statementKinds[strings.ToUpper(k)]
+		if !ok {
+			return Selector{}, fmt.Sprintf("statementKind[%d]", i), fmt.Errorf("%q is not one of %s", k, kindNames)
+		}
+		sel.Kinds = append(sel.Kinds, kind)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.ResourceEstimates)) {
+		c, err := parseEstimateCond(name, s.ResourceEstimates[name])
+		if err != nil {
+			return Selector{}, "resourceEstimates." + name, err
+		}
+		sel.estimates = append(sel.estimates, c)
+	}
+	switch {
+	case s.TimeOfDay != nil:
+		w, err := parseDayWindow(*s.TimeOfDay, s.TimeZone)
+		if err != nil {
+			return Selector{}, "timeOfDay", err
+		}
+		sel.window = w
+	case s.TimeZone != "":
+		return Selector{}, "timeZone", errors.New("without a timeOfDay")
+	}
+	return sel, "", nil
+}
+
+// kindNames lists the statement kinds, for messages.
+const kindNames = "SELECT, EXPLAIN, DESCRIBE, INSERT, UPDATE, DELETE, MERGE, ANALYZE, DATA_DEFINITION (DDL), ALTER_TABLE_EXECUTE"
+
+// catchAll reports whether s has no condition: it matches every statement.
+func (s SelectorSpec) catchAll() bool {
+	return s.User == nil && s.Source == nil && len(s.ClientTags) == 0 && s.ClientInfo == nil && len(s.StatementKind) == 0 &&
+		s.Catalog == nil && s.Schema == nil && s.Table == nil && len(s.ResourceEstimates) == 0 && s.TimeOfDay == nil
+}
+
 // schedulerNames lists Presto Router's scheduler names, for messages.
-const schedulerNames = "RANDOM_CHOICE, ROUND_ROBIN, USER_HASH, WEIGHTED_RANDOM_CHOICE, WEIGHTED_ROUND_ROBIN"
+const schedulerNames = "RANDOM_CHOICE, ROUND_ROBIN, USER_HASH, WEIGHTED_RANDOM_CHOICE, WEIGHTED_ROUND_ROBIN, CONSISTENT_HASH"
 
 // schedulers maps Presto Router's scheduler names to zkpresto strategies.
 var schedulers = map[string]string{
@@ -83,6 +178,7 @@ var schedulers = map[string]string{
 	"USER_HASH":              "user_hash",
 	"WEIGHTED_RANDOM_CHOICE": "weighted",
 	"WEIGHTED_ROUND_ROBIN":   "weighted_poll",
+	"CONSISTENT_HASH":        "consistent_hash", // ours: by routing key, else user
 }
 
 // The fields a RouterConfig reads, at each level. Presto Router's own
@@ -90,10 +186,12 @@ var schedulers = map[string]string{
 // that its files work as they are; any other field is refused, since a
 // mistyped one ("usr") would otherwise be dropped in silence.
 var (
-	topFields      = []string{"groups", "selectors", "scheduler"}
+	topFields      = []string{"groups", "selectors", "scheduler", "routingGroupHeader", "routingKeyHeader"}
 	groupFields    = []string{"name", "members", "scheduler", "flavour", "weights", "weight"}
-	selectorFields = []string{"user", "source", "clientTags", "targetGroup"}
-	ignoredFields  = map[string]bool{"predictor": true}
+	selectorFields = []string{"user", "source", "clientTags", "clientInfo", "statementKind", "catalog", "schema", "table",
+		"resourceEstimates", "timeOfDay", "timeZone", "targetGroup"}
+	headerFields  = []string{"user", "source"}
+	ignoredFields = map[string]bool{"predictor": true}
 )
 
 // checkFields refuses the fields of obj (the JSON object at path) that are
@@ -134,9 +232,13 @@ func checkAllFields(data []byte, log *slog.Logger, file string) error {
 	var top struct {
 		Groups    []json.RawMessage `json:"groups"`
 		Selectors []json.RawMessage `json:"selectors"`
+		Header    json.RawMessage   `json:"routingGroupHeader"`
 	}
 	if json.Unmarshal(data, &top) != nil {
 		return nil // the typed decoding says why
+	}
+	if _, err := checkFields("routingGroupHeader", top.Header, headerFields, nil); err != nil {
+		return err
 	}
 	for i, g := range top.Groups {
 		if _, err := checkFields(fmt.Sprintf("groups[%d]", i), g, groupFields, nil); err != nil {
@@ -154,7 +256,8 @@ func checkAllFields(data []byte, log *slog.Logger, file string) error {
 // ParseRouterConfig parses a router-config.json and checks it; errors name
 // file and the JSON path of the field at fault. An unknown field, at any
 // level, is refused with the nearest known one (Presto Router's predictor
-// is logged and ignored), and so is a selector without a condition.
+// is logged and ignored), and so is a selector after one without a
+// condition (a catch-all, which claims every statement).
 func ParseRouterConfig(file string, data []byte, log *slog.Logger) (*RouterConfig, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -235,24 +338,39 @@ func ParseRouterConfig(file string, data []byte, log *slog.Logger) (*RouterConfi
 	if total == 0 {
 		return nil, fail("groups", "every group has weight 0: statements no selector claims would have nowhere to go")
 	}
+	catchAll := -1 // the first selector without a condition
 	for i, s := range c.Selectors {
 		at := fmt.Sprintf("selectors[%d]", i)
 		if !names[s.TargetGroup] {
 			return nil, fail(at+".targetGroup", "no group named %q", s.TargetGroup)
 		}
-		if s.User == nil && s.Source == nil && len(s.ClientTags) == 0 {
-			// It would claim every statement: a mistake far more often
-			// than a wish; a group's weight routes what no selector claims.
-			return nil, fail(at, "no condition (user, source or clientTags): it would match every statement; give the groups weights instead")
+		if catchAll >= 0 {
+			// Presto Router's own files end with a catch-all, as their
+			// default route; a selector after it is dead configuration.
+			return nil, fail(at, "unreachable: selectors[%d] before it has no condition and claims every statement", catchAll)
 		}
-		for field, re := range map[string]*string{"user": s.User, "source": s.Source} {
+		if s.catchAll() {
+			catchAll = i
+		}
+		if _, field, err := compileSelector(s); err != nil {
+			return nil, fail(at+"."+field, "%v", err)
+		}
+	}
+	if h := c.RoutingGroupHeader; h != nil {
+		if h.User == nil && h.Source == nil {
+			return nil, fail("routingGroupHeader", "neither user nor source: say whose requests may name a group")
+		}
+		for field, re := range map[string]*string{"user": h.User, "source": h.Source} {
 			if re == nil {
 				continue
 			}
 			if _, err := regexp.Compile(`^(?:` + *re + `)$`); err != nil {
-				return nil, fail(at+"."+field, "%v", err)
+				return nil, fail("routingGroupHeader."+field, "%v", err)
 			}
 		}
+	}
+	if c.RoutingKeyHeader != "" && !validHeaderName(c.RoutingKeyHeader) {
+		return nil, fail("routingKeyHeader", "%q is no header name", c.RoutingKeyHeader)
 	}
 	return &c, nil
 }
@@ -360,6 +478,9 @@ type BuildOptions struct {
 	Routing routing.Config
 	// Logger receives the groups' logs; nil means none.
 	Logger *slog.Logger
+	// Now, when set, is the clock of the timeOfDay selectors; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // BuildGroups makes the groups of c: one Router per group, over its static
@@ -382,13 +503,11 @@ func BuildGroups(c *RouterConfig, opts BuildOptions) (*Groups, error) {
 		groups = append(groups, gr)
 	}
 	var selectors []Selector
-	for _, s := range c.Selectors {
-		sel := Selector{ClientTags: s.ClientTags, Group: s.TargetGroup}
-		if s.User != nil {
-			sel.User = regexp.MustCompile(`^(?:` + *s.User + `)$`) // checked by ParseRouterConfig
-		}
-		if s.Source != nil {
-			sel.Source = regexp.MustCompile(`^(?:` + *s.Source + `)$`)
+	for i, s := range c.Selectors {
+		sel, field, err := compileSelector(s) // once, at load: a statement only matches
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("selectors[%d].%s: %w", i, field, err)
 		}
 		selectors = append(selectors, sel)
 	}
@@ -396,6 +515,20 @@ func BuildGroups(c *RouterConfig, opts BuildOptions) (*Groups, error) {
 	if err != nil {
 		closeAll()
 		return nil, err
+	}
+	if h := c.RoutingGroupHeader; h != nil {
+		if h.User != nil {
+			gs.headerUser = regexp.MustCompile(`^(?:` + *h.User + `)$`) // checked by ParseRouterConfig
+		}
+		if h.Source != nil {
+			gs.headerSource = regexp.MustCompile(`^(?:` + *h.Source + `)$`)
+		}
+	}
+	if c.RoutingKeyHeader != "" {
+		gs.keyHeader = http.CanonicalHeaderKey(c.RoutingKeyHeader)
+	}
+	if opts.Now != nil {
+		gs.now = opts.Now
 	}
 	return gs, nil
 }
@@ -533,4 +666,14 @@ func WatchConfig(ctx context.Context, gw *Gateway, file string, opts BuildOption
 		gw.SetGroups(gs)
 		log.Info("router config reloaded", "file", file, "reason", why, "groups", len(gs.Groups()))
 	}
+}
+
+// validHeaderName reports whether s is an HTTP header field name (a token).
+func validHeaderName(s string) bool {
+	for _, r := range s {
+		if r >= 0x7f || r <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+			return false
+		}
+	}
+	return s != ""
 }

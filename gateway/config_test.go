@@ -303,10 +303,30 @@ func TestParseRouterConfigNamesTheField(t *testing.T) {
 			`selectors[0].TargetGroup: unknown field (the nearest known one is "targetGroup"`},
 		{`{"groups": [{"name": "a", "member": ["http://c1:8080"]}]}`, `groups[0].member: unknown field (the nearest known one is "members"`},
 		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selector": []}`, `f.json: selector: unknown field (the nearest known one is "selectors"`},
-		// A selector without a condition would claim every statement.
-		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"targetGroup": "a"}]}`, `f.json: selectors[0]: no condition`},
-		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"clientTags": [], "targetGroup": "a"}]}`, `selectors[0]: no condition`},
+		// A selector after a catch-all is never reached.
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"targetGroup": "a"}, {"user": "x", "targetGroup": "a"}]}`,
+			`f.json: selectors[1]: unreachable: selectors[0] before it has no condition`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"user": "x", "targetGroup": "a"}, {"clientTags": [], "targetGroup": "a"}, {"targetGroup": "a"}]}`,
+			`selectors[2]: unreachable: selectors[1] before it`},
 		{`[]`, "f.json"},
+		// The selectors and settings of ours.
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"statementKind": ["SELECT", "DLL"], "targetGroup": "a"}]}`,
+			`selectors[0].statementKind[1]: "DLL" is not one of SELECT`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"table": "(", "targetGroup": "a"}]}`, "selectors[0].table: error parsing regexp"},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"resourceEstimates": {"PEAK_MEMORY": "10GB"}, "targetGroup": "a"}]}`,
+			`selectors[0].resourceEstimates.PEAK_MEMORY: "10GB": want an operator`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"resourceEstimates": {"PEAK_MEMORY": ">10GiB"}, "targetGroup": "a"}]}`,
+			`selectors[0].resourceEstimates.PEAK_MEMORY: ">10GiB": unit "GIB"`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"resourceEstimates": {"MEMORY": ">1GB"}, "targetGroup": "a"}]}`,
+			`selectors[0].resourceEstimates.MEMORY: unknown resource estimate`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"timeOfDay": "22-6", "targetGroup": "a"}]}`, `selectors[0].timeOfDay: "22-6": want HH:MM-HH:MM`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"timeOfDay": "22:00-06:00", "timeZone": "Mars/Base", "targetGroup": "a"}]}`, `selectors[0].timeOfDay: timeZone "Mars/Base"`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"user": "x", "timeZone": "UTC", "targetGroup": "a"}]}`, `selectors[0].timeZone: without a timeOfDay`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "routingGroupHeader": {}}`, `routingGroupHeader: neither user nor source`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "routingGroupHeader": {"users": "x"}}`, `routingGroupHeader.users: unknown field (the nearest known one is "user"`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "routingKeyHeader": "X Key"}`, `routingKeyHeader: "X Key" is no header name`},
+		{`{"groups": [{"name": "a", "members": ["http://c1:8080"]}], "selectors": [{"timeOfDay": "22:00-06:00", "targetGroup": "a"}, {"targetGroup": "a"}, {"user": "x", "targetGroup": "a"}]}`,
+			`selectors[2]: unreachable: selectors[1]`},
 	} {
 		_, err := gateway.ParseRouterConfig("f.json", []byte(tc.text), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

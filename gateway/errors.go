@@ -53,6 +53,7 @@ const (
 	errBadToken         = "ZKPRESTO_BAD_ROUTING_TOKEN"
 	errQueryNotFound    = "ZKPRESTO_QUERY_NOT_FOUND"
 	errStatementFailure = "ZKPRESTO_COORDINATOR_FAILED"
+	errRouting          = "ZKPRESTO_ROUTING_GROUP"
 )
 
 // writeError answers status with a Presto error body.

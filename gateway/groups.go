@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/pool"
@@ -45,8 +46,9 @@ type Group struct {
 }
 
 // Selector sends the statements it matches to a group: every set field must
-// match (user and source as full-match regular expressions, every client tag
-// present), the first selector that matches wins.
+// match (regular expressions the whole value, every client tag present), the
+// first selector that matches wins; one with no field set matches every
+// statement.
 type Selector struct {
 	// User, when set, must match the whole user name.
 	User *regexp.Regexp
@@ -54,23 +56,20 @@ type Selector struct {
 	Source *regexp.Regexp
 	// ClientTags must all be among the statement's client tags.
 	ClientTags []string
+	// ClientInfo, when set, must match the whole X-*-Client-Info.
+	ClientInfo *regexp.Regexp
+	// Kinds, when set, are the statement kinds (KindSelect...) of which
+	// the statement must be one.
+	Kinds []string
+	// Catalog, Schema and Table, those set, must match the whole catalog,
+	// schema and table name of one table the statement names (the session's
+	// catalog and schema where it leaves them out).
+	Catalog, Schema, Table *regexp.Regexp
 	// Group is the target group's name.
 	Group string
-}
 
-func (s *Selector) matches(user, source string, tags []string) bool {
-	if s.User != nil && !s.User.MatchString(user) {
-		return false
-	}
-	if s.Source != nil && !s.Source.MatchString(source) {
-		return false
-	}
-	for _, t := range s.ClientTags {
-		if !slices.Contains(tags, t) {
-			return false
-		}
-	}
-	return true
+	estimates []estimateCond // on X-*-Resource-Estimate, from the config
+	window    *dayWindow     // the time of day, from the config
 }
 
 // Groups is the routing a gateway does at one time: its groups, selectors
@@ -93,6 +92,12 @@ type Groups struct {
 
 	mu      sync.Mutex
 	current []int // smooth weighted round robin state, per group
+
+	// What the config says of the routing inputs besides selectors.
+	headerUser, headerSource *regexp.Regexp   // who may name a routing group
+	keyHeader                string           // the routing key's header
+	now                      func() time.Time // the clock of time of day selectors
+	needSQL, needEstimates   bool             // a selector reads them
 }
 
 // NewGroups returns the routing of groups and selectors. With own set, the
@@ -102,7 +107,8 @@ func NewGroups(groups []*Group, selectors []Selector, own bool) (*Groups, error)
 	if len(groups) == 0 {
 		return nil, errors.New("zkpresto: gateway: no groups")
 	}
-	gs := &Groups{groups: groups, selectors: selectors, byName: map[string]*Group{}, owned: own, current: make([]int, len(groups)), transports: map[*Group]reach{}}
+	gs := &Groups{groups: groups, selectors: selectors, byName: map[string]*Group{}, owned: own, current: make([]int, len(groups)), transports: map[*Group]reach{},
+		keyHeader: DefaultRoutingKeyHeader, now: time.Now}
 	total := 0
 	for _, gr := range groups {
 		if gr.Router == nil {
@@ -124,6 +130,8 @@ func NewGroups(groups []*Group, selectors []Selector, own bool) (*Groups, error)
 		if gs.byName[s.Group] == nil {
 			return nil, errors.New("zkpresto: gateway: a selector targets group " + s.Group + ", which does not exist")
 		}
+		gs.needSQL = gs.needSQL || s.needsSQL()
+		gs.needEstimates = gs.needEstimates || len(s.estimates) > 0
 	}
 	gs.refs.Store(1)
 	return gs, nil
@@ -165,29 +173,6 @@ func (gs *Groups) release() {
 	if gs.refs.Add(-1) == 0 {
 		_ = gs.Close()
 	}
-}
-
-// pick returns the group for a statement: the first selector that matches,
-// else the next group by weight (smooth weighted round robin: deterministic,
-// a 3:1 split sends exactly 3 of every 4 to the first).
-func (gs *Groups) pick(user, source string, tags []string) *Group {
-	for i := range gs.selectors {
-		if gs.selectors[i].matches(user, source, tags) {
-			return gs.byName[gs.selectors[i].Group]
-		}
-	}
-	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	best, total := -1, 0
-	for i, gr := range gs.groups {
-		gs.current[i] += gr.Weight
-		total += gr.Weight
-		if gr.Weight > 0 && (best < 0 || gs.current[i] > gs.current[best]) {
-			best = i
-		}
-	}
-	gs.current[best] -= total
-	return gs.groups[best]
 }
 
 // acquire returns the current groups with a reference the caller releases:

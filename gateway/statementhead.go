@@ -22,7 +22,10 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	header := g.outboundHeader(r)
-	req, group, groups := g.route(header)
+	req, group, groups, ok := g.route(w, header, nil, "info")
+	if !ok {
+		return
+	}
 	defer groups.release()
 	router, rc := group.Router, g.reachOf(groups, group)
 	var resp *http.Response

@@ -15,7 +15,6 @@ import (
 	"github.com/zkpresto/zkpresto/internal/pool"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
-	"github.com/zkpresto/zkpresto/strategy"
 )
 
 // serveSubmit routes POST /v1/statement: pick a coordinator, send the
@@ -40,7 +39,10 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, group, groups := g.route(header)
+	req, group, groups, ok := g.route(w, header, body, "submit")
+	if !ok {
+		return
+	}
 	defer groups.release()
 	router, rc := group.Router, g.reachOf(groups, group)
 	// The submission outlives the client's request: a client that goes
@@ -419,25 +421,4 @@ func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, ba
 			g.log.Debug("cancelling the query of a client that left failed", "node", target.Host, "err", err)
 		}
 	})
-}
-
-// route returns what the strategy sees of a statement with header, and
-// the group its selectors send it to, from the groups in force, which the
-// caller releases when the statement is done with them.
-func (g *Gateway) route(header http.Header) (*strategy.Request, *Group, *Groups) {
-	req := &strategy.Request{User: clientHeader(header, "User"), Source: clientHeader(header, "Source")}
-	groups := g.acquire()
-	return req, groups.pick(req.User, req.Source, clientTags(header)), groups
-}
-
-// clientTags are the statement's client tags (X-Presto-Client-Tags or
-// X-Trino-Client-Tags, comma-separated), for the selectors.
-func clientTags(h http.Header) []string {
-	var tags []string
-	for _, t := range strings.Split(clientHeader(h, "Client-Tags"), ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			tags = append(tags, t)
-		}
-	}
-	return tags
 }

@@ -54,6 +54,14 @@ type gatewayOptions struct {
 	// require.
 	adminListen       string
 	adminPasswordFile string
+	// explain, when set, is a sample statement whose routing by --config
+	// is printed instead of serving; the rest describes its request.
+	explain        string
+	explainUser    string
+	explainSource  string
+	explainTags    string
+	explainHeaders []string
+	explainAt      string
 }
 
 func newGatewayCommand() *cobra.Command {
@@ -71,6 +79,10 @@ the secret): run any number of replicas with the same secret behind a load
 balancer, and any replica routes any follow-up. The secret is one or two
 keys (the first signs, both verify, for rotation), one per line, from
 --secret-file or $ZKPRESTO_GATEWAY_SECRET.
+
+--explain SQL prints where --config would route a statement (with the request
+--explain-user, --explain-source, --explain-tags, --explain-header and
+--explain-at describe) and why, and the coordinators its group lists now.
 
 Instead of --dsn, --config reads Presto Router's router-config.json: groups
 of coordinators (a member may be a ZooKeeper namespace,
@@ -118,6 +130,9 @@ replica now), or at --drain-timeout, cutting what is then in flight.`,
 			return nil
 		},
 		RunE: cli.RunUntilSignal(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("explain") {
+				return runExplain(ctx, cmd.OutOrStdout(), o)
+			}
 			return runGateway(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		}),
 	}
@@ -138,6 +153,12 @@ replica now), or at --drain-timeout, cutting what is then in flight.`,
 	f.DurationVar(&o.noNodesGrace, "no-coordinator-grace", gateway.DefaultNoCoordinatorGrace,
 		"how long a group may have no coordinator before statements get a failed query (NO_NODES_AVAILABLE) instead of a 503 clients retry; 0 for at once")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.explain, "explain", "", "print where --config routes this SQL (with the --explain-* request) and why, and the group's coordinators, instead of serving")
+	f.StringVar(&o.explainUser, "explain-user", "", "--explain: the request's user")
+	f.StringVar(&o.explainSource, "explain-source", "", "--explain: the request's source")
+	f.StringVar(&o.explainTags, "explain-tags", "", "--explain: the request's client tags, comma-separated")
+	f.StringArrayVar(&o.explainHeaders, "explain-header", nil, "--explain: a request header, 'Name: value' (repeatable)")
+	f.StringVar(&o.explainAt, "explain-at", "", "--explain: the time of the request, RFC 3339 (default: now)")
 	bindEnv(f, "dsn", "listen", "public-url", "log-level")
 	return cmd
 }

@@ -526,8 +526,9 @@ func (c *benchClient) do(req *http.Request) (next string, n int64, err error) {
 
 // smallStatement is the statement of the round-trip and throughput
 // benchmarks: 10 rows of one bigint, answered in one page after the queued
-// answers to the POST and to the first GET, which dispatches it (through
-// the gateway, one answer: the gateway makes that GET, see dispatchFirst).
+// answers to the POST and to the first GET, which dispatches it (the
+// client makes that GET through the gateway too, except under the former
+// rule, BenchmarkGatewaySubmissionRule's "every" one: see dispatchChecks).
 const smallStatement = "SELECT * FROM rows(10)"
 
 // BenchmarkGatewayRoundTrip is the latency a proxy adds: one statement

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/zkpresto/zkpresto/internal/wire"
 )
@@ -49,6 +50,18 @@ func (e *notReadyError) Error() string {
 // TestQueueFullGoesToAnotherCoordinator); one more for a busy machine.
 const dispatchGets = 3
 
+// dispatchMaxWait is the maxWait of the gateway's GETs of the queued
+// resource: a query waiting for a slot or a worker is answered QUEUED
+// after it, not after the servers' default of 1 s, so that the client
+// waits for its own GETs, not for the gateway's.
+const dispatchMaxWait = "100ms"
+
+// dispatchTimeout bounds the gateway's GETs of a submission together:
+// with SubmitTimeout, the whole submission stays well under a client's
+// request timeout (trino-python-client's 30 s), after which it sends its
+// POST again.
+const dispatchTimeout = 5 * time.Second
+
 // dispatchFirst makes the first GETs of a submission's queued nextUri, at
 // which Trino and PrestoDB create and dispatch the query
 // (dispatcher/QueuedStatementResource.java and
@@ -70,19 +83,28 @@ const dispatchGets = 3
 // When the POST's answer is not a queued one on base, or the first GET
 // fails or is not answered 200, the POST's answer is returned as it came,
 // for the client to follow as it would without the gateway; when a later
-// GET does, the answer before it.
-func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, header http.Header, base string, post *http.Response) (*http.Response, error) {
+// GET does, the answer before it. dispatched reports that an answer came
+// from beyond the queued resource: the coordinator dispatched the query.
+//
+// The gateway makes these GETs only where dispatchChecks says they can
+// change the statement's way: they dispatch a query before its client
+// asked for it. They carry only what a client's GET carries (getHeader),
+// an explicit short maxWait, and are bounded by dispatchTimeout.
+func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, header http.Header, base string, post *http.Response) (resp *http.Response, dispatched bool, err error) {
 	if post.StatusCode != http.StatusOK || strings.EqualFold(post.Header.Get("Content-Encoding"), "gzip") {
-		return post, nil // asked for identity: a compressed answer goes to the client as it is
+		return post, false, nil // asked for identity: a compressed answer goes to the client as it is
 	}
 	body, whole, err := peekAnswer(post)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var ans queuedAnswer
 	if !whole || json.Unmarshal(body, &ans) != nil {
-		return post, nil // rows in the POST's answer
+		return post, false, nil // rows in the POST's answer
 	}
+	ctx, cancel := context.WithTimeout(ctx, dispatchTimeout)
+	defer cancel()
+	header = getHeader(header)
 	out, outBody := post, body
 	merged := post.Header.Clone()
 	for range dispatchGets {
@@ -106,7 +128,7 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 		}
 		if next.NextURI == "" && next.Error != nil && wire.NeverRan(next.Error.ErrorName, true) {
 			post.Body.Close()
-			return nil, &notReadyError{Node: hostOf(base), ErrorName: next.Error.ErrorName, Message: next.Error.Message}
+			return nil, false, &notReadyError{Node: hostOf(base), ErrorName: next.Error.ErrorName, Message: next.Error.Message}
 		}
 		if next.NextURI == "" {
 			// The query ended on the queued resource (a statement that does not
@@ -119,17 +141,20 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 		}
 		copyAnswerHeader(merged, get.Header)
 		out, outBody, ans = get, got, next
+		if !strings.Contains(next.NextURI, "/v1/statement/queued/") {
+			dispatched = true
+		}
 	}
 	if out == post {
-		return post, nil
+		return post, false, nil
 	}
 	post.Body.Close()
-	resp := *out
-	resp.Header = merged
-	resp.Header.Set("Content-Length", strconv.Itoa(len(outBody)))
-	resp.ContentLength = int64(len(outBody))
-	resp.Body = io.NopCloser(bytes.NewReader(outBody))
-	return &resp, nil
+	answer := *out
+	answer.Header = merged
+	answer.Header.Set("Content-Length", strconv.Itoa(len(outBody)))
+	answer.ContentLength = int64(len(outBody))
+	answer.Body = io.NopCloser(bytes.NewReader(outBody))
+	return &answer, dispatched, nil
 }
 
 // queuedGet is the GET of nextURI when it is on base's queued resource
@@ -146,14 +171,14 @@ func queuedGet(ctx, client context.Context, header http.Header, base, nextURI st
 	if err != nil || !strings.EqualFold(next.Host, hostOf(base)) {
 		return nil // not here
 	}
+	q := next.Query()
+	q.Set("maxWait", dispatchMaxWait)
+	next.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+next.RequestURI(), nil)
 	if err != nil {
 		return nil
 	}
 	req.Header = header.Clone()
-	for _, name := range []string{"Content-Type", "Content-Length"} {
-		req.Header.Del(name)
-	}
 	return req
 }
 

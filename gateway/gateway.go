@@ -26,9 +26,12 @@ const (
 	// statements travel in headers, and Presto servers allow about 2 MB.
 	MaxHeaderBytes = 4 << 20
 	// SubmitTimeout bounds how long a coordinator may take to answer a
-	// submission and its first GET (dispatchFirst): Presto answers the POST
-	// at once and the GET within its short wait, queued or dispatched.
-	SubmitTimeout = 60 * time.Second
+	// submission and, where the gateway makes it, its first GET
+	// (dispatchFirst): Presto answers the POST at once and the GET within
+	// its short wait, queued or dispatched. It is well under a client's
+	// request timeout (trino-python-client's 30 s), after which the client
+	// sends its POST again.
+	SubmitTimeout = 20 * time.Second
 	// queryFanOutTimeout bounds the search for an unknown query id.
 	queryFanOutTimeout = 5 * time.Second
 	// rememberedQueries bounds the query id → coordinator table that lets
@@ -121,6 +124,7 @@ type Gateway struct {
 	recent   statementLog // the last statements, for the status page
 	outages  *outages     // the groups without a coordinator, since when
 	latency  latencies    // how long requests took, by kind
+	checks   dispatchChecks
 
 	submitTimeout time.Duration // SubmitTimeout; shorter in tests
 }

@@ -236,9 +236,10 @@ func TestTamperedTokenIsRefused(t *testing.T) {
 }
 
 // A DELETE on the nextUri, or on /v1/query/{id} through a replica that
-// never saw the query, cancels it on its coordinator. A statement through
-// the gateway is dispatched before its POST is answered (dispatchFirst).
-// One submitted to a coordinator directly is unknown to it until its first
+// never saw the query, cancels it on its coordinator. The first statement
+// through the gateway to a coordinator is dispatched before its POST is
+// answered (the gateway has not seen that coordinator dispatch yet; see
+// dispatchChecks). One submitted to a coordinator directly is unknown to it until its first
 // GET: a DELETE of /v1/query/{id} through the gateway then is the servers'
 // no-op 204 and its GET their 410, never a failure.
 func TestCancelReachesTheCoordinator(t *testing.T) {
@@ -665,7 +666,8 @@ func TestTokenOpensOnlyItsQuery(t *testing.T) {
 // A starting coordinator, one without workers (whose wait for them is
 // shorter than a poll) and one whose queue is full accept every POST and
 // fail the query on the queued resource (PrestoDB's queue at the second
-// GET); the gateway makes those GETs itself (dispatchFirst), so no
+// GET); the gateway makes those GETs itself for a coordinator it has not
+// seen dispatch or whose queue may be full (dispatchChecks), so no
 // statement fails for it while another coordinator is ready, and none
 // runs twice: the one that never ran goes elsewhere.
 func TestNotReadyCoordinatorsFailNoStatement(t *testing.T) {

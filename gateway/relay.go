@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -47,8 +48,15 @@ const smallAnswerBytes = 1400
 // error answer (see unsent). A relayed answer is noted for a drain: id is
 // the query the request was about (empty for a submission).
 func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Response, base, id string) (written bool, err error) {
+	_, written, err = g.relayAnswer(w, r, resp, base, id)
+	return written, err
+}
+
+// relayAnswer is relay, which also returns the answer's nextUri on the
+// coordinator, as far as it was read: the query to cancel when the client
+// did not get the answer.
+func (g *Gateway) relayAnswer(w http.ResponseWriter, r *http.Request, resp *http.Response, base, id string) (nextURI string, written bool, err error) {
 	defer resp.Body.Close()
-	var nextURI string
 	defer func() {
 		// A HEAD's answer has no body, so no nextUri: it says nothing of whether the
 		// query has more pages (the coordinator runs it as a GET, which may have
@@ -65,7 +73,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		// Asked for identity, got gzip anyway: decode to rewrite.
 		gz, err := gzip.NewReader(resp.Body)
 		if err != nil {
-			return false, err
+			return nextURI, false, err
 		}
 		defer gz.Close()
 		body = gz
@@ -73,7 +81,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	h.Del("Content-Encoding")
 	if r.Method == http.MethodHead {
 		w.WriteHeader(resp.StatusCode)
-		return true, nil
+		return nextURI, true, nil
 	}
 	if rewritable(resp) {
 		public := g.publicBase(r)
@@ -100,12 +108,15 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	// reads an answer before it is whole.
 	head, err := io.ReadFull(body, (*buf)[:smallAnswerBytes])
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		// Said here, not left to the server: it holds for an answer
+		// flushed before the handler returns too.
+		h.Set("Content-Length", strconv.Itoa(head))
 		w.WriteHeader(resp.StatusCode)
 		_, err = w.Write((*buf)[:head])
-		return true, err
+		return nextURI, true, err
 	}
 	if err != nil {
-		return false, err
+		return nextURI, false, err
 	}
 	var out io.Writer = w
 	if resp.StatusCode == http.StatusOK && acceptsGzip(r) {
@@ -123,21 +134,21 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	}
 	w.WriteHeader(resp.StatusCode)
 	if _, err := out.Write((*buf)[:head]); err != nil {
-		return true, err
+		return nextURI, true, err
 	}
 	flusher, _ := w.(http.Flusher)
 	for {
 		n, err := body.Read(*buf)
 		if n > 0 {
 			if _, werr := out.Write((*buf)[:n]); werr != nil {
-				return true, werr
+				return nextURI, true, werr
 			}
 		}
 		if err == io.EOF {
-			return true, nil
+			return nextURI, true, nil
 		}
 		if err != nil {
-			return true, err
+			return nextURI, true, err
 		}
 		if n < len(*buf) && flusher != nil {
 			// The coordinator paused (a long poll, a slow page): pass on

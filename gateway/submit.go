@@ -63,8 +63,13 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 			return routing.Abandoned, r.Context().Err() // nothing sent: nothing to cancel
 		}
 		base = rc.base(ra.Node)
-		attempt, end := g.sendStatement(ctx, r, rc, base, header, body)
+		sent := time.Now()
+		check := g.checks.needed(base, ra.Node, router.Health())
+		attempt, end := g.sendStatement(ctx, r, rc, base, header, body, check)
 		outcome := classifySubmission(attempt)
+		if attempt.dispatched {
+			g.checks.prove(base, ra.Node, sent)
+		}
 		if outcome.answered() {
 			resp, endAnswered = attempt.resp, end
 		} else {
@@ -89,22 +94,34 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		g.cancelAnswered(router, resp, base, rc)
 		panic(http.ErrAbortHandler)
 	}
-	written, err := g.relay(w, r, resp, base, "")
+	nextURI, written, err := g.relayAnswer(w, r, resp, base, "")
+	if err == nil {
+		// The answer leaves now, not when the handler returns: a client
+		// gone meanwhile shows as a failed write, while its query can
+		// still be cancelled.
+		err = http.NewResponseController(w).Flush()
+	}
 	switch {
 	case err == nil:
 		g.stats.add("submit", resp.StatusCode)
 	case r.Context().Err() != nil:
-		panic(http.ErrAbortHandler) // the client went away
+		// The client went away before it had the answer: it cannot follow
+		// the query, which is cancelled (on the queued resource, before
+		// it was dispatched, unless the gateway made its first GET).
+		g.cancelQuery(router, nextURI, base, rc)
+		panic(http.ErrAbortHandler)
 	case !written:
 		// The coordinator's answer broke (cut, or not JSON) before any of
 		// it reached the client: a failure of the coordinator, after the
 		// statement was sent.
 		unsent(w)
+		g.cancelQuery(router, nextURI, base, rc)
 		g.submitFailed(w, r, a.Failed(err))
 	default:
 		a.Failed(err)
 		g.stats.add("submit", resp.StatusCode)
-		g.log.Warn("relaying a statement's answer failed; cutting the client's connection", "node", a.Node.Addr, "err", err)
+		g.cancelQuery(router, nextURI, base, rc)
+		g.log.Warn("relaying a statement's answer failed; cutting the client's connection and cancelling its query", "node", a.Node.Addr, "err", err)
 		panic(http.ErrAbortHandler)
 	}
 }
@@ -133,11 +150,12 @@ func (g *Gateway) readStatement(w http.ResponseWriter, r *http.Request) (body []
 }
 
 // sendStatement makes one attempt of a submission on the coordinator at
-// base: it sends the statement, then the first GET (dispatchFirst), and
+// base: it sends the statement, then, when check is set, the first GET
+// (dispatchFirst; see dispatchChecks), and
 // returns what came of them for classifySubmission, with the end of the
 // attempt's context, which the caller calls once the answer was relayed,
 // or at once when there is none.
-func (g *Gateway) sendStatement(ctx context.Context, r *http.Request, rc reach, base string, header http.Header, body []byte) (submitAttempt, context.CancelFunc) {
+func (g *Gateway) sendStatement(ctx context.Context, r *http.Request, rc reach, base string, header http.Header, body []byte, check bool) (submitAttempt, context.CancelFunc) {
 	attemptCtx, abort := context.WithCancel(withFlavour(ctx, rc.flavour))
 	out, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, base+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
@@ -158,10 +176,10 @@ func (g *Gateway) sendStatement(ctx context.Context, r *http.Request, rc reach, 
 	defer stop()
 	var attempt submitAttempt
 	attempt.resp, attempt.submitErr = pool.Submit(rc.transport, out, &e, nil)
-	if attempt.submitErr == nil {
+	if attempt.submitErr == nil && check {
 		// The first GET, where the coordinator dispatches the query,
 		// before the client is answered: see dispatchFirst.
-		attempt.resp, attempt.dispatchErr = dispatchFirst(attemptCtx, r.Context(), rc.transport, header, base, attempt.resp)
+		attempt.resp, attempt.dispatched, attempt.dispatchErr = dispatchFirst(attemptCtx, r.Context(), rc.transport, header, base, attempt.resp)
 	}
 	attempt.invalid = e.Invalid()
 	attempt.failure, attempt.sent = e.Failure()
@@ -178,6 +196,7 @@ type submitAttempt struct {
 	resp        *http.Response // the answer for the client; nil when none
 	submitErr   error          // the submission's failure (pool.Submit's): no answer
 	dispatchErr error          // the first GET's failure (dispatchFirst's), after an answer
+	dispatched  bool           // the gateway's first GET saw the query dispatched
 	invalid     error          // a request that could not be sent at all (the exchange's Invalid)
 	failure     error          // the failure the exchange recorded, if any, and
 	sent        bool           // whether the statement may have reached the coordinator then
@@ -407,10 +426,21 @@ func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, ba
 	var answer struct {
 		NextURI string `json:"nextUri"`
 	}
-	if err := decodeHead(resp.Body, &answer); err != nil || answer.NextURI == "" {
+	if err := decodeHead(resp.Body, &answer); err != nil {
 		return
 	}
-	u, err := url.Parse(answer.NextURI)
+	g.cancelQuery(router, answer.NextURI, base, rc)
+}
+
+// cancelQuery cancels, in the background, the query whose next URI on the
+// coordinator at base is nextURI (nothing when it is empty: the answer
+// ended the query, or none was read). A DELETE of a queued nextUri
+// cancels the query before it is dispatched: it never starts.
+func (g *Gateway) cancelQuery(router *routing.Router, nextURI, base string, rc reach) {
+	if nextURI == "" {
+		return
+	}
+	u, err := url.Parse(nextURI)
 	if err != nil {
 		return
 	}

@@ -51,8 +51,9 @@ type jsonArg string
 // PREPARE s FROM SELECT ? keep their placeholders.
 //
 // A literal never joins the text around it into another token: a negative
-// number is sent in parentheses, (-5), as 0-? would otherwise become 0--5,
-// a comment to the end of the line; and a space separates a literal from
+// number is sent as a cast, CAST(-5 AS INTEGER), as 0-? would otherwise
+// become 0--5, a comment to the end of the line, and abs ? with (-5) a call
+// of abs; and a space separates a literal from
 // text it would run into (a?, 1e? and X? with 5, 5 and 'ab' would be a5,
 // 1e5 and X'ab' else). See needsSpace.
 func interpolate(query string, args []driver.NamedValue) (string, error) {
@@ -184,15 +185,21 @@ func scanPlaceholders(query string, emit func(text string, placeholder bool) boo
 }
 
 // sqlLiteral renders v, a value database/sql's default conversion produces,
-// as a Presto literal. A negative number is in parentheses, (-5), so that
-// its minus sign cannot join a minus (or anything else) before it.
+// as a Presto literal. A negative number is a cast to the type its literal
+// has (negativeLiteral), so that its minus sign cannot join a minus before
+// it and no name before it can make a call of it.
 func sqlLiteral(v driver.Value) (string, error) {
 	switch v := v.(type) {
 	case nil:
 		return "NULL", nil
 	case int64:
 		if v < 0 {
-			return "(" + strconv.FormatInt(v, 10) + ")", nil
+			// 2147483648 and beyond are BIGINT literals, and -x has x's type.
+			typ := "INTEGER"
+			if v < -math.MaxInt32 {
+				typ = "BIGINT"
+			}
+			return negativeLiteral(strconv.FormatInt(v, 10), typ), nil
 		}
 		return strconv.FormatInt(v, 10), nil
 	case float64:
@@ -202,12 +209,12 @@ func sqlLiteral(v driver.Value) (string, error) {
 		case math.IsInf(v, 1):
 			return "infinity()", nil
 		case math.IsInf(v, -1):
-			return "(-infinity())", nil
+			return negativeLiteral("-infinity()", "DOUBLE"), nil
 		}
 		// A DOUBLE literal: with an exponent, never read as a DECIMAL.
 		f := strconv.FormatFloat(v, 'E', -1, 64)
 		if f[0] == '-' {
-			return "(" + f + ")", nil
+			return negativeLiteral(f, "DOUBLE"), nil
 		}
 		return f, nil
 	case bool:
@@ -231,6 +238,15 @@ func sqlLiteral(v driver.Value) (string, error) {
 		return "JSON '" + strings.ReplaceAll(string(v), "'", "''") + "'", nil
 	}
 	return "", fmt.Errorf("unsupported type %T", v)
+}
+
+// negativeLiteral wraps a negative number in a cast to typ, the type its
+// literal has on its own. In parentheses, (-5), a name before it (abs ?, or
+// "f" /* */ ?) would make a call of it; a bare -5 would become a subtraction
+// there, and 0--5 a comment after a minus. After a name, a cast is a syntax
+// error the server reports, as a positive number there is.
+func negativeLiteral(number, typ string) string {
+	return "CAST(" + number + " AS " + typ + ")"
 }
 
 // timestampLiteral renders t as a TIMESTAMP literal with its zone, which

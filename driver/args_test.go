@@ -45,8 +45,10 @@ func TestInterpolateSkipsLiteralsAndComments(t *testing.T) {
 		{"PREPARE s FROM SELECT ?", nil, "PREPARE s FROM SELECT ?"},
 		{"SELECT 'unterminated ?", positional(), "SELECT 'unterminated ?"},
 		// A literal never joins the text around it (FuzzInterpolateKeepsTokens).
-		{"SELECT x FROM t WHERE x > 0-? AND tenant = 'a'", positional(int64(-5)), "SELECT x FROM t WHERE x > 0-(-5) AND tenant = 'a'"},
-		{"SELECT ?-?", positional(-1.5, math.Inf(-1)), "SELECT (-1.5E+00)-(-infinity())"},
+		{"SELECT x FROM t WHERE x > 0-? AND tenant = 'a'", positional(int64(-5)), "SELECT x FROM t WHERE x > 0-CAST(-5 AS INTEGER) AND tenant = 'a'"},
+		{"SELECT ?-?", positional(-1.5, math.Inf(-1)), "SELECT CAST(-1.5E+00 AS DOUBLE)-CAST(-infinity() AS DOUBLE)"},
+		// After a name, parentheses would make a call: abs(-5).
+		{"SELECT abs ?, \"f\"/* */?, abs?", positional(int64(-5), int64(-2147483648), -2.0), "SELECT abs CAST(-5 AS INTEGER), \"f\"/* */CAST(-2147483648 AS BIGINT), abs CAST(-2E+00 AS DOUBLE)"},
 		{"SELECT a?, 1e?, ??, X?, ?'s', 0E+?", positional(int64(1), int64(2), int64(3), int64(4), "ab", "'", int64(5)), "SELECT a 1, 1e 2, 3 4, X 'ab', '''' 's', 0E+ 5"},
 		{"SELECT ? -- ?\r, ?", positional(int64(1), int64(2)), "SELECT 1 -- ?\r, 2"},
 		{"SELECT `?`, ?", positional(int64(1)), "SELECT `?`, 1"},

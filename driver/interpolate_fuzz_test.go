@@ -155,12 +155,15 @@ func literalTokens(toks []sqlToken, v driver.Value) (int, error) {
 		}
 		return strings.Join(s, " ")
 	}
-	// negative is a negative number's tokens: ( - number ).
-	negative := func(want func(sqlToken) bool) (int, error) {
-		if len(toks) >= 4 && toks[0].text == "(" && toks[1].text == "-" && want(toks[2]) && toks[3].text == ")" {
-			return 4, nil
+	// negative is a negative number's tokens, a cast to the type its
+	// literal has: CAST ( - number AS type ), the number's tokens n long.
+	negative := func(typ string, n int, want func([]sqlToken) bool) (int, error) {
+		k := 3 + n + 3
+		if len(toks) >= k && strings.EqualFold(toks[0].text, "CAST") && toks[1].text == "(" && toks[2].text == "-" &&
+			want(toks[3:3+n]) && strings.EqualFold(toks[3+n].text, "AS") && strings.EqualFold(toks[4+n].text, typ) && toks[5+n].text == ")" {
+			return k, nil
 		}
-		return 0, fmt.Errorf("%v: got tokens %q, want ( - number )", v, texts(4))
+		return 0, fmt.Errorf("%v: got tokens %q, want CAST ( - number AS %s )", v, texts(k), typ)
 	}
 	one := func(kind, text string) (int, error) {
 		if len(toks) >= 1 && toks[0].kind == kind && strings.EqualFold(toks[0].text, text) {
@@ -175,31 +178,29 @@ func literalTokens(toks []sqlToken, v driver.Value) (int, error) {
 		return one("ident", strings.ToUpper(strconv.FormatBool(v)))
 	case int64:
 		if v < 0 {
-			return negative(func(t sqlToken) bool { return t.kind == "number" && "-"+t.text == strconv.FormatInt(v, 10) })
+			typ := "INTEGER"
+			if v < -math.MaxInt32 {
+				typ = "BIGINT"
+			}
+			return negative(typ, 1, func(t []sqlToken) bool { return t[0].kind == "number" && "-"+t[0].text == strconv.FormatInt(v, 10) })
 		}
 		return one("number", strconv.FormatInt(v, 10))
 	case float64:
-		number := func(t sqlToken) bool {
-			f, err := strconv.ParseFloat(t.text, 64)
-			return t.kind == "number" && err == nil && f == math.Abs(v)
+		number := func(t []sqlToken) bool {
+			f, err := strconv.ParseFloat(t[0].text, 64)
+			return t[0].kind == "number" && err == nil && f == math.Abs(v)
 		}
-		call := func(name string) bool {
-			return len(toks) >= 3 && toks[0].text == name && toks[1].text == "(" && toks[2].text == ")"
+		call := func(name string) func([]sqlToken) bool {
+			return func(t []sqlToken) bool { return t[0].text == name && t[1].text == "(" && t[2].text == ")" }
 		}
 		switch {
-		case math.IsNaN(v) && call("nan"), math.IsInf(v, 1) && call("infinity"):
+		case len(toks) >= 3 && (math.IsNaN(v) && call("nan")(toks) || math.IsInf(v, 1) && call("infinity")(toks)):
 			return 3, nil
 		case math.IsInf(v, -1):
-			if len(toks) >= 6 && toks[0].text == "(" && toks[1].text == "-" && toks[5].text == ")" {
-				toks = toks[2:]
-				if call("infinity") {
-					return 6, nil
-				}
-			}
-			return 0, fmt.Errorf("-Inf: got tokens %q", texts(6))
+			return negative("DOUBLE", 3, call("infinity"))
 		case math.Signbit(v):
-			return negative(number)
-		case len(toks) >= 1 && number(toks[0]):
+			return negative("DOUBLE", 1, number)
+		case len(toks) >= 1 && number(toks):
 			return 1, nil
 		}
 		return 0, fmt.Errorf("%v: got tokens %q", v, texts(1))
@@ -257,6 +258,11 @@ func checkInterpolation(t *testing.T, query string, args []driver.NamedValue) {
 		if err != nil {
 			t.Fatalf("interpolate(%q) = %q: argument %d: %v", query, got, n+1, err)
 		}
+		// A literal opening with ( after a name would be that name's
+		// arguments: abs ? with (-5) is a call.
+		if out[0].text == "(" {
+			t.Fatalf("interpolate(%q) = %q: argument %d opens with (, which a name before it makes a call", query, got, n+1)
+		}
 		out = out[k:]
 		n++
 	}
@@ -285,6 +291,8 @@ func FuzzInterpolateKeepsTokens(f *testing.F) {
 		{"SELECT * FROM t WHERE x > 0-? AND tenant = 'a'", "n", -5, 0, "", nil, ""},
 		{"SELECT 1-?-?", "nx", -1, -2.5, "", nil, ""},
 		{"SELECT 1 -?", "x", 0, math.Inf(-1), "", nil, ""},
+		// In parentheses, a negative number after a name was its call.
+		{"SELECT abs ?, \"f\"?", "mx", 5, -1, "", nil, ""},
 		{"SELECT a?, 1e?, 1.?, ?.5, ??", "nnnnnn", 5, 0, "", nil, ""},
 		{"SELECT X?, U&?, '?'?, ?'x', x'?'", "ssss", 0, 0, "ab", nil, ""},
 		{"SELECT ?/* ? */?--?\r?", "sbsn", 7, 0, "it's", []byte{0xca, 0xfe}, ""},

@@ -3,6 +3,7 @@ package realservers
 import (
 	"context"
 	"database/sql"
+	"math"
 	"strings"
 	"testing"
 
@@ -287,6 +288,22 @@ func TestDriverArgumentsOnRealServers(t *testing.T) {
 		}
 		if types != "integer,bigint,double,varchar(1)" {
 			t.Fatalf("the arguments' types are %s, want integer,bigint,double,varchar(1)", types)
+		}
+
+		// A negative number keeps the type its literal has, -2147483648
+		// being a BIGINT as 2147483648 is; after a minus it is still a
+		// number, and after a name it is no call's argument.
+		var diff int64
+		err = db.QueryRowContext(ctx(t), `SELECT 0-?, typeof(?) || ',' || typeof(?) || ',' || typeof(?) || ',' || typeof(?)`,
+			int64(-5), int64(-5), int64(-1)<<31, -0.5, math.Inf(-1)).Scan(&diff, &types)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff != 5 || types != "integer,bigint,double,double" {
+			t.Fatalf("0-? with -5 = %d and the negatives' types are %s, want 5 and integer,bigint,double,double", diff, types)
+		}
+		if err := db.QueryRowContext(ctx(t), "SELECT abs ?", int64(-5)).Scan(&diff); err == nil {
+			t.Fatalf("SELECT abs ? with -5 ran, as abs(-5) = %d; want a syntax error as with 5", diff)
 		}
 	})
 }

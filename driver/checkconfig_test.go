@@ -18,8 +18,10 @@ func TestNewConnectorRefusesWhatValidateRefuses(t *testing.T) {
 		{"host without port", func(c *zkdriver.Config) { c.Hosts = []string{"c1"} }},
 		{"weight without port", func(c *zkdriver.Config) { c.Weights = map[string]int{"c1": 2} }},
 		{"session property named like a key", func(c *zkdriver.Config) { c.SessionProperties = map[string]string{"WEIGHTS": "c1=2"} }},
-		{"upper-case hash key", func(c *zkdriver.Config) { c.HashKey = "Source" }},
-		{"slow start without shared_p2c", func(c *zkdriver.Config) { c.SlowStart = 1 }},
+		{"unknown hash key", func(c *zkdriver.Config) {
+			c.Strategy, c.StrategyOptions = "consistent_hash", map[string]string{"hashKey": "catalog"}
+		}},
+		{"slow start without shared_p2c", func(c *zkdriver.Config) { c.StrategyOptions = map[string]string{"slowStart": "1ns"} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := zkdriver.NewConfig()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/suggest"
+	"github.com/zkpresto/zkpresto/strategy"
 )
 
 // Defaults applied by NewConfig and ParseDSN.
@@ -161,24 +162,13 @@ type Config struct {
 	// Zone is the client's zone for zone-aware strategies; empty means the
 	// ZKPRESTO_ZONE environment variable.
 	Zone string
-	// HashKey is what consistent_hash routes by without a routing key on the
-	// context: "user" (the default when empty) or "source".
-	HashKey string
-	// HashLoadBound, when not 0, bounds consistent_hash: no node gets more
-	// than this factor (from 1 to 100) of the mean in-flight load.
-	HashLoadBound float64
-	// SlowStart is shared_p2c's slow-start window: a coordinator that
-	// joins, or comes back after an ejection, ramps up from a tenth of its
-	// share to all of it over this long. 0 means the strategy's default
-	// (strategy.DefaultSlowStart); negative turns it off. It must stay 0
-	// with any other strategy, none of which ramps.
-	SlowStart time.Duration
-	// LoadWatchSubset, when positive, is how many coordinators' data
-	// (their published load) the ZooKeeper session watches, chosen at
-	// random (discovery.ZooKeeperConfig.LoadWatchSubset); 0 means every
-	// coordinator's. shared_p2c sends to the watched ones. It must stay 0
-	// without ZooKeeper discovery and shared_p2c.
-	LoadWatchSubset int
+	// StrategyOptions are the options of the strategy Strategy names, by
+	// key as the strategy spells it (hashKey, hashLoadBound for
+	// consistent_hash; slowStart, loadWatchSubset for shared_p2c), each
+	// value as a DSN gives it; nil when none. The strategy parses and
+	// checks them (strategy.ParseConfig): Validate refuses a key the
+	// strategy does not take, naming the strategies that do.
+	StrategyOptions map[string]string
 
 	// User is the Presto user.
 	User string
@@ -247,6 +237,7 @@ func (c *Config) Clone() *Config {
 	clone.Hosts = slices.Clone(c.Hosts)
 	clone.ClientTags = slices.Clone(c.ClientTags)
 	clone.Weights = maps.Clone(c.Weights)
+	clone.StrategyOptions = maps.Clone(c.StrategyOptions)
 	clone.SessionProperties = maps.Clone(c.SessionProperties)
 	clone.Roles = maps.Clone(c.Roles)
 	clone.ExtraCredentials = maps.Clone(c.ExtraCredentials)
@@ -522,6 +513,9 @@ func dsnSemicolonKeyIn(segment string) string {
 			if k := dsnLookupKey(name); k != nil {
 				return k.name
 			}
+			if option, ok := strategy.LookupKey(name); ok {
+				return option
+			}
 		}
 	}
 }
@@ -606,8 +600,14 @@ func (a *dsnApplier) apply(p dsnParam) error {
 	k := dsnLookupKey(p.key)
 	// Prefixed so a session property can never share a slot with our keys.
 	slot := "session:" + p.key
-	if k != nil {
+	optionKey, isOption := "", false
+	switch {
+	case k != nil:
 		slot = k.name
+	default:
+		if optionKey, isOption = strategy.LookupKey(p.key); isOption {
+			slot = optionKey
+		}
 	}
 	if first, dup := a.seen[slot]; dup {
 		if first.value == p.value {
@@ -617,6 +617,17 @@ func (a *dsnApplier) apply(p dsnParam) error {
 	}
 	a.seen[slot] = p
 
+	if isOption {
+		// The strategy's own key: Validate has the strategy parse it.
+		if p.value == "" {
+			return fmt.Errorf("empty value for %s", p.key)
+		}
+		if a.cfg.StrategyOptions == nil {
+			a.cfg.StrategyOptions = make(map[string]string)
+		}
+		a.cfg.StrategyOptions[optionKey] = p.value
+		return nil
+	}
 	if k == nil {
 		if err := dsnCheckUnknownKey(p.key); err != nil {
 			return err
@@ -688,6 +699,15 @@ func dsnSuggestKey(key string) string {
 			best, bestDistance = sp.spelling, d
 		}
 	}
+	for _, k := range strategy.Keys() {
+		limit := 2
+		if len(k.Name) <= 5 {
+			limit = 1
+		}
+		if d := suggest.Distance(lower, strings.ToLower(k.Name)); d <= limit && d < bestDistance {
+			best, bestDistance = k.Name, d
+		}
+	}
 	return best
 }
 
@@ -742,6 +762,14 @@ func (a *dsnApplier) spell(err error) error {
 	spelled.key = p.key
 	if spelled.quoted {
 		spelled.value = p.value
+		if reason := bad.reason; reason != nil && strings.ContainsRune(p.value, '=') {
+			// What looks like another key and its value ran into this
+			// one's: it may be a password.
+			spelled.quoted = false
+			spelled.text = func(key, _ string) string {
+				return fmt.Sprintf(`bad %s (its value, not shown, holds "="): %v`, key, reason)
+			}
+		}
 	}
 	return &spelled
 }
@@ -1098,6 +1126,9 @@ func (c *Config) dsnFormat(redact bool) string {
 		} else {
 			client = append(client, p)
 		}
+	}
+	for key, value := range c.StrategyOptions {
+		own = append(own, dsnParam{key: key, value: value})
 	}
 	for key, value := range c.SessionProperties {
 		if redact && dsnIsSecretKey(key) {

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/zkpresto/zkpresto/discovery"
 )
 
 // dsnKind says how a DSN key is matched and where FormatDSN writes it.
@@ -80,10 +78,6 @@ const (
 	dsnKeyConnect   = "zooKeeperConnectTimeout"
 	dsnKeyWeights   = "weights"
 	dsnKeyRetries   = "retries"
-	dsnKeyHashKey   = "hashKey"
-	dsnKeyLoadBound = "hashLoadBound"
-	dsnKeySlowStart = "slowStart"
-	dsnKeyWatchSub  = "loadWatchSubset"
 
 	dsnKeyStrategy       = "zooKeeperStrategy"
 	dsnKeyStrictStrategy = "strictStrategy"
@@ -108,9 +102,6 @@ const (
 	dsnKeyResourceEstimates = "resourceEstimates"
 	dsnKeyAccessToken       = "accessToken"
 )
-
-// dsnMaxWatchSubset is the largest loadWatchSubset: what discovery takes.
-const dsnMaxWatchSubset = discovery.MaxLoadWatchSubset
 
 // dsnKeys is the table of DSN keys, in docs/dsn.md's order.
 var dsnKeys = []*dsnKey{
@@ -246,68 +237,6 @@ var dsnKeys = []*dsnKey{
 		parse:  func(c *Config, v string) error { c.Zone = v; return nil },
 		format: func(c *Config) (string, bool) { return c.Zone, c.Zone != "" },
 	},
-	{
-		name: dsnKeyHashKey, kind: dsnOwn, section: dsnSectionMain, def: "`user`",
-		doc:   "what `consistent_hash` routes by without a routing key on the context: `user` or `source`",
-		parse: func(c *Config, v string) error { c.HashKey = strings.ToLower(v); return nil },
-		format: func(c *Config) (string, bool) {
-			return c.HashKey, c.HashKey != "" && c.HashKey != "user"
-		},
-	},
-	{
-		name: dsnKeyLoadBound, kind: dsnOwn, section: dsnSectionMain, def: "off",
-		doc: "`consistent_hash` with bounded loads: no coordinator gets more than this factor (≥ 1, e.g. `1.25`) of the mean in-flight load",
-		parse: func(c *Config, v string) error {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f == 0 {
-				// In a Config 0 means off; in a DSN it is a bad value.
-				return errDSNLoadBound
-			}
-			c.HashLoadBound = f
-			return nil
-		},
-		format: func(c *Config) (string, bool) {
-			return strconv.FormatFloat(c.HashLoadBound, 'g', -1, 64), c.HashLoadBound >= 1
-		},
-	},
-	{
-		name: dsnKeySlowStart, kind: dsnOwn, section: dsnSectionMain, def: "`30s` with `shared_p2c`",
-		doc: "`shared_p2c` only: a coordinator that joins or comes back from ejection ramps up from a tenth of its share over this long (e.g. `1m`); `off` turns it off",
-		parse: func(c *Config, v string) error {
-			if strings.EqualFold(v, "off") {
-				c.SlowStart = -1
-				return nil
-			}
-			return dsnSetDuration(&c.SlowStart, v)
-		},
-		format: func(c *Config) (string, bool) {
-			if c.SlowStart < 0 {
-				return "off", true
-			}
-			return c.SlowStart.String(), c.SlowStart > 0
-		},
-	},
-
-	{
-		name: dsnKeyWatchSub, kind: dsnOwn, section: dsnSectionMain, def: "`all`",
-		doc: "`shared_p2c` with ZooKeeper only: watch the published load of this many coordinators (a whole number from 2, e.g. `2`), chosen at random and replaced when one leaves, and send to those; the others are left for when fewer than two are watched. It bounds the ZooKeeper notifications each client gets in a large fleet (see [load balancing](load-balancing.md)); `all` watches every coordinator",
-		parse: func(c *Config, v string) error {
-			if strings.EqualFold(v, "all") {
-				c.LoadWatchSubset = 0
-				return nil
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 2 || n > dsnMaxWatchSubset {
-				return errDSNWatchSubset
-			}
-			c.LoadWatchSubset = n
-			return nil
-		},
-		format: func(c *Config) (string, bool) {
-			return strconv.Itoa(c.LoadWatchSubset), c.LoadWatchSubset > 0
-		},
-	},
-
 	// ZooKeeper security: credentials as scheme:auth, and TLS from PEM files.
 	{
 		name: dsnKeyZKAuth, kind: dsnOwn, secret: true, opaque: true, section: dsnSectionSecurity, def: "—",
@@ -504,10 +433,6 @@ const (
 // Parse errors shared by a key's parse function and (*Config).Validate.
 var (
 	errDSNRetries       = fmt.Errorf("want a whole number from 0 to %d", dsnMaxRetries)
-	errDSNLoadBound     = errors.New("want a number from 1 to 100, such as 1.25")
-	errDSNSlowStart     = errors.New("applies to strategy shared_p2c only, the one that ramps coordinators up")
-	errDSNWatchSubset   = fmt.Errorf("want all or a whole number from 2 to %d", dsnMaxWatchSubset)
-	errDSNWatchSubsetOf = errors.New("applies to strategy shared_p2c with serviceDiscoveryMode=zooKeeper only, which reads published load")
 	errDSNZooKeeperAuth = errors.New("want scheme:credentials, as in digest:user:password")
 )
 

@@ -2,6 +2,7 @@ package dsn
 
 import (
 	"flag"
+	"github.com/zkpresto/zkpresto/strategy"
 	"os"
 	"strings"
 	"testing"
@@ -19,6 +20,10 @@ func dsnDocBegin(section string) string {
 }
 
 func dsnDocEnd(section string) string { return "<!-- end dsn keys: " + section + " -->" }
+
+// builtinStrategyKeys are the option keys of the built-in strategies,
+// read before any test registers a strategy of its own.
+var builtinStrategyKeys = strategy.Keys()
 
 // dsnDocSection renders docs/dsn.md's list of the keys of section.
 func dsnDocSection(section string) string {
@@ -50,6 +55,10 @@ func dsnDocSection(section string) string {
 		if k.section != section {
 			flush()
 			if section == dsnSectionMain && k.section == dsnSectionSecurity && !summarised {
+				// The strategies' own keys, as each strategy documents them.
+				for _, sk := range builtinStrategyKeys {
+					b.WriteString("| " + quote(sk.Name) + " | " + sk.Default + " | " + sk.Doc + " |\n")
+				}
 				// The main table points to the security section's own table.
 				var names []string
 				for _, s := range dsnKeys {

@@ -27,8 +27,8 @@ func TestLoadWatchSubsetKey(t *testing.T) {
 			t.Errorf("%s: discovery watches %d, want %d", tc.dsn, got, tc.want)
 		}
 		again, err := ParseDSN(cfg.FormatDSN())
-		if err != nil || again.LoadWatchSubset != tc.want {
-			t.Errorf("%s: FormatDSN %q parses to %d, %v", tc.dsn, cfg.FormatDSN(), again.LoadWatchSubset, err)
+		if err != nil || again.zooKeeperConfig(nil).LoadWatchSubset != tc.want {
+			t.Errorf("%s: FormatDSN %q parses to %v, %v", tc.dsn, cfg.FormatDSN(), again.StrategyOptions, err)
 		}
 	}
 	for _, tc := range []struct{ dsn, want string }{

@@ -35,15 +35,13 @@ type RoutingOptions struct {
 // static host list), the strategy and its options, weights, retries and
 // health checks. It does not validate c (ParseDSN has, or Validate does).
 func (c *Config) RoutingConfig(opts RoutingOptions) routing.Config {
-	hashKey, _ := strategy.ParseHashKey(c.HashKey) // validated; empty is by user
+	sc, _ := c.strategyConfig() // validated
 	rc := routing.Config{
 		Strategy:     opts.Strategy,
 		StrategyName: c.Strategy,
 		StrategyOptions: strategy.Options{
-			Zone:      c.Zone, // local_first falls back to ZKPRESTO_ZONE itself
-			HashKey:   hashKey,
-			LoadBound: c.HashLoadBound,
-			SlowStart: c.SlowStart,
+			Zone:   c.Zone, // local_first falls back to ZKPRESTO_ZONE itself
+			Config: sc,
 		},
 		Weights:             c.Weights,
 		Retries:             c.Retries,

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkpresto/zkpresto/strategy"
 )
 
 // slowStart reaches shared_p2c's options, spelled as a duration or off, and
@@ -21,15 +23,16 @@ func TestSlowStartKey(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.dsn, err)
 		}
-		if cfg.SlowStart != tc.want {
-			t.Errorf("%s: SlowStart %v, want %v", tc.dsn, cfg.SlowStart, tc.want)
+		slowStart := func(c *Config) time.Duration {
+			sc, _ := c.RoutingConfig(RoutingOptions{}).StrategyOptions.Config.(strategy.SharedP2CConfig)
+			return sc.SlowStart
 		}
-		if got := cfg.RoutingConfig(RoutingOptions{}).StrategyOptions.SlowStart; got != tc.want {
+		if got := slowStart(cfg); got != tc.want {
 			t.Errorf("%s: the strategy gets slow start %v, want %v", tc.dsn, got, tc.want)
 		}
 		again, err := ParseDSN(cfg.FormatDSN())
-		if err != nil || again.SlowStart != tc.want {
-			t.Errorf("%s: FormatDSN %q parses to %v, %v", tc.dsn, cfg.FormatDSN(), again.SlowStart, err)
+		if err != nil || slowStart(again) != tc.want {
+			t.Errorf("%s: FormatDSN %q parses to %v, %v", tc.dsn, cfg.FormatDSN(), again.StrategyOptions, err)
 		}
 	}
 	if _, err := ParseDSN("presto://c1:8080;zooKeeperStrategy=shared_p2c;slowStart=0s"); err == nil {

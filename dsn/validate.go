@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,13 +23,16 @@ type configError struct {
 	quoted bool
 	// text renders the message from the key and the value.
 	text func(key, value string) string
+	// reason is what is wrong with a quoted value, for a message that
+	// cannot quote it.
+	reason error
 }
 
 func (e *configError) Error() string { return e.text(e.key, e.value) }
 
 // badValue says that key holds value, which is wrong for reason.
 func badValue(key, value string, reason error) error {
-	return &configError{key: key, value: value, quoted: true, text: func(key, value string) string {
+	return &configError{key: key, value: value, quoted: true, reason: reason, text: func(key, value string) string {
 		return fmt.Sprintf("bad %s %q: %v", key, value, reason)
 	}}
 }
@@ -80,32 +82,13 @@ func (c *Config) Validate() error {
 	if c.Retries > dsnMaxRetries {
 		return badValue(dsnKeyRetries, strconv.Itoa(c.Retries), errDSNRetries)
 	}
-	switch c.HashKey {
-	case "", "user", "source":
-	default:
-		return badValue(dsnKeyHashKey, c.HashKey, errors.New("want user or source"))
-	}
-	if f := c.HashLoadBound; f != 0 && !(f >= 1 && f <= 100) || math.IsNaN(f) {
-		return badValue(dsnKeyLoadBound, strconv.FormatFloat(f, 'g', -1, 64), errDSNLoadBound)
-	}
 	if c.StrictStrategy && c.Strategy != "" {
 		if _, known := strategy.Lookup(c.Strategy); !known {
 			return badValue(dsnKeyStrategy, c.Strategy, unknownStrategy(c.Strategy))
 		}
 	}
-	if c.SlowStart != 0 {
-		if name, _ := strategy.Lookup(c.Strategy); name != "shared_p2c" {
-			v, _ := dsnLookupKey(dsnKeySlowStart).format(c)
-			return badValue(dsnKeySlowStart, v, errDSNSlowStart)
-		}
-	}
-	if n := c.LoadWatchSubset; n != 0 {
-		if n < 2 || n > dsnMaxWatchSubset {
-			return badValue(dsnKeyWatchSub, strconv.Itoa(n), errDSNWatchSubset)
-		}
-		if name, _ := strategy.Lookup(c.Strategy); name != "shared_p2c" || !c.ZooKeeper {
-			return badValue(dsnKeyWatchSub, strconv.Itoa(n), errDSNWatchSubsetOf)
-		}
+	if _, err := c.strategyConfig(); err != nil {
+		return err
 	}
 	if err := c.validateZooKeeperSecurity(); err != nil {
 		return err
@@ -130,6 +113,9 @@ func (c *Config) Validate() error {
 		}
 		if dsnLookupKey(key) != nil {
 			return fmt.Errorf("session property %q is a DSN key: set its Config field instead", key)
+		}
+		if _, ok := strategy.LookupKey(key); ok {
+			return fmt.Errorf("session property %q is a strategy's key: set it in StrategyOptions instead", key)
 		}
 		if err := dsnCheckHeaderText(key); err != nil {
 			return fmt.Errorf("bad session property name %q: %v", key, err)
@@ -252,6 +238,21 @@ func (c *Config) validateZooKeeperSecurity() error {
 // zooKeeperSSLFiles reports whether any ZooKeeper TLS file is given.
 func (c *Config) zooKeeperSSLFiles() bool {
 	return c.ZooKeeperSSLCAFile != "" || c.ZooKeeperSSLCertFile != "" || c.ZooKeeperSSLKeyFile != ""
+}
+
+// strategyConfig is the strategy's own options, parsed by the strategy:
+// nil for a strategy that takes none. Its errors name the key.
+func (c *Config) strategyConfig() (strategy.Config, error) {
+	name := c.Strategy
+	if name == "" {
+		name = dsnDefaultStrategy
+	}
+	sc, err := strategy.ParseConfig(name, c.StrategyOptions, strategy.ConfigEnv{PublishedLoad: c.ZooKeeper})
+	var bad *strategy.OptionError
+	if errors.As(err, &bad) {
+		return nil, badValue(bad.Key, bad.Value, bad.Err)
+	}
+	return sc, err
 }
 
 // unknownStrategy is the error of an unknown strategy name under

@@ -1,7 +1,6 @@
 package dsn
 
 import (
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -41,22 +40,22 @@ func TestValidateMatchesParseDSN(t *testing.T) {
 		{"weight for a bad host", "presto://c1:8080;weights=[10.0.0.1]:8080=1", func(c *Config) { c.Weights = map[string]int{"[10.0.0.1]:8080": 1} }},
 		{"retries too many", "presto://c1:8080;retries=101", func(c *Config) { c.Retries = 101 }},
 		{"watch subset of one", "presto://c1:8080;serviceDiscoveryMode=zooKeeper;zooKeeperStrategy=shared_p2c;loadWatchSubset=1", func(c *Config) {
-			c.ZooKeeper, c.Strategy, c.LoadWatchSubset = true, "shared_p2c", 1
+			c.ZooKeeper, c.Strategy, c.StrategyOptions = true, "shared_p2c", map[string]string{"loadWatchSubset": "1"}
 		}},
 		{"watch subset negative", "presto://c1:8080;serviceDiscoveryMode=zooKeeper;zooKeeperStrategy=shared_p2c;loadWatchSubset=-3", func(c *Config) {
-			c.ZooKeeper, c.Strategy, c.LoadWatchSubset = true, "shared_p2c", -3
+			c.ZooKeeper, c.Strategy, c.StrategyOptions = true, "shared_p2c", map[string]string{"loadWatchSubset": "-3"}
 		}},
 		{"watch subset too large", "presto://c1:8080;serviceDiscoveryMode=zooKeeper;zooKeeperStrategy=shared_p2c;loadWatchSubset=100001", func(c *Config) {
-			c.ZooKeeper, c.Strategy, c.LoadWatchSubset = true, "shared_p2c", 100_001
+			c.ZooKeeper, c.Strategy, c.StrategyOptions = true, "shared_p2c", map[string]string{"loadWatchSubset": "100001"}
 		}},
-		{"bad hash key", "presto://c1:8080;hashKey=md5", func(c *Config) { c.HashKey = "md5" }},
-		{"slow start without shared_p2c", "presto://c1:8080;slowStart=10s", func(c *Config) { c.SlowStart = 10 * time.Second }},
-		{"slow start off with p2c", "presto://c1:8080;zooKeeperStrategy=p2c;slowStart=off", func(c *Config) { c.Strategy, c.SlowStart = "p2c", -1 }},
-		{"load bound below 1", "presto://c1:8080;hashLoadBound=0.5", func(c *Config) { c.HashLoadBound = 0.5 }},
-		{"load bound negative", "presto://c1:8080;hashLoadBound=-1", func(c *Config) { c.HashLoadBound = -1 }},
-		{"load bound too large", "presto://c1:8080;hashLoadBound=101", func(c *Config) { c.HashLoadBound = 101 }},
-		{"load bound NaN", "presto://c1:8080;hashLoadBound=NaN", func(c *Config) { c.HashLoadBound = math.NaN() }},
-		{"load bound infinite", "presto://c1:8080;hashLoadBound=+Inf", func(c *Config) { c.HashLoadBound = math.Inf(1) }},
+		{"bad hash key", "presto://c1:8080;hashKey=md5", func(c *Config) { c.StrategyOptions = map[string]string{"hashKey": "md5"} }},
+		{"slow start without shared_p2c", "presto://c1:8080;slowStart=10s", func(c *Config) { c.StrategyOptions = map[string]string{"slowStart": "10s"} }},
+		{"slow start off with p2c", "presto://c1:8080;zooKeeperStrategy=p2c;slowStart=off", func(c *Config) { c.Strategy, c.StrategyOptions = "p2c", map[string]string{"slowStart": "off"} }},
+		{"load bound below 1", "presto://c1:8080;hashLoadBound=0.5", func(c *Config) { c.StrategyOptions = map[string]string{"hashLoadBound": "0.5"} }},
+		{"load bound negative", "presto://c1:8080;hashLoadBound=-1", func(c *Config) { c.StrategyOptions = map[string]string{"hashLoadBound": "-1"} }},
+		{"load bound too large", "presto://c1:8080;hashLoadBound=101", func(c *Config) { c.StrategyOptions = map[string]string{"hashLoadBound": "101"} }},
+		{"load bound NaN", "presto://c1:8080;hashLoadBound=NaN", func(c *Config) { c.StrategyOptions = map[string]string{"hashLoadBound": "NaN"} }},
+		{"load bound infinite", "presto://c1:8080;hashLoadBound=+Inf", func(c *Config) { c.StrategyOptions = map[string]string{"hashLoadBound": "+Inf"} }},
 		{"auth without scheme", "presto://c1:8080;zooKeeperAuth=:" + dsnTestPasswordEnc, func(c *Config) { c.ZooKeeperAuth = dsnTestPassword }},
 		{"auth without credentials", "presto://c1:8080;zooKeeperAuth=digest:", func(c *Config) { c.ZooKeeperAuthScheme = "digest" }},
 		{"digest without user", "presto://c1:8080;zooKeeperAuth=digest::" + dsnTestPasswordEnc, func(c *Config) {
@@ -162,7 +161,15 @@ func TestValidateHandBuilt(t *testing.T) {
 		{"auth scheme with a colon", func(c *Config) {
 			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "a:b", dsnTestPassword
 		}, "bad zooKeeperAuth: want scheme:credentials"},
-		{"upper-case hash key", func(c *Config) { c.HashKey = "Source" }, `bad hashKey "Source": want user or source`},
+		{"unknown hash key", func(c *Config) {
+			c.Strategy, c.StrategyOptions = "consistent_hash", map[string]string{"hashKey": "catalog"}
+		}, `bad hashKey "catalog": want user or source`},
+		{"an option of another strategy", func(c *Config) {
+			c.Strategy, c.StrategyOptions = "poll", map[string]string{"slowStart": "1m"}
+		}, `bad slowStart "1m": applies to strategy shared_p2c only, not poll`},
+		{"session property named like a strategy key", func(c *Config) {
+			c.SessionProperties = map[string]string{"slowstart": "1m"}
+		}, `session property "slowstart" is a strategy's key`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

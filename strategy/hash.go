@@ -1,8 +1,10 @@
 package strategy
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/zkpresto/zkpresto/discovery"
@@ -40,7 +42,8 @@ func ParseHashKey(s string) (HashKey, error) {
 	return HashByUser, fmt.Errorf("strategy: hash key %q: want user or source", s)
 }
 
-// ConsistentHashConfig configures consistent_hash beyond what Options holds.
+// ConsistentHashConfig is consistent_hash's Config: what it takes beyond
+// Options.
 type ConsistentHashConfig struct {
 	// Key is the request field hashed when Request.Key is empty.
 	Key HashKey
@@ -62,10 +65,64 @@ func ConsistentHash(cfg ConsistentHashConfig) Factory {
 	return func(opts Options) Strategy { return newHashStrategy(cfg, opts) }
 }
 
-// newConsistentHash is consistent_hash as configured by Options.HashKey and
-// Options.LoadBound (the DSN's hashKey and hashLoadBound keys).
+// newConsistentHash is consistent_hash as its Config (the DSN's hashKey
+// and hashLoadBound keys) configures it.
 func newConsistentHash(opts Options) Strategy {
-	return newHashStrategy(ConsistentHashConfig{Key: opts.HashKey, LoadBound: opts.LoadBound}, opts)
+	cfg, _ := opts.Config.(ConsistentHashConfig)
+	return newHashStrategy(cfg, opts)
+}
+
+// Format returns cfg as consistent_hash's option keys: hashKey and
+// hashLoadBound, those that differ from the defaults.
+func (cfg ConsistentHashConfig) Format() map[string]string {
+	m := make(map[string]string)
+	if cfg.Key != HashByUser {
+		m[keyHashKey] = cfg.Key.String()
+	}
+	if cfg.LoadBound >= 1 {
+		m[keyHashLoadBound] = strconv.FormatFloat(cfg.LoadBound, 'g', -1, 64)
+	}
+	return m
+}
+
+// consistent_hash's option keys.
+const (
+	keyHashKey       = "hashKey"
+	keyHashLoadBound = "hashLoadBound"
+)
+
+// errLoadBound is the reason a hashLoadBound is refused.
+var errLoadBound = errors.New("want a number from 1 to 100, such as 1.25")
+
+// consistentHashParser reads consistent_hash's options.
+var consistentHashParser = ConfigParser{
+	Keys: []ConfigKey{
+		{Name: keyHashKey, Default: "`user`",
+			Doc: "what `consistent_hash` routes by without a routing key on the context: `user` or `source`"},
+		{Name: keyHashLoadBound, Default: "off",
+			Doc: "`consistent_hash` with bounded loads: no coordinator gets more than this factor (≥ 1, e.g. `1.25`) of the mean in-flight load"},
+	},
+	Parse: func(values map[string]string, _ ConfigEnv) (Config, error) {
+		var cfg ConsistentHashConfig
+		if v, ok := values[keyHashKey]; ok {
+			switch strings.ToLower(v) {
+			case "user":
+			case "source":
+				cfg.Key = HashBySource
+			default:
+				return nil, BadOption(keyHashKey, v, errors.New("want user or source"))
+			}
+		}
+		if v, ok := values[keyHashLoadBound]; ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(f >= 1 && f <= 100) {
+				// 0 would mean off: in a DSN it is a bad value.
+				return nil, BadOption(keyHashLoadBound, v, errLoadBound)
+			}
+			cfg.LoadBound = f
+		}
+		return cfg, nil
+	},
 }
 
 // newUserHash is user_hash: the consistent_hash ring by user, unbounded, so

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,6 +102,7 @@ func unregister(name string) {
 			delete(registry.byName, key)
 		}
 	}
+	registry.order = slices.DeleteFunc(registry.order, func(other *entry) bool { return other == e })
 }
 
 // logBuffer captures slog output, one line per record.

@@ -23,12 +23,14 @@ const Default = "random"
 type entry struct {
 	name    string // canonical
 	factory Factory
-	user    bool // wrapped by a guard
+	user    bool          // wrapped by a guard
+	parser  *ConfigParser // nil: the strategy takes no options
 }
 
 var registry = struct {
 	mu     sync.RWMutex
 	byName map[string]*entry // lower-cased names and aliases
+	order  []*entry          // in the order registered
 	warned map[string]bool   // lower-cased unknown names already warned about
 }{
 	byName: make(map[string]*entry),
@@ -39,28 +41,30 @@ func init() {
 	builtins := []struct {
 		name    string
 		factory Factory
+		parser  *ConfigParser
 		aliases []string
 	}{
-		{"random", newRandom, []string{"random_choice"}},
-		{"poll", newPoll, []string{"polling", "round_robin"}},
-		{"weighted", newWeighted, []string{"weighted_random", "weighted_random_choice"}},
-		{"weighted_poll", newWeightedPoll, []string{"weighted_round_robin"}},
-		{"user_hash", newUserHash, nil},
-		{"consistent_hash", newConsistentHash, nil},
-		{"least_active", newLeastActive, []string{"active_weight"}},
-		{"p2c", newP2C, nil},
-		{"shared_p2c", newSharedP2C, nil},
-		{"local_first", newLocalFirst, nil},
-		{"global_poll", newGlobalPoll, nil},
+		{"random", newRandom, nil, []string{"random_choice"}},
+		{"poll", newPoll, nil, []string{"polling", "round_robin"}},
+		{"weighted", newWeighted, nil, []string{"weighted_random", "weighted_random_choice"}},
+		{"weighted_poll", newWeightedPoll, nil, []string{"weighted_round_robin"}},
+		{"user_hash", newUserHash, nil, nil},
+		{"consistent_hash", newConsistentHash, &consistentHashParser, nil},
+		{"least_active", newLeastActive, nil, []string{"active_weight"}},
+		{"p2c", newP2C, nil, nil},
+		{"shared_p2c", newSharedP2C, &sharedP2CParser, nil},
+		{"local_first", newLocalFirst, nil, nil},
+		{"global_poll", newGlobalPoll, nil, nil},
 	}
 	for _, b := range builtins {
-		if err := register(&entry{name: b.name, factory: b.factory}, b.aliases); err != nil {
+		if err := register(&entry{name: b.name, factory: b.factory, parser: b.parser}, b.aliases); err != nil {
 			panic(err) // a programming error in this table
 		}
 	}
 }
 
-// Register adds a strategy under name and aliases, matched case-insensitively.
+// Register adds a strategy under name and aliases, matched case-insensitively;
+// a strategy that takes options is added with RegisterWithConfig.
 // It fails if the name is empty or has spaces, if a name or alias is already
 // taken (ErrNameTaken; built-ins included), or if f is nil.
 //
@@ -112,6 +116,7 @@ func register(e *entry, aliases []string) error {
 	for _, key := range keys {
 		registry.byName[key] = e
 	}
+	registry.order = append(registry.order, e)
 	return nil
 }
 

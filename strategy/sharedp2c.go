@@ -1,7 +1,11 @@
 package strategy
 
 import (
+	"errors"
+	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -14,8 +18,8 @@ import (
 // figure at the least, with room for clock skew between hosts.
 const DefaultPublishedStaleAfter = 15 * time.Second
 
-// DefaultSlowStart is shared_p2c's slow-start window when Options.SlowStart
-// is 0.
+// DefaultSlowStart is shared_p2c's slow-start window when
+// SharedP2CConfig.SlowStart is 0.
 const DefaultSlowStart = 30 * time.Second
 
 // slowStartFloor is the share of its capacity a node gets at the start of
@@ -191,13 +195,116 @@ func (seen *sharedSeen) mark(at, ended, started int64) {
 	seen.nextMark = (seen.nextMark + 1) % sharedBuildMarks
 }
 
+// SharedP2CConfig is shared_p2c's Config: what it takes beyond Options.
+type SharedP2CConfig struct {
+	// SlowStart is the slow-start window: a node that joins, or comes
+	// back after an ejection, ramps up from a tenth of its capacity to all
+	// of it over this long. 0 means DefaultSlowStart; negative turns it off.
+	SlowStart time.Duration
+	// PublishedStaleAfter is the age beyond which a coordinator's
+	// published load is ignored; 0 means DefaultPublishedStaleAfter.
+	PublishedStaleAfter time.Duration
+	// WatchSubset, when positive, is how many coordinators' published load
+	// discovery watches, chosen at random; 0 means every coordinator's.
+	// The strategy sends to the watched ones (see LoadWatchConfig).
+	WatchSubset int
+}
+
+// LoadWatchConfig is a Config whose strategy reads the load coordinators
+// publish and can make do with watching some of them: discovery watches
+// LoadWatchSubset coordinators' data (discovery.ZooKeeperConfig's field of
+// that name; 0 means all).
+type LoadWatchConfig interface {
+	Config
+	// LoadWatchSubset is how many coordinators' published load to watch;
+	// 0 means all.
+	LoadWatchSubset() int
+}
+
+// LoadWatchSubset returns WatchSubset.
+func (cfg SharedP2CConfig) LoadWatchSubset() int { return cfg.WatchSubset }
+
+// shared_p2c's option keys.
+const (
+	keySlowStart       = "slowStart"
+	keyLoadWatchSubset = "loadWatchSubset"
+)
+
+// Format returns cfg as shared_p2c's option keys, those that differ from
+// the defaults (PublishedStaleAfter has no key).
+func (cfg SharedP2CConfig) Format() map[string]string {
+	m := make(map[string]string)
+	switch {
+	case cfg.SlowStart < 0:
+		m[keySlowStart] = "off"
+	case cfg.SlowStart > 0:
+		m[keySlowStart] = cfg.SlowStart.String()
+	}
+	if cfg.WatchSubset > 0 {
+		m[keyLoadWatchSubset] = strconv.Itoa(cfg.WatchSubset)
+	}
+	return m
+}
+
+// errWatchSubset is the reason a loadWatchSubset is refused.
+var errWatchSubset = fmt.Errorf("want all or a whole number from 2 to %d", discovery.MaxLoadWatchSubset)
+
+// sharedP2CParser reads shared_p2c's options.
+var sharedP2CParser = ConfigParser{
+	Keys: []ConfigKey{
+		{Name: keySlowStart, Default: "`30s` with `shared_p2c`",
+			Doc: "`shared_p2c` only: a coordinator that joins or comes back from ejection ramps up from a tenth of its share over this long (e.g. `1m`); `off` turns it off"},
+		{Name: keyLoadWatchSubset, Default: "`all`",
+			Doc: "`shared_p2c` with ZooKeeper only: watch the published load of this many coordinators (a whole number from 2, e.g. `2`), chosen at random and replaced when one leaves, and send to those; the others are left for when fewer than two are watched. It bounds the ZooKeeper notifications each client gets in a large fleet (see [load balancing](load-balancing.md)); `all` watches every coordinator"},
+	},
+	Parse: func(values map[string]string, env ConfigEnv) (Config, error) {
+		var cfg SharedP2CConfig
+		if v, ok := values[keySlowStart]; ok {
+			if strings.EqualFold(v, "off") {
+				cfg.SlowStart = -1
+			} else {
+				d, err := parseDuration(v)
+				if err != nil {
+					return nil, BadOption(keySlowStart, v, err)
+				}
+				cfg.SlowStart = d
+			}
+		}
+		if v, ok := values[keyLoadWatchSubset]; ok && !strings.EqualFold(v, "all") {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 2 || n > discovery.MaxLoadWatchSubset {
+				return nil, BadOption(keyLoadWatchSubset, v, errWatchSubset)
+			}
+			if !env.PublishedLoad {
+				return nil, BadOption(keyLoadWatchSubset, v,
+					errors.New("applies with serviceDiscoveryMode=zooKeeper only, which carries published load"))
+			}
+			cfg.WatchSubset = n
+		}
+		return cfg, nil
+	},
+}
+
+// parseDuration reads a positive Go duration.
+func parseDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("want a duration such as \"10s\": %w", err)
+	}
+	if d <= 0 {
+		return 0, errors.New("must be positive")
+	}
+	return d, nil
+}
+
 func newSharedP2C(opts Options) Strategy {
+	cfg, _ := opts.Config.(SharedP2CConfig)
 	s := &sharedP2CStrategy{
 		loadAware:  newLoadAware(opts),
 		now:        opts.Now,
 		fixedNow:   opts.Now,
-		staleAfter: opts.PublishedStaleAfter,
-		slowStart:  opts.SlowStart,
+		staleAfter: cfg.PublishedStaleAfter,
+		slowStart:  cfg.SlowStart,
 		seen:       make(map[string]*sharedSeen),
 	}
 	if s.now == nil {

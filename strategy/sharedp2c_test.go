@@ -52,7 +52,7 @@ func counts(t *testing.T, p Picker, n int) map[string]int {
 // The published figure decides, plus the change in this client's statements
 // in flight since it arrived.
 func TestSharedP2CPublishedPlusOwn(t *testing.T) {
-	f := newSharedFixture(t, Options{SlowStart: -1})
+	f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	nodes := makeNodes(2)
 	a, b := nodes[0].Addr, nodes[1].Addr
 	nodes[0].Load = f.published(10, 0, time.Second)
@@ -95,7 +95,7 @@ func TestSharedP2CPublishedPlusOwn(t *testing.T) {
 // Capacity is the weight; published slots floor the load, so that a slow
 // node's free slot does not beat a fast node's short queue.
 func TestSharedP2CCapacity(t *testing.T) {
-	f := newSharedFixture(t, Options{SlowStart: -1})
+	f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	nodes := makeNodes(2, 1, 4) // b weighs 4
 	a, b := nodes[0].Addr, nodes[1].Addr
 	nodes[0].Load = f.published(2, 0, 0)
@@ -135,7 +135,7 @@ func TestSharedP2CCapacity(t *testing.T) {
 func TestSharedP2CExtraDrawsFindAFreeSlot(t *testing.T) {
 	const picks = 6000
 	for _, slots := range []int{4, 0} {
-		f := newSharedFixture(t, Options{SlowStart: -1})
+		f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 		nodes := makeNodes(3)
 		nodes[0].Load = f.published(9, slots, 0)
 		nodes[1].Load = f.published(9, slots, 0)
@@ -156,7 +156,7 @@ func TestSharedP2CExtraDrawsFindAFreeSlot(t *testing.T) {
 // does; when they are a small share, never the least loaded of all.
 func TestSharedP2COneClientComparesAWindow(t *testing.T) {
 	for _, exact := range []bool{true, false} {
-		f := newSharedFixture(t, Options{SlowStart: -1})
+		f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 		nodes := makeNodes(activeWindow)
 		for i := range nodes {
 			own := 5
@@ -191,7 +191,7 @@ func TestSharedP2COneClientComparesAWindow(t *testing.T) {
 // them ended), the figure's rest is another client's.
 func TestSharedP2COneClientExactAcrossStatementsEndedInFlight(t *testing.T) {
 	for _, alone := range []bool{true, false} {
-		f := newSharedFixture(t, Options{SlowStart: -1})
+		f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 		nodes := makeNodes(activeWindow)
 		for i := range nodes {
 			l := f.loads.For(nodes[i].Addr)
@@ -249,7 +249,7 @@ func TestSharedP2COneClientExactAcrossStatementsEndedInFlight(t *testing.T) {
 // With no figure at all there are only this client's own counts, which no
 // other client reads: it compares least_active's window on them.
 func TestSharedP2CNoFigureComparesAWindow(t *testing.T) {
-	f := newSharedFixture(t, Options{SlowStart: -1})
+	f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	nodes := makeNodes(activeWindow)
 	for i := range nodes {
 		if i != 3 {
@@ -265,7 +265,7 @@ func TestSharedP2CNoFigureComparesAWindow(t *testing.T) {
 // verdict stands, exact or not.
 func TestSharedP2CZeroFiguresKeepTheVerdict(t *testing.T) {
 	for _, exact := range []bool{true, false} {
-		f := newSharedFixture(t, Options{SlowStart: -1})
+		f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 		nodes := makeNodes(4)
 		for i := range nodes {
 			if exact {
@@ -293,7 +293,7 @@ func TestSharedP2CZeroFiguresKeepTheVerdict(t *testing.T) {
 // among the watched ones; with fewer than two watched, among all, on local
 // counts.
 func TestSharedP2CUnwatchedNodes(t *testing.T) {
-	f := newSharedFixture(t, Options{SlowStart: -1})
+	f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	nodes := makeNodes(4)
 	nodes[0].Load = f.published(3, 4, 0)
 	nodes[1].Load = f.published(3, 4, 0)
@@ -316,7 +316,7 @@ func TestSharedP2CUnwatchedNodes(t *testing.T) {
 // Pick allocates nothing on any path: fresh figures, extra draws, the
 // exact window, local counts, a subset.
 func TestSharedP2CPickDoesNotAllocateOnAnyPath(t *testing.T) {
-	f := newSharedFixture(t, Options{SlowStart: -1})
+	f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	for name, load := range map[string]func(i int) discovery.PublishedLoad{
 		"full":      func(i int) discovery.PublishedLoad { return f.published(9, 4, 0) },
 		"free":      func(i int) discovery.PublishedLoad { return f.published(i%5, 4, 0) },
@@ -338,7 +338,7 @@ func TestSharedP2CPickDoesNotAllocateOnAnyPath(t *testing.T) {
 	// moment, and a figure read at the same moment is the same figure
 	// (its share of this client's was settled when it first came), so
 	// which of them ran last (map order) would decide the verdict.
-	f = newSharedFixture(t, Options{SlowStart: -1})
+	f = newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	nodes := makeNodes(20)
 	for i := range nodes {
 		f.loads.For(nodes[i].Addr).Begin()
@@ -369,7 +369,7 @@ func TestSharedP2CStaleOrMissingFallsBackToLocal(t *testing.T) {
 		{"missing", func(*sharedFixture) discovery.PublishedLoad { return discovery.PublishedLoad{} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newSharedFixture(t, Options{SlowStart: -1})
+			f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 			nodes := makeNodes(2)
 			a, b := nodes[0].Addr, nodes[1].Addr
 			// a claims to be idle but its figure is not usable; b is fresh
@@ -385,7 +385,7 @@ func TestSharedP2CStaleOrMissingFallsBackToLocal(t *testing.T) {
 		})
 	}
 	// A figure that ages past the limit while the picker is in use.
-	f := newSharedFixture(t, Options{SlowStart: -1})
+	f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	nodes := makeNodes(2)
 	a, b := nodes[0].Addr, nodes[1].Addr
 	nodes[0].Load = f.published(0, 0, 0)
@@ -404,7 +404,7 @@ func TestSharedP2CStaleOrMissingFallsBackToLocal(t *testing.T) {
 // Never the least loaded of all: of three nodes, the middle one still wins
 // when drawn with the busiest, and the busiest never wins.
 func TestSharedP2CNeverLeastOfAll(t *testing.T) {
-	f := newSharedFixture(t, Options{SlowStart: -1})
+	f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	nodes := makeNodes(3)
 	for i, total := range []int{0, 5, 10} {
 		nodes[i].Load = f.published(total, 0, 0)
@@ -418,7 +418,7 @@ func TestSharedP2CNeverLeastOfAll(t *testing.T) {
 // A node that joins, or comes back after being left out, ramps up over the
 // slow-start window; negative SlowStart turns it off.
 func TestSharedP2CSlowStart(t *testing.T) {
-	f := newSharedFixture(t, Options{SlowStart: 10 * time.Second})
+	f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: 10 * time.Second}})
 	old := makeNodes(1)
 	f.s.Build(old)
 	f.now = f.now.Add(time.Minute)
@@ -446,7 +446,7 @@ func TestSharedP2CSlowStart(t *testing.T) {
 		t.Fatalf("back from ejection: picks %v, want all on %s", c, a)
 	}
 	// Off.
-	f = newSharedFixture(t, Options{SlowStart: -1})
+	f = newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	f.s.Build(old)
 	if c := counts(t, f.s.Build(both()), 100); c[b] != 100 {
 		t.Fatalf("slow start off: picks %v, want all on %s", c, b)
@@ -476,7 +476,7 @@ func TestSharedP2CPickDoesNotAllocate(t *testing.T) {
 // is compared by local counts, and stays so while its figure reads the
 // same, until it moves.
 func TestSharedP2CDistrustsAFigureBelowItsOwnStatements(t *testing.T) {
-	f := newSharedFixture(t, Options{SlowStart: -1})
+	f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	nodes := makeNodes(2)
 	a, b := nodes[0].Addr, nodes[1].Addr
 	for range 3 {
@@ -524,7 +524,7 @@ func TestSharedP2CDistrustsAFigureBelowItsOwnStatements(t *testing.T) {
 func TestSharedP2CStaleAfterTheRefresh(t *testing.T) {
 	for _, tc := range []struct{ lag, took time.Duration }{{0, 100 * time.Millisecond}, {time.Second, 10 * time.Second}} {
 		lag := tc.lag
-		f := newSharedFixture(t, Options{SlowStart: -1})
+		f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 		nodes := makeNodes(2)
 		a, b := nodes[0].Addr, nodes[1].Addr
 		for _, addr := range []string{a, b} {
@@ -559,7 +559,7 @@ func TestSharedP2CStaleAfterTheRefresh(t *testing.T) {
 // and this client's counts decide; with statements of 10 s, it decides.
 func TestSharedP2CLateFiguresGiveWayToLocalCounts(t *testing.T) {
 	for _, took := range []time.Duration{100 * time.Millisecond, 10 * time.Second} {
-		f := newSharedFixture(t, Options{SlowStart: -1})
+		f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 		nodes := makeNodes(2)
 		a, b := nodes[0].Addr, nodes[1].Addr
 		for _, addr := range []string{a, b} {
@@ -587,7 +587,7 @@ func TestSharedP2CLateFiguresGiveWayToLocalCounts(t *testing.T) {
 // fresh; the other node of the pair keeps its fresh figure. Compared pair
 // by pair on local counts, b (none of this client's) would win.
 func TestSharedP2CStaleNodeEstimatedAlone(t *testing.T) {
-	f := newSharedFixture(t, Options{SlowStart: -1})
+	f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	nodes := makeNodes(2)
 	a, b := nodes[0].Addr, nodes[1].Addr
 	// a's figure of 20 counted 2 of this client's: 10 per statement.

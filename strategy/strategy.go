@@ -70,7 +70,8 @@ type Strategy interface {
 	Build(nodes []discovery.Node) Picker
 }
 
-// Options configure a Strategy when it is created.
+// Options configure a Strategy when it is created: what every strategy may
+// use. A strategy's own options are in Config.
 type Options struct {
 	// Logger receives warnings (an unknown strategy name, a user strategy
 	// that misbehaves). Nil means slog.Default's handler is not used: no logs.
@@ -84,27 +85,16 @@ type Options struct {
 	// strategies read it. Nil: such a strategy keeps a table of its own,
 	// which nobody reports into unless the caller does.
 	Loads *Loads
-	// Counter is the cluster-wide counter for global_poll; nil means a
-	// process-local counter.
+	// Counter is the cluster-wide counter for strategies that rotate
+	// across clients (global_poll); nil means a process-local counter.
 	Counter SharedCounter
-	// HashKey says what consistent_hash routes by when a request has no
-	// explicit Key: the user (default) or the source.
-	HashKey HashKey
-	// LoadBound, when at least 1, bounds consistent_hash: a node whose
-	// in-flight statements exceed LoadBound times the mean passes the key
-	// on along the ring (consistent hashing with bounded loads).
-	LoadBound float64
-	// SlowStart is shared_p2c's slow-start window: a node that joins, or
-	// comes back after an ejection, ramps up from a tenth of its capacity to
-	// all of it over this long. 0 means DefaultSlowStart; negative turns it
-	// off. Other strategies do not ramp.
-	SlowStart time.Duration
-	// PublishedStaleAfter is the age beyond which shared_p2c ignores a
-	// coordinator's published load; 0 means DefaultPublishedStaleAfter.
-	PublishedStaleAfter time.Duration
-	// Now is the clock shared_p2c measures ages with; nil means time.Now.
+	// Now is the clock strategies measure ages with; nil means time.Now.
 	// Simulations pass their virtual clock.
 	Now func() time.Time
+	// Config is the strategy's own options, as its ConfigParser returned
+	// them (ParseConfig); nil, or a Config of another strategy, means its
+	// defaults.
+	Config Config
 }
 
 // Factory creates a Strategy. It is called once per connector.

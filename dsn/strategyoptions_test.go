@@ -1,0 +1,86 @@
+package dsn
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/zkpresto/zkpresto/discovery"
+	"github.com/zkpresto/zkpresto/strategy"
+)
+
+// pinConfig is the Config of the strategy TestStrategyOptionsFromOneFile
+// registers.
+type pinConfig struct{ n int }
+
+func (c pinConfig) Format() map[string]string {
+	return map[string]string{"dsnTestPin": strconv.Itoa(c.n)}
+}
+
+type pinStrategy struct{ n int }
+
+func (s pinStrategy) Build(nodes []discovery.Node) strategy.Picker { return pinPicker{nodes, s.n} }
+
+type pinPicker struct {
+	nodes []discovery.Node
+	n     int
+}
+
+func (p pinPicker) Pick(*strategy.Request) (*discovery.Node, error) {
+	if len(p.nodes) == 0 {
+		return nil, strategy.ErrNoNodes
+	}
+	return &p.nodes[p.n%len(p.nodes)], nil
+}
+
+// A strategy registered with its options elsewhere than this package is
+// configured by a DSN with no change here: its key parses (any case),
+// formats back, reaches its Factory, and is refused with the strategy's
+// own message, or when another strategy is named; a near miss of it is
+// refused with the key to write.
+func TestStrategyOptionsFromOneFile(t *testing.T) {
+	err := strategy.RegisterWithConfig("dsn_test_pin",
+		func(o strategy.Options) strategy.Strategy { c, _ := o.Config.(pinConfig); return pinStrategy{c.n} },
+		strategy.ConfigParser{
+			Keys: []strategy.ConfigKey{{Name: "dsnTestPin", Default: "`0`", Doc: "the node"}},
+			Parse: func(values map[string]string, _ strategy.ConfigEnv) (strategy.Config, error) {
+				n, err := strconv.Atoi(values["dsnTestPin"])
+				if err != nil || n < 0 {
+					return nil, strategy.BadOption("dsnTestPin", values["dsnTestPin"], errors.New("want a whole number"))
+				}
+				return pinConfig{n}, nil
+			},
+		})
+	if err != nil && !errors.Is(err, strategy.ErrNameTaken) {
+		t.Fatal(err)
+	}
+	cfg, err := ParseDSN("presto://c1:8080,c2:8080;zooKeeperStrategy=dsn_test_pin;DSNTESTPIN=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.StrategyOptions["dsnTestPin"]; got != "1" || len(cfg.StrategyOptions) != 1 {
+		t.Errorf("StrategyOptions = %v", cfg.StrategyOptions)
+	}
+	if got, want := cfg.FormatDSN(), "presto://c1:8080,c2:8080;dsnTestPin=1;zooKeeperStrategy=dsn_test_pin"; got != want {
+		t.Errorf("FormatDSN = %q, want %q", got, want)
+	}
+	rc := cfg.RoutingConfig(RoutingOptions{})
+	if rc.StrategyOptions.Config != (pinConfig{1}) {
+		t.Errorf("the strategy gets %#v", rc.StrategyOptions.Config)
+	}
+	for _, tc := range []struct{ dsn, want string }{
+		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;dsnTestPin=-1", `zkpresto: dsn: bad dsnTestPin "-1": want a whole number`},
+		{"presto://c1:8080;dsnTestPin=1", `zkpresto: dsn: bad dsnTestPin "1": applies to strategy dsn_test_pin only, not random`},
+		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;dsnTestPin=1;dsntestpin=2", `dsntestpin`},
+		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;dsnTestPn=1", `did you mean dsnTestPin?`},
+		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;dsnTestPin=", `empty value for dsnTestPin`},
+		{"presto://c1:8080?x=1;dsnTestPin=1", `"dsnTestPin" follows a ";" after the "?"`},
+		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;dsnTestPin=a=b", `bad dsnTestPin (its value, not shown, holds "=")`},
+	} {
+		_, err := ParseDSN(tc.dsn)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseDSN(%q) = %v, want an error containing %q", tc.dsn, err, tc.want)
+		}
+	}
+}

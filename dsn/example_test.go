@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/dsn"
+	"github.com/zkpresto/zkpresto/strategy"
 )
 
 func ExampleParseDSN() {
@@ -53,7 +54,7 @@ func ExampleConfig_RoutingConfig() {
 		return
 	}
 	rc := cfg.RoutingConfig(dsn.RoutingOptions{})
-	fmt.Println(rc.StrategyName, rc.Retries, rc.HealthCheckInterval, rc.ZooKeeper == nil)
+	fmt.Println(strategy.NameOf(rc.Strategy(rc.StrategyOptions)), rc.Retries, rc.HealthCheckInterval, rc.ZooKeeper == nil)
 
 	r, err := dsn.Open(cfg, dsn.OpenOptions{})
 	if err != nil {

@@ -37,8 +37,7 @@ type RoutingOptions struct {
 func (c *Config) RoutingConfig(opts RoutingOptions) routing.Config {
 	sc, _ := c.strategyConfig() // validated
 	rc := routing.Config{
-		Strategy:     opts.Strategy,
-		StrategyName: c.Strategy,
+		Strategy: opts.Strategy,
 		StrategyOptions: strategy.Options{
 			Zone:   c.Zone, // local_first falls back to ZKPRESTO_ZONE itself
 			Config: sc,
@@ -49,6 +48,9 @@ func (c *Config) RoutingConfig(opts RoutingOptions) routing.Config {
 		HealthCheckInterval: c.HealthCheckInterval,
 		Probe:               opts.Probe,
 		Logger:              opts.Logger,
+	}
+	if rc.Strategy == nil {
+		rc.Strategy = strategy.Named(c.Strategy)
 	}
 	if rc.Probe == nil {
 		rc.Probe = infoprobe.New(&http.Client{})

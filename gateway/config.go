@@ -20,6 +20,7 @@ import (
 	"github.com/zkpresto/zkpresto/dsn"
 	"github.com/zkpresto/zkpresto/internal/suggest"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
 )
 
 // RouterConfig is Presto Router's router-config.json (the presto-router
@@ -543,8 +544,7 @@ func buildGroup(c *RouterConfig, spec GroupSpec, opts BuildOptions) (*Group, err
 	gr := &Group{Name: spec.Name, Weight: groupWeight(spec), Flavour: spec.Flavour}
 	rc := opts.Routing
 	rc.Logger = opts.Logger
-	rc.StrategyName = strategyName
-	rc.Strategy = nil
+	rc.Strategy = strategy.Named(strategyName)
 	rc.ZooKeeper, rc.Discoverer = nil, nil
 	var nodes []discovery.Node
 	for j, m := range spec.Members {

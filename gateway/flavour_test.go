@@ -18,6 +18,7 @@ import (
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/gateway/token"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -219,7 +220,7 @@ func TestBothPrefixesPassThrough(t *testing.T) {
 
 // An unknown flavour is refused when the gateway is made.
 func TestUnknownFlavour(t *testing.T) {
-	r, err := routing.New(routing.Config{Discoverer: &changing{}, StrategyName: "poll"})
+	r, err := routing.New(routing.Config{Discoverer: &changing{}, Strategy: strategy.Named("poll")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +333,7 @@ func TestForwardedForWhenAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("test", []discovery.Node{{Addr: c.Addr()}}), StrategyName: "poll"})
+	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("test", []discovery.Node{{Addr: c.Addr()}}), Strategy: strategy.Named("poll")})
 	if err != nil {
 		t.Fatal(err)
 	}

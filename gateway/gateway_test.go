@@ -26,6 +26,7 @@ import (
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -113,7 +114,7 @@ func newSetupFor(t *testing.T, n int, opts coordinator.Options, flavour gateway.
 	for i := range 2 {
 		// Each replica has its own Router over the same discovery, as two
 		// processes watching one ZooKeeper namespace would.
-		r, err := routing.New(routing.Config{Discoverer: s.disc, StrategyName: "poll"})
+		r, err := routing.New(routing.Config{Discoverer: s.disc, Strategy: strategy.Named("poll")})
 		if err != nil {
 			t.Fatal(err)
 		}

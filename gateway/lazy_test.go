@@ -13,6 +13,7 @@ import (
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/health"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -186,9 +187,9 @@ func TestRestartedCoordinatorIsCheckedAgain(t *testing.T) {
 		nodes[i] = discovery.Node{Addr: c.Addr()}
 	}
 	r, err := routing.New(routing.Config{
-		Discoverer:   discovery.NewStatic("static:test", nodes),
-		StrategyName: "poll",
-		Health:       health.Policy{BaseEjection: time.Nanosecond, MaxEjection: time.Nanosecond},
+		Discoverer: discovery.NewStatic("static:test", nodes),
+		Strategy:   strategy.Named("poll"),
+		Health:     health.Policy{BaseEjection: time.Nanosecond, MaxEjection: time.Nanosecond},
 	})
 	if err != nil {
 		t.Fatal(err)

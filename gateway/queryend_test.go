@@ -14,6 +14,7 @@ import (
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -27,7 +28,7 @@ func outcomeGateway(t *testing.T) *gatewayServer {
 	}
 	t.Cleanup(func() { c.Close() })
 	nodes := []discovery.Node{{Addr: c.Addr(), Weight: 3, Zone: "eu-1", Version: "0.289"}}
-	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("static:"+c.Addr(), nodes), StrategyName: "poll"})
+	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("static:"+c.Addr(), nodes), Strategy: strategy.Named("poll")})
 	if err != nil {
 		t.Fatal(err)
 	}

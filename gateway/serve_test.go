@@ -10,6 +10,7 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
 )
 
 // gatewayServer is a handler served on a loopback port by the HTTP server
@@ -83,7 +84,7 @@ func staticRouter(t testing.TB, addrs ...string) *routing.Router {
 	for i, a := range addrs {
 		nodes[i] = discovery.Node{Addr: a}
 	}
-	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("static:"+strings.Join(addrs, ","), nodes), StrategyName: "poll"})
+	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("static:"+strings.Join(addrs, ","), nodes), Strategy: strategy.Named("poll")})
 	if err != nil {
 		t.Fatal(err)
 	}

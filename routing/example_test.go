@@ -15,8 +15,8 @@ import (
 // another.
 func ExampleRouter_Run() {
 	r, err := routing.New(routing.Config{
-		Discoverer:   discovery.NewStatic("static", []discovery.Node{{Addr: "10.0.0.1:8080"}, {Addr: "10.0.0.2:8080"}}),
-		StrategyName: "poll",
+		Discoverer: discovery.NewStatic("static", []discovery.Node{{Addr: "10.0.0.1:8080"}, {Addr: "10.0.0.2:8080"}}),
+		Strategy:   strategy.Named("poll"),
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -51,7 +51,7 @@ func ExampleRouter_Pick() {
 	r, _ := routing.New(routing.Config{
 		Discoverer: discovery.NewStatic("static", []discovery.Node{{Addr: "10.0.0.1:8080"}, {Addr: "10.0.0.2:8080", Weight: 3}}),
 		// user_hash keeps each user on one coordinator.
-		StrategyName: "user_hash",
+		Strategy: strategy.Named("user_hash"),
 	})
 	defer r.Close()
 	first, _ := r.Pick(context.Background(), &strategy.Request{User: "bob"}, nil)

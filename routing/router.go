@@ -30,11 +30,10 @@ type Config struct {
 	// (discovery.NewStatic) or one of the caller's. The Router closes it.
 	Discoverer discovery.Discoverer
 
-	// Strategy creates the strategy; nil means the registered strategy
-	// named StrategyName (random when unknown, with a warning).
+	// Strategy creates the strategy: strategy.Named("poll") for a
+	// registered one (random when unknown, with a warning), or a Factory
+	// of the caller's. Nil means strategy.Named(strategy.Default).
 	Strategy strategy.Factory
-	// StrategyName names a registered strategy; used when Strategy is nil.
-	StrategyName string
 	// StrategyOptions are passed to the strategy; the Router fills Logger,
 	// Loads and (with ZooKeeper) Counter itself.
 	StrategyOptions strategy.Options
@@ -144,19 +143,19 @@ func New(cfg Config) (*Router, error) {
 	if cfg.ZooKeeper != nil {
 		opts.Counter = &sharedCounter{r: r}
 	}
-	if cfg.Strategy != nil {
-		r.strategy = cfg.Strategy(opts)
-		if r.strategy == nil {
-			return nil, errors.New("zkpresto: routing: the strategy factory returned nil")
-		}
-		r.strategyName = fmt.Sprintf("%T", r.strategy)
-	} else {
-		r.strategy, r.strategyName = strategy.New(cfg.StrategyName, opts)
+	factory := cfg.Strategy
+	if factory == nil {
+		factory = strategy.Named(strategy.Default)
 	}
+	r.strategy = factory(opts)
+	if r.strategy == nil {
+		return nil, errors.New("zkpresto: routing: the strategy factory returned nil")
+	}
+	r.strategyName = strategy.NameOf(r.strategy)
 	return r, nil
 }
 
-// StrategyName is the name of the strategy in use.
+// StrategyName is the name of the strategy in use (strategy.NameOf).
 func (r *Router) StrategyName() string { return r.strategyName }
 
 // Loads is the per-coordinator load table the Router reports into.

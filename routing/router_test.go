@@ -121,7 +121,7 @@ func TestRunFailoverTable(t *testing.T) {
 			wantVisits: "a:1", wantErr: "request not sent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRouter(t, routing.Config{Discoverer: discovery.NewStatic("static", nodesOf(nodes...)), StrategyName: "poll", Retries: tc.retries})
+			r := newRouter(t, routing.Config{Discoverer: discovery.NewStatic("static", nodesOf(nodes...)), Strategy: strategy.Named("poll"), Retries: tc.retries})
 			var visits []string
 			a, err := r.Run(context.Background(), &strategy.Request{}, nil, tc.behaviour.try(&visits))
 			if got := strings.Join(visits, " "); got != tc.wantVisits {
@@ -199,9 +199,9 @@ func TestRunPinnedTriesOnlyThatCoordinator(t *testing.T) {
 // before giving up: an ejected coordinator may have recovered.
 func TestPickTriesEjectedCoordinatorsLast(t *testing.T) {
 	r := newRouter(t, routing.Config{
-		Discoverer:   discovery.NewStatic("static", nodesOf("a:1", "b:1", "c:1")),
-		StrategyName: "poll",
-		Health:       health.Policy{MaxEjectedPercent: 100},
+		Discoverer: discovery.NewStatic("static", nodesOf("a:1", "b:1", "c:1")),
+		Strategy:   strategy.Named("poll"),
+		Health:     health.Policy{MaxEjectedPercent: 100},
 	})
 	ctx := context.Background()
 	if _, err := r.Snapshot(ctx); err != nil {
@@ -251,9 +251,9 @@ func TestAllFailingNeverEjectsEveryCoordinator(t *testing.T) {
 // Weight overrides apply to what the strategy sees, by address.
 func TestWeightsOverrideRegisteredWeights(t *testing.T) {
 	r := newRouter(t, routing.Config{
-		Discoverer:   discovery.NewStatic("static", nodesOf("a:1", "b:1", "c:1")),
-		StrategyName: "weighted_poll",
-		Weights:      map[string]int{"b:1": 2, "c:1": 4},
+		Discoverer: discovery.NewStatic("static", nodesOf("a:1", "b:1", "c:1")),
+		Strategy:   strategy.Named("weighted_poll"),
+		Weights:    map[string]int{"b:1": 2, "c:1": 4},
 	})
 	counts := map[string]int{}
 	for range 70 {
@@ -274,7 +274,7 @@ func TestWeightsOverrideRegisteredWeights(t *testing.T) {
 // latency are counted per coordinator; the load-aware strategies read the
 // same table.
 func TestLoadReports(t *testing.T) {
-	r := newRouter(t, routing.Config{Discoverer: discovery.NewStatic("static", nodesOf("a:1", "b:1")), StrategyName: "least_active"})
+	r := newRouter(t, routing.Config{Discoverer: discovery.NewStatic("static", nodesOf("a:1", "b:1")), Strategy: strategy.Named("least_active")})
 	ctx := context.Background()
 	var open []*routing.Attempt
 	for range 4 {
@@ -436,7 +436,7 @@ func TestOpenSnapshotNeverOpens(t *testing.T) {
 // statement, which goes to the next one, and is charged a failure, not
 // ejected: three in a row eject it.
 func TestUnreachedChargesAFailureAndFailsOver(t *testing.T) {
-	r := newRouter(t, routing.Config{Discoverer: discovery.NewStatic("static", nodesOf("a:1", "b:1")), StrategyName: "poll"})
+	r := newRouter(t, routing.Config{Discoverer: discovery.NewStatic("static", nodesOf("a:1", "b:1")), Strategy: strategy.Named("poll")})
 	b := behaviour{"a:1": routing.Unreached}
 	picked := 0
 	for i := 0; i < 10 && !r.Health().State("a:1").Ejected; i++ {
@@ -502,7 +502,7 @@ func TestActiveChecksUseTheCallersProbe(t *testing.T) {
 // using up a retry: with one retry, a:1 unreached, b:1 returned, a:1
 // answers.
 func TestReturnedGoesBackToTheUnreachedCoordinator(t *testing.T) {
-	r := newRouter(t, routing.Config{Discoverer: discovery.NewStatic("static", nodesOf("a:1", "b:1", "c:1")), StrategyName: "poll", Retries: 1})
+	r := newRouter(t, routing.Config{Discoverer: discovery.NewStatic("static", nodesOf("a:1", "b:1", "c:1")), Strategy: strategy.Named("poll"), Retries: 1})
 	var visits []string
 	_, err := r.Run(context.Background(), &strategy.Request{}, nil, func(a *routing.Attempt) (routing.Outcome, error) {
 		visits = append(visits, a.Node.Addr)
@@ -522,5 +522,25 @@ func TestReturnedGoesBackToTheUnreachedCoordinator(t *testing.T) {
 	}
 	if st := r.Health().State("a:1"); st.ConsecutiveFailures != 0 {
 		t.Errorf("a:1 answered, yet has %d failures in a row", st.ConsecutiveFailures)
+	}
+}
+
+// The one Strategy field names the strategy in use: random without one,
+// New's name (the fallback's for an unknown name) with strategy.Named,
+// the Go type with a Factory of the caller's.
+func TestStrategyNameFromTheOneField(t *testing.T) {
+	for _, tc := range []struct {
+		f    strategy.Factory
+		want string
+	}{
+		{nil, "random"},
+		{strategy.Named("ROUND_ROBIN"), "poll"},
+		{strategy.Named("weigthed"), strategy.FallbackName("weigthed")},
+		{func(o strategy.Options) strategy.Strategy { s, _ := strategy.New("p2c", o); return s }, "*strategy.p2cStrategy"},
+	} {
+		r := newRouter(t, routing.Config{Discoverer: newFake("a:1"), Strategy: tc.f})
+		if got := r.StrategyName(); got != tc.want {
+			t.Errorf("StrategyName() = %q, want %q", got, tc.want)
+		}
 	}
 }

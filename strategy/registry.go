@@ -262,3 +262,29 @@ func Names() []string {
 	slices.Sort(names)
 	return slices.Compact(names)
 }
+
+// Named returns the Factory of the strategy registered under name or one
+// of its aliases, as New makes it: random for an empty or unknown name,
+// with New's warning. NameOf tells the name New gave the strategy it made.
+func Named(name string) Factory {
+	return func(opts Options) Strategy {
+		s, canonical := New(name, opts)
+		return &namedStrategy{Strategy: s, name: canonical}
+	}
+}
+
+// namedStrategy is a strategy Named made, with the name New gave it.
+type namedStrategy struct {
+	Strategy
+	name string
+}
+
+// NameOf returns the name of s: for a strategy Named made, the canonical
+// name New returned (FallbackName for an unknown one); for another, its
+// Go type.
+func NameOf(s Strategy) string {
+	if n, ok := s.(*namedStrategy); ok {
+		return n.name
+	}
+	return fmt.Sprintf("%T", s)
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -29,7 +30,7 @@ func TestPythonCancelOfAQueryWhoseCoordinatorIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("static:"+c.Addr(), []discovery.Node{{Addr: c.Addr()}}), StrategyName: "poll"})
+	r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("static:"+c.Addr(), []discovery.Node{{Addr: c.Addr()}}), Strategy: strategy.Named("poll")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -32,8 +33,8 @@ func startGateway(t *testing.T, f *flavourFleet) string {
 func newGateway(t *testing.T, f *flavourFleet) (*gateway.Gateway, *routing.Router) {
 	t.Helper()
 	r, err := routing.New(routing.Config{
-		ZooKeeper:    &discovery.ZooKeeperConfig{Servers: []string{zkServer.Addr()}, Path: "/" + f.cluster.Namespace()},
-		StrategyName: "poll",
+		ZooKeeper: &discovery.ZooKeeperConfig{Servers: []string{zkServer.Addr()}, Path: "/" + f.cluster.Namespace()},
+		Strategy:  strategy.Named("poll"),
 	})
 	if err != nil {
 		t.Fatal(err)

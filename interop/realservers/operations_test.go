@@ -24,6 +24,7 @@ import (
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	zkfleet "github.com/zkpresto/zkpresto/zkprestotest/fleet"
 	"github.com/zkpresto/zkpresto/zkprestotest/realserver"
@@ -140,8 +141,8 @@ func gatewayFront(t *testing.T, f coordinator.Flavour, namespace string) string 
 	var replicas [2]*url.URL
 	for i := range replicas {
 		r, err := routing.New(routing.Config{
-			ZooKeeper:    &discovery.ZooKeeperConfig{Servers: []string{zkServer.Addr()}, Path: "/" + namespace},
-			StrategyName: "poll",
+			ZooKeeper: &discovery.ZooKeeperConfig{Servers: []string{zkServer.Addr()}, Path: "/" + namespace},
+			Strategy:  strategy.Named("poll"),
 		})
 		if err != nil {
 			t.Fatal(err)

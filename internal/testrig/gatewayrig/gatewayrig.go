@@ -22,6 +22,7 @@ import (
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -110,7 +111,7 @@ func Start(tb testing.TB, opts Options) *Rig {
 	for i := range fronts {
 		// Each replica has its own Router over the same discovery, as two
 		// processes watching one ZooKeeper namespace would.
-		r, err := routing.New(routing.Config{Discoverer: disc, StrategyName: "poll"})
+		r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("poll")})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -7,8 +7,8 @@ import (
 	zkdriver "github.com/zkpresto/zkpresto/driver"
 )
 
-// TestNewConnectorRefusesWhatValidateRefuses checks that NewConnector and
-// OpenRouting make ParseDSN's checks on a Config built by hand, with
+// TestNewConnectorRefusesWhatValidateRefuses checks that NewConnector
+// makes ParseDSN's checks on a Config built by hand, with
 // Validate's message under their own name.
 func TestNewConnectorRefusesWhatValidateRefuses(t *testing.T) {
 	for _, tc := range []struct {
@@ -37,12 +37,6 @@ func TestNewConnectorRefusesWhatValidateRefuses(t *testing.T) {
 					c.Close()
 				}
 				t.Errorf("NewConnector = %v, want %q", err, want)
-			}
-			if r, err := zkdriver.OpenRouting(cfg); err == nil || err.Error() != want {
-				if r != nil {
-					r.Close()
-				}
-				t.Errorf("OpenRouting = %v, want %q", err, want)
 			}
 		})
 	}

@@ -88,7 +88,7 @@ func optionsOf(opts []Option) connectorOptions {
 // open returns the routing core and coordinator client of cfg with o's
 // choices: the one place where the driver builds them.
 func (o *connectorOptions) open(cfg *Config) (*dsn.Routing, error) {
-	return dsn.Open(cfg, dsn.OpenOptions{Logger: o.logger, Strategy: o.strategy, Health: o.policy, Client: o.httpClient})
+	return dsn.Open(cfg, dsn.Options{Logger: o.logger, Strategy: o.strategy, Health: o.policy, Client: o.httpClient})
 }
 
 // Connector is a driver.Connector for sql.OpenDB: a routing.Router, which

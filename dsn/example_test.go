@@ -53,10 +53,10 @@ func ExampleConfig_RoutingConfig() {
 		fmt.Println(err)
 		return
 	}
-	rc := cfg.RoutingConfig(dsn.RoutingOptions{})
+	rc := cfg.RoutingConfig(dsn.Options{})
 	fmt.Println(strategy.NameOf(rc.Strategy(rc.StrategyOptions)), rc.Retries, rc.HealthCheckInterval, rc.ZooKeeper == nil)
 
-	r, err := dsn.Open(cfg, dsn.OpenOptions{})
+	r, err := dsn.Open(cfg, dsn.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

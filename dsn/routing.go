@@ -14,9 +14,13 @@ import (
 	"github.com/zkpresto/zkpresto/strategy"
 )
 
-// RoutingOptions are what a routing.Config holds besides what a DSN says:
-// the caller's choices.
-type RoutingOptions struct {
+// Options are the caller's choices besides the Config, for Open and
+// RoutingConfig.
+type Options struct {
+	// Logger receives the Router's logs, and discovery's; nil means none,
+	// but for Open's warning that the Config names an unknown strategy,
+	// which then goes to slog.Default().
+	Logger *slog.Logger
 	// Strategy, when set, makes the strategy instead of the one the
 	// Config names.
 	Strategy strategy.Factory
@@ -24,17 +28,21 @@ type RoutingOptions struct {
 	// the default policy.
 	Health health.Policy
 	// Probe runs the active health checks (healthCheckInterval); nil
-	// means GET /v1/info with a plain client.
+	// means GET /v1/info through the coordinator client (Open's, or
+	// Client, or a plain one).
 	Probe health.Probe
-	// Logger receives the Router's logs, and discovery's; nil means none.
-	Logger *slog.Logger
+	// Client, when set, carries the coordinator traffic through its
+	// transport instead of one Open makes: the Config's ssl_* keys and
+	// time limits are then not applied, and its failed dials are not
+	// reported to the Router.
+	Client *http.Client
 }
 
 // RoutingConfig returns the routing core's configuration that c describes:
 // discovery (the ZooKeeper namespace, with its credentials and TLS, or the
 // static host list), the strategy and its options, weights, retries and
 // health checks. It does not validate c (ParseDSN has, or Validate does).
-func (c *Config) RoutingConfig(opts RoutingOptions) routing.Config {
+func (c *Config) RoutingConfig(opts Options) routing.Config {
 	sc, _ := c.strategyConfig() // validated
 	rc := routing.Config{
 		Strategy: opts.Strategy,
@@ -53,7 +61,11 @@ func (c *Config) RoutingConfig(opts RoutingOptions) routing.Config {
 		rc.Strategy = strategy.Named(c.Strategy)
 	}
 	if rc.Probe == nil {
-		rc.Probe = infoprobe.New(&http.Client{})
+		client := opts.Client
+		if client == nil {
+			client = &http.Client{}
+		}
+		rc.Probe = infoprobe.New(client)
 	}
 	if c.ZooKeeper {
 		zk := c.zooKeeperConfig(opts.Logger)
@@ -68,25 +80,6 @@ func (c *Config) RoutingConfig(opts RoutingOptions) routing.Config {
 	return rc
 }
 
-// OpenOptions are Open's choices besides the Config.
-type OpenOptions struct {
-	// Logger receives the Router's logs; nil means none, but for the
-	// warning that the Config names an unknown strategy, which then goes
-	// to slog.Default().
-	Logger *slog.Logger
-	// Strategy, when set, makes the strategy instead of the one the
-	// Config names.
-	Strategy strategy.Factory
-	// Health says when a failing coordinator is ejected; the zero value is
-	// the default policy.
-	Health health.Policy
-	// Client, when set, carries the coordinator traffic through its
-	// transport instead of one Open makes: the Config's ssl_* keys and
-	// time limits are then not applied, and its failed dials are not
-	// reported to the Router.
-	Client *http.Client
-}
-
 // Routing is what a Config describes to a caller that sends Presto
 // requests itself (the gateway, and the driver under database/sql): the
 // routing core, and the HTTP client for the coordinators.
@@ -94,11 +87,11 @@ type Routing struct {
 	// Router picks coordinators for this Config.
 	Router *routing.Router
 	// Client sends requests to the coordinators, with the Config's TLS
-	// keys and time limits (or through OpenOptions.Client's transport),
+	// keys and time limits (or through Options.Client's transport),
 	// and no statement routing on top. It has no Jar and no Timeout.
 	Client *http.Client
 	// Transport is the transport Open made, under Client; nil with
-	// OpenOptions.Client.
+	// Options.Client.
 	Transport *http.Transport
 	// TLS is true when the Config asks for https to every coordinator.
 	TLS bool
@@ -113,7 +106,7 @@ type Routing struct {
 // health, even when the request that asked for it has ended: it is the
 // only news of a coordinator that drops connections. Close the result to
 // release discovery.
-func Open(cfg *Config, opts OpenOptions) (*Routing, error) {
+func Open(cfg *Config, opts Options) (*Routing, error) {
 	if cfg == nil {
 		return nil, errors.New("zkpresto: dsn: Open: nil Config")
 	}
@@ -144,9 +137,9 @@ func Open(cfg *Config, opts OpenOptions) (*Routing, error) {
 		r.Transport, r.dialer, next = t, d, t
 	}
 	r.Client = &http.Client{Transport: next}
-	router, err := routing.New(cfg.RoutingConfig(RoutingOptions{
-		Strategy: opts.Strategy, Health: opts.Health, Probe: infoprobe.New(r.Client), Logger: log,
-	}))
+	ropts := opts
+	ropts.Logger, ropts.Client = log, r.Client
+	router, err := routing.New(cfg.RoutingConfig(ropts))
 	if err != nil {
 		r.CloseIdleConnections()
 		return nil, err
@@ -173,7 +166,7 @@ func (r *Routing) Close() error {
 // CloseIdleConnections closes the idle connections of the transport Open
 // made and the spares of its dial race (connections that came up after
 // their statement went elsewhere), and stops the dials the race gave up
-// on. It does nothing with OpenOptions.Client.
+// on. It does nothing with Options.Client.
 func (r *Routing) CloseIdleConnections() {
 	if r.Transport != nil {
 		r.Transport.CloseIdleConnections()

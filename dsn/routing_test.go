@@ -33,7 +33,7 @@ func TestRoutingConfigCarriesTheDSN(t *testing.T) {
 	probed := false
 	check := func(context.Context, discovery.Node) error { probed = true; return nil }
 	policy := health.Policy{ConsecutiveFailures: 5}
-	rc := cfg.RoutingConfig(RoutingOptions{Health: policy, Probe: check})
+	rc := cfg.RoutingConfig(Options{Health: policy, Probe: check})
 	switch {
 	case rc.ZooKeeper == nil || rc.Discoverer != nil:
 		t.Fatalf("ZooKeeper %v, Discoverer %v: want ZooKeeper discovery only", rc.ZooKeeper, rc.Discoverer)
@@ -55,7 +55,7 @@ func TestRoutingConfigCarriesTheDSN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc = static.RoutingConfig(RoutingOptions{})
+	rc = static.RoutingConfig(Options{})
 	if rc.ZooKeeper != nil || rc.Discoverer == nil {
 		t.Fatalf("a host list gives ZooKeeper %v, Discoverer %v: want the static list", rc.ZooKeeper, rc.Discoverer)
 	}
@@ -84,11 +84,11 @@ func TestOpenReportsFailedDials(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		opts   OpenOptions
+		opts   Options
 		report bool
 	}{
-		{"own transport", OpenOptions{}, true},
-		{"caller's client", OpenOptions{Client: &http.Client{Transport: &http.Transport{}}}, false},
+		{"own transport", Options{}, true},
+		{"caller's client", Options{Client: &http.Client{Transport: &http.Transport{}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Open(cfg, tc.opts)
@@ -119,18 +119,18 @@ func TestOpenReportsFailedDials(t *testing.T) {
 // TestOpenRefusesBadConfigs checks that Open refuses what ParseDSN would,
 // and TLS files it cannot read, before it opens anything.
 func TestOpenRefusesBadConfigs(t *testing.T) {
-	if _, err := Open(nil, OpenOptions{}); err == nil || err.Error() != "zkpresto: dsn: Open: nil Config" {
+	if _, err := Open(nil, Options{}); err == nil || err.Error() != "zkpresto: dsn: Open: nil Config" {
 		t.Errorf("Open(nil) = %v", err)
 	}
 	cfg := NewConfig()
 	cfg.Hosts = []string{"c1:8080"}
 	cfg.SSLCA = filepath.Join(t.TempDir(), "missing.pem")
-	_, err := Open(cfg, OpenOptions{})
+	_, err := Open(cfg, Options{})
 	if err == nil || !strings.HasPrefix(err.Error(), "zkpresto: TLS settings: failed to read CA certificate") {
 		t.Errorf("Open with a missing ssl_ca = %v", err)
 	}
 	cfg.SSLCA, cfg.Hosts = "", []string{"c1:8080", "c1:8080"}
-	if _, err := Open(cfg, OpenOptions{}); err == nil || err.Error() != `zkpresto: dsn: host "c1:8080" listed twice in host list "c1:8080,c1:8080"` {
+	if _, err := Open(cfg, Options{}); err == nil || err.Error() != `zkpresto: dsn: host "c1:8080" listed twice in host list "c1:8080,c1:8080"` {
 		t.Errorf("Open with a host listed twice = %v", err)
 	}
 }
@@ -142,7 +142,7 @@ func TestOpenCopiesTheConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(cfg, OpenOptions{})
+	r, err := Open(cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestSlowStartKey(t *testing.T) {
 			t.Fatalf("%s: %v", tc.dsn, err)
 		}
 		slowStart := func(c *Config) time.Duration {
-			sc, _ := c.RoutingConfig(RoutingOptions{}).StrategyOptions.Config.(strategy.SharedP2CConfig)
+			sc, _ := c.RoutingConfig(Options{}).StrategyOptions.Config.(strategy.SharedP2CConfig)
 			return sc.SlowStart
 		}
 		if got := slowStart(cfg); got != tc.want {

@@ -65,7 +65,7 @@ func TestStrategyOptionsFromOneFile(t *testing.T) {
 	if got, want := cfg.FormatDSN(), "presto://c1:8080,c2:8080;dsnTestPin=1;zooKeeperStrategy=dsn_test_pin"; got != want {
 		t.Errorf("FormatDSN = %q, want %q", got, want)
 	}
-	rc := cfg.RoutingConfig(RoutingOptions{})
+	rc := cfg.RoutingConfig(Options{})
 	if rc.StrategyOptions.Config != (pinConfig{1}) {
 		t.Errorf("the strategy gets %#v", rc.StrategyOptions.Config)
 	}

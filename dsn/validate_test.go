@@ -182,7 +182,7 @@ func TestValidateHandBuilt(t *testing.T) {
 			}
 			dsnCheckNoPassword(t, err.Error())
 			// Open refuses the same Config with the same message.
-			if r, err := Open(cfg, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "zkpresto: dsn: "+tc.want) {
+			if r, err := Open(cfg, Options{}); err == nil || !strings.Contains(err.Error(), "zkpresto: dsn: "+tc.want) {
 				if r != nil {
 					r.Close()
 				}
@@ -255,7 +255,7 @@ func TestStrictStrategyRefusesAnUnknownName(t *testing.T) {
 	cfg := NewConfig()
 	cfg.Hosts = []string{"c1:8080"}
 	cfg.Strategy, cfg.StrictStrategy = "weigthed", true
-	if _, err := Open(cfg, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "did you mean weighted?") {
+	if _, err := Open(cfg, Options{}); err == nil || !strings.Contains(err.Error(), "did you mean weighted?") {
 		t.Errorf("Open with an unknown strict strategy: %v", err)
 	}
 }

@@ -588,7 +588,7 @@ func buildGroup(c *RouterConfig, spec GroupSpec, opts BuildOptions) (*Group, err
 // builds it, it does no network I/O; the Groups it is put in (owning it)
 // closes it.
 func DSNGroup(name string, cfg *dsn.Config, log *slog.Logger) (*Group, error) {
-	rt, err := dsn.Open(cfg, dsn.OpenOptions{Logger: log})
+	rt, err := dsn.Open(cfg, dsn.Options{Logger: log})
 	if err != nil {
 		return nil, err
 	}

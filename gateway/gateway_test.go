@@ -22,7 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	zkdriver "github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/dsn"
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/routing"
@@ -412,11 +412,11 @@ func TestGatewayOnADSN(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cfg, err := zkdriver.ParseDSN("presto://" + c.Addr() + "/;zooKeeperStrategy=p2c")
+	cfg, err := dsn.ParseDSN("presto://" + c.Addr() + "/;zooKeeperStrategy=p2c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := zkdriver.OpenRouting(cfg)
+	rt, err := dsn.Open(cfg, dsn.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,10 @@
 package driver
 
-import "github.com/zkpresto/zkpresto/dsn"
+import (
+	"fmt"
+
+	"github.com/zkpresto/zkpresto/dsn"
+)
 
 // Config is a parsed DSN; see dsn.Config for its form and fields.
 type Config = dsn.Config
@@ -10,5 +14,11 @@ func NewConfig() *Config { return dsn.NewConfig() }
 
 // ParseDSN parses a DSN (see dsn.Config for its form). It does no network
 // I/O. Errors name the offending part of the DSN but never include the
-// password.
-func ParseDSN(s string) (*Config, error) { return dsn.ParseDSN(s) }
+// password; they are dsn.ParseDSN's, under the driver's "zkpresto: ".
+func ParseDSN(s string) (*Config, error) {
+	cfg, err := dsn.ParseDSN(s)
+	if err != nil {
+		return nil, fmt.Errorf("zkpresto: %w", err)
+	}
+	return cfg, nil
+}

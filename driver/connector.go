@@ -88,7 +88,11 @@ func optionsOf(opts []Option) connectorOptions {
 // open returns the routing core and coordinator client of cfg with o's
 // choices: the one place where the driver builds them.
 func (o *connectorOptions) open(cfg *Config) (*dsn.Routing, error) {
-	return dsn.Open(cfg, dsn.Options{Logger: o.logger, Strategy: o.strategy, Health: o.policy, Client: o.httpClient})
+	rt, err := dsn.Open(cfg, dsn.Options{Logger: o.logger, Strategy: o.strategy, Health: o.policy, Client: o.httpClient})
+	if err != nil {
+		return nil, fmt.Errorf("zkpresto: %w", err)
+	}
+	return rt, nil
 }
 
 // Connector is a driver.Connector for sql.OpenDB: a routing.Router, which

@@ -41,7 +41,7 @@ func TestClientKeysParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"}; tc.want(c) })
+			want := wantConfig(func(c *Config) { c.Hosts = []string{"c1:8080"}; tc.want(c) })
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("got %+v\nwant %+v", got, want)
 			}

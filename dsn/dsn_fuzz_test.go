@@ -12,7 +12,7 @@ import (
 // back to an equal Config and that String hides the password; and, for every
 // input, that no error, host list or String shows a password.
 func FuzzParseDSN(f *testing.F) {
-	for _, tc := range dsnValidCases {
+	for _, tc := range validCases {
 		f.Add(tc.dsn)
 	}
 	for _, seed := range []string{
@@ -43,10 +43,10 @@ func FuzzParseDSN(f *testing.F) {
 			msg := err.Error()
 			// What an error shows of the DSN, it quotes: look inside each
 			// quoted part, unquoted. Not in the wording around them, which
-			// may hold a candidate by chance ("zkpresto: dsn" holds "sto: ",
-			// and `parameter "` holds a password ` "`).
-			candidates := dsnPasswordCandidates(dsn)
-			for _, quoted := range dsnQuoted.FindAllString(msg, -1) {
+			// may hold a candidate by chance (`parameter "` holds a
+			// password ` "`).
+			candidates := passwordCandidates(dsn)
+			for _, quoted := range quotedRe.FindAllString(msg, -1) {
 				text, uerr := strconv.Unquote(quoted)
 				if uerr != nil {
 					text = quoted
@@ -83,7 +83,7 @@ func FuzzParseDSN(f *testing.F) {
 			"String() after FormatDSN": again.String(),
 			"Ensemble()":               cfg.Ensemble(),
 		} {
-			for _, form := range []string{password, dsnEscape(password, dsnSafeInValue)} {
+			for _, form := range []string{password, escape(password, safeInValue)} {
 				if !strings.Contains(rest, form) && strings.Contains(text, form) {
 					t.Fatalf("%s = %q shows the password %q", what, text, form)
 				}
@@ -99,13 +99,13 @@ func FuzzParseDSN(f *testing.F) {
 	})
 }
 
-// dsnPasswordCandidates returns what dsn may hold as a password, raw and
+// passwordCandidates returns what dsn may hold as a password, raw and
 // decoded: the text between the first ":" after "//" and the last "@", and
 // every value of a key ending in "password" after ";", "?" or "&"; and of
 // the first, its text before any "/", ";" or "?". A candidate is left out when it is short,
 // or when the rest of the DSN holds it too (an error may then quote that
 // other part).
-func dsnPasswordCandidates(dsn string) []string {
+func passwordCandidates(dsn string) []string {
 	type span struct {
 		start, end int
 		userinfo   bool
@@ -153,7 +153,7 @@ func dsnPasswordCandidates(dsn string) []string {
 	for _, s := range spans {
 		raw := dsn[s.start:s.end]
 		others := dsn[:s.start] + "\x00" + dsn[s.end:]
-		if decoded := dsnUnescapeWhatDecodes(others); decoded != others {
+		if decoded := unescapeWhatDecodes(others); decoded != others {
 			others += "\x00" + decoded
 		}
 		add := func(form, elsewhere string) {
@@ -162,7 +162,7 @@ func dsnPasswordCandidates(dsn string) []string {
 			}
 		}
 		add(raw, others)
-		if decoded, err := dsnUnescape(raw); err == nil && decoded != raw {
+		if decoded, err := unescape(raw); err == nil && decoded != raw {
 			add(decoded, others)
 		}
 		if s.userinfo {
@@ -178,15 +178,15 @@ func dsnPasswordCandidates(dsn string) []string {
 	return candidates
 }
 
-// dsnUnescapeWhatDecodes decodes each valid %XX of s and keeps the rest as
+// unescapeWhatDecodes decodes each valid %XX of s and keeps the rest as
 // it is: the other parts of a DSN decode one by one, so a bad escape in one
 // part (a key, a trailing "%") leaves what the others decode to.
-func dsnUnescapeWhatDecodes(s string) string {
+func unescapeWhatDecodes(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] == '%' && i+2 < len(s) {
-			hi, okHi := dsnUnhex(s[i+1])
-			lo, okLo := dsnUnhex(s[i+2])
+			hi, okHi := unhex(s[i+1])
+			lo, okLo := unhex(s[i+2])
 			if okHi && okLo {
 				b.WriteByte(hi<<4 | lo)
 				i += 2
@@ -198,5 +198,5 @@ func dsnUnescapeWhatDecodes(s string) string {
 	return b.String()
 }
 
-// dsnQuoted matches a string quoted as %q quotes it.
-var dsnQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+// quoted matches a string quoted as %q quotes it.
+var quotedRe = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)

@@ -10,26 +10,26 @@ import (
 	"time"
 )
 
-// dsnScaleKinds are the parts of a DSN that can grow long, each with a DSN
+// scaleKinds are the parts of a DSN that can grow long, each with a DSN
 // of n entries and a check that all n were read.
-var dsnScaleKinds = []struct {
+var scaleKinds = []struct {
 	name  string
 	dsn   func(n int) string
 	count func(c *Config) int
 }{
 	{"hosts", func(n int) string {
-		return "presto://" + dsnScaleList(n, ",", func(i int) string { return "h" + strconv.Itoa(i) + ".example" })
+		return "presto://" + scaleList(n, ",", func(i int) string { return "h" + strconv.Itoa(i) + ".example" })
 	}, func(c *Config) int { return len(c.Hosts) }},
 	{"weights", func(n int) string {
-		return "presto://c1;weights=" + dsnScaleList(n, ",", func(i int) string { return "h" + strconv.Itoa(i) + "=2" })
+		return "presto://c1;weights=" + scaleList(n, ",", func(i int) string { return "h" + strconv.Itoa(i) + "=2" })
 	}, func(c *Config) int { return len(c.Weights) }},
 	{"session properties", func(n int) string {
-		return "presto://c1?" + dsnScaleList(n, "&", func(i int) string { return "p" + strconv.Itoa(i) + "=v" })
+		return "presto://c1?" + scaleList(n, "&", func(i int) string { return "p" + strconv.Itoa(i) + "=v" })
 	}, func(c *Config) int { return len(c.SessionProperties) }},
 }
 
-// dsnScaleList joins entry(0) to entry(n-1) with sep.
-func dsnScaleList(n int, sep string, entry func(i int) string) string {
+// scaleList joins entry(0) to entry(n-1) with sep.
+func scaleList(n int, sep string, entry func(i int) string) string {
 	var b strings.Builder
 	for i := range n {
 		if i > 0 {
@@ -41,7 +41,7 @@ func dsnScaleList(n int, sep string, entry func(i int) string) string {
 }
 
 func BenchmarkParseDSNScale(b *testing.B) {
-	for _, kind := range dsnScaleKinds {
+	for _, kind := range scaleKinds {
 		for _, n := range []int{1_000, 10_000, 100_000} {
 			dsn := kind.dsn(n)
 			b.Run(fmt.Sprintf("%s/%d", kind.name, n), func(b *testing.B) {
@@ -72,13 +72,13 @@ func TestParseDSNLinear(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	for _, kind := range dsnScaleKinds {
+	for _, kind := range scaleKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			smallDSN, largeDSN := kind.dsn(small), kind.dsn(large)
 			smallTime, largeTime := time.Duration(1<<63-1), time.Duration(1<<63-1)
 			for range rounds {
-				smallTime = min(smallTime, dsnParseTime(t, smallDSN, small, kind.count))
-				largeTime = min(largeTime, dsnParseTime(t, largeDSN, large, kind.count))
+				smallTime = min(smallTime, parseTime(t, smallDSN, small, kind.count))
+				largeTime = min(largeTime, parseTime(t, largeDSN, large, kind.count))
 				if largeTime > 3*maxRatio*smallTime {
 					break // far past the bound: a quadratic parse need not be timed again
 				}
@@ -93,9 +93,9 @@ func TestParseDSNLinear(t *testing.T) {
 	}
 }
 
-// dsnParseTime parses dsn on the calling goroutine's locked thread, checks
+// parseTime parses dsn on the calling goroutine's locked thread, checks
 // that it has n entries, and returns the CPU time the parse took.
-func dsnParseTime(t *testing.T, dsn string, n int, count func(*Config) int) time.Duration {
+func parseTime(t *testing.T, dsn string, n int, count func(*Config) int) time.Duration {
 	t.Helper()
 	runtime.LockOSThread() // t.Run's goroutine: the parse stays on one thread
 	defer runtime.UnlockOSThread()

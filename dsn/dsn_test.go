@@ -7,22 +7,22 @@ import (
 	"time"
 )
 
-// dsnTestPassword is put in most DSNs below, errors included, to check that
+// testPassword is put in most DSNs below, errors included, to check that
 // no message or redacted form ever shows it.
-const dsnTestPassword = "Tr0ub4dor&3;s@fe"
+const testPassword = "Tr0ub4dor&3;s@fe"
 
-// dsnTestPasswordEnc is dsnTestPassword percent-encoded for a DSN.
-const dsnTestPasswordEnc = "Tr0ub4dor%263%3Bs%40fe"
+// testPasswordEnc is testPassword percent-encoded for a DSN.
+const testPasswordEnc = "Tr0ub4dor%263%3Bs%40fe"
 
-// dsnWant returns the defaults with change applied.
-func dsnWant(change func(c *Config)) *Config {
+// wantConfig returns the defaults with change applied.
+func wantConfig(change func(c *Config)) *Config {
 	c := NewConfig()
 	change(c)
 	return c
 }
 
-// dsnValidCases are DSNs that parse, with the Config each must give.
-var dsnValidCases = []struct {
+// validCases are DSNs that parse, with the Config each must give.
+var validCases = []struct {
 	name string
 	dsn  string
 	want *Config
@@ -30,12 +30,12 @@ var dsnValidCases = []struct {
 	{
 		name: "single coordinator with defaults",
 		dsn:  "presto://coordinator",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"coordinator:8080"} }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"coordinator:8080"} }),
 	},
 	{
 		name: "coordinators with ports catalog and schema",
 		dsn:  "presto://c1:8081,c2/hive/default",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8081", "c2:8080"}
 			c.Catalog, c.Schema = "hive", "default"
 		}),
@@ -43,7 +43,7 @@ var dsnValidCases = []struct {
 	{
 		name: "catalog only, trailing slash",
 		dsn:  "presto://c1/hive/",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.Catalog = "hive"
 		}),
@@ -51,12 +51,12 @@ var dsnValidCases = []struct {
 	{
 		name: "empty path",
 		dsn:  "presto://c1/",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
 	},
 	{
 		name: "zookeeper ensemble default port and namespace",
 		dsn:  "presto://zk1,zk2:2182,zk3/;serviceDiscoveryMode=zooKeeper",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:2181", "zk2:2182", "zk3:2181"}
 			c.ZooKeeper = true
 		}),
@@ -64,7 +64,7 @@ var dsnValidCases = []struct {
 	{
 		name: "jdbc prefix and hive-style url",
 		dsn:  "jdbc:presto://zk1:2181,zk2:2181/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=kyuubi;serverSelectStrategy=poll",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:2181", "zk2:2181"}
 			c.Catalog, c.Schema = "hive", "default"
 			c.ZooKeeper = true
@@ -75,17 +75,17 @@ var dsnValidCases = []struct {
 	{
 		name: "upper-case jdbc prefix and scheme",
 		dsn:  "JDBC:Presto://c1",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
 	},
 	{
 		name: "surrounding white space ignored",
 		dsn:  "  presto://c1\n",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
 	},
 	{
 		name: "trino scheme",
 		dsn:  "trino://c1:8443/tpch",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Trino = true
 			c.Hosts = []string{"c1:8443"}
 			c.Catalog = "tpch"
@@ -94,23 +94,23 @@ var dsnValidCases = []struct {
 	{
 		name: "mode value case-insensitive upper",
 		dsn:  "presto://zk1;serviceDiscoveryMode=ZOOKEEPER",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"zk1:2181"}; c.ZooKeeper = true }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"zk1:2181"}; c.ZooKeeper = true }),
 	},
 	{
 		name: "mode value case-insensitive lower, key case-insensitive",
 		dsn:  "presto://zk1;SERVICEDISCOVERYMODE=zookeeper",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"zk1:2181"}; c.ZooKeeper = true }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"zk1:2181"}; c.ZooKeeper = true }),
 	},
 	{
 		name: "mode none",
 		dsn:  "presto://c1;serviceDiscoveryMode=None",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
 	},
 	{
 		name: "every own key in the ; part",
 		dsn: "presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=/a/b/c/;zooKeeperStrategy=WEIGHTED_ROUND_ROBIN" +
 			";zooKeeperSessionTimeout=30s;zooKeeperConnectTimeout=1m30s;weights=10.0.0.1:8080=5,10.0.0.2=1,[::1]=3,[2001:db8::1]:9000=2",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:2181"}
 			c.ZooKeeper = true
 			c.Namespace = "a/b/c"
@@ -124,7 +124,7 @@ var dsnValidCases = []struct {
 		name: "every own key in the ? part, odd case",
 		dsn: "presto://zk1?ServiceDiscoveryMode=zooKeeper&ZOOKEEPERNAMESPACE=ns&zookeeperstrategy=least_active" +
 			"&ZooKeeperSessionTimeout=2s&zookeeperCONNECTtimeout=500ms&WEIGHTS=h:1=7",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:2181"}
 			c.ZooKeeper = true
 			c.Namespace = "ns"
@@ -137,7 +137,7 @@ var dsnValidCases = []struct {
 	{
 		name: "transport time limits",
 		dsn:  "presto://c1;dialTimeout=1500ms;WRITETIMEOUT=2s?responsetimeout=1m",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.DialTimeout = 1500 * time.Millisecond
 			c.WriteTimeout = 2 * time.Second
@@ -147,20 +147,20 @@ var dsnValidCases = []struct {
 	{
 		name: "serverSelectStrategy alias",
 		dsn:  "presto://c1;serverSelectStrategy=poll",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.Strategy = "poll" }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.Strategy = "poll" }),
 	},
 	{
 		name: "alias and key with the same value",
 		dsn:  "presto://c1;serverSelectStrategy=poll?zooKeeperStrategy=poll",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.Strategy = "poll" }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.Strategy = "poll" }),
 	},
 	{
 		name: "every presto client key",
-		dsn: "presto://c1?user=alice&password=" + dsnTestPasswordEnc + "&source=etl&client_tags=a,%20b%20,,c" +
+		dsn: "presto://c1?user=alice&password=" + testPasswordEnc + "&source=etl&client_tags=a,%20b%20,,c" +
 			"&client_info=nightly%20job&timezone=Europe/Paris&ssl_cert=/etc/c.pem&ssl_key=/etc/k.pem&ssl_ca=/etc/ca.pem&ssl_skip_verify=true",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
-			c.User, c.Password, c.Source = "alice", dsnTestPassword, "etl"
+			c.User, c.Password, c.Source = "alice", testPassword, "etl"
 			c.ClientTags = []string{"a", "b", "c"}
 			c.ClientInfo, c.TimeZone = "nightly job", "Europe/Paris"
 			c.SSLCert, c.SSLKey, c.SSLCA = "/etc/c.pem", "/etc/k.pem", "/etc/ca.pem"
@@ -170,7 +170,7 @@ var dsnValidCases = []struct {
 	{
 		name: "presto client keys in the ; part",
 		dsn:  "presto://c1;user=alice;ssl_skip_verify=1;client_tags=x",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.User = "alice"
 			c.SSLSkipVerify = true
@@ -180,17 +180,17 @@ var dsnValidCases = []struct {
 	{
 		name: "ssl_skip_verify false and 0",
 		dsn:  "presto://c1;ssl_skip_verify=0?ssl_skip_verify=0",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
 	},
 	{
 		name: "empty client_tags",
 		dsn:  "presto://c1?client_tags=",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
 	},
 	{
 		name: "other keys are session properties",
 		dsn:  "presto://c1?query_max_run_time=1h&hive.insert_existing_partitions_behavior=OVERWRITE&_x9=&empty=",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.SessionProperties = map[string]string{
 				"query_max_run_time": "1h", "hive.insert_existing_partitions_behavior": "OVERWRITE", "_x9": "", "empty": "",
@@ -200,7 +200,7 @@ var dsnValidCases = []struct {
 	{
 		name: "session properties in both parts, same value twice",
 		dsn:  "presto://c1;a=1;b=2?a=1&c=x%3Dy%26z",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.SessionProperties = map[string]string{"a": "1", "b": "2", "c": "x=y&z"}
 		}),
@@ -208,7 +208,7 @@ var dsnValidCases = []struct {
 	{
 		name: "percent-encoded keys",
 		dsn:  "presto://c1?%75ser=bob&we%69ghts=h=2&my%5Fprop=v",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.User = "bob"
 			c.Weights = map[string]int{"h:8080": 2}
@@ -218,7 +218,7 @@ var dsnValidCases = []struct {
 	{
 		name: "plus sign is not a space, raw ; and @ in ? values",
 		dsn:  "presto://c1?user=a+b@example.com&x=1;2",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.User = "a+b@example.com"
 			c.SessionProperties = map[string]string{"x": "1;2"}
@@ -227,46 +227,46 @@ var dsnValidCases = []struct {
 	{
 		name: "empty segments tolerated",
 		dsn:  "presto://c1;;user=u;?&&source=s&",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.User = "u"; c.Source = "s" }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.User = "u"; c.Source = "s" }),
 	},
 	{
 		name: "userinfo with encoded password",
-		dsn:  "presto://alice:" + dsnTestPasswordEnc + "@c1/hive",
-		want: dsnWant(func(c *Config) {
+		dsn:  "presto://alice:" + testPasswordEnc + "@c1/hive",
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.Catalog = "hive"
-			c.User, c.Password = "alice", dsnTestPassword
+			c.User, c.Password = "alice", testPassword
 		}),
 	},
 	{
 		name: "userinfo password with raw @ and :",
 		dsn:  "presto://alice:p@ss:w@c1",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.User, c.Password = "alice", "p@ss:w"
 		}),
 	},
 	{
 		name: "userinfo user only, agreeing keys",
-		dsn:  "presto://alice@zk1;serviceDiscoveryMode=zooKeeper?user=alice&password=" + dsnTestPasswordEnc,
-		want: dsnWant(func(c *Config) {
+		dsn:  "presto://alice@zk1;serviceDiscoveryMode=zooKeeper?user=alice&password=" + testPasswordEnc,
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:2181"}
 			c.ZooKeeper = true
-			c.User, c.Password = "alice", dsnTestPassword
+			c.User, c.Password = "alice", testPassword
 		}),
 	},
 	{
 		name: "userinfo password agreeing with key",
-		dsn:  "presto://alice:" + dsnTestPasswordEnc + "@c1?password=" + dsnTestPasswordEnc,
-		want: dsnWant(func(c *Config) {
+		dsn:  "presto://alice:" + testPasswordEnc + "@c1?password=" + testPasswordEnc,
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
-			c.User, c.Password = "alice", dsnTestPassword
+			c.User, c.Password = "alice", testPassword
 		}),
 	},
 	{
 		name: "userinfo password with raw ; and =, path and ; part after",
 		dsn:  "presto://alice:Tr0ub4dor;x=y@zk1:2181/hive;serviceDiscoveryMode=zooKeeper",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:2181"}
 			c.Catalog = "hive"
 			c.ZooKeeper = true
@@ -276,7 +276,7 @@ var dsnValidCases = []struct {
 	{
 		name: "userinfo password with raw ?, = and &",
 		dsn:  "presto://alice:Tr0u?b4=d&or@zk1:2181/hive?source=etl",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:2181"}
 			c.Catalog = "hive"
 			c.User, c.Password, c.Source = "alice", "Tr0u?b4=d&or", "etl"
@@ -285,7 +285,7 @@ var dsnValidCases = []struct {
 	{
 		name: "userinfo password with raw @, ; and ?",
 		dsn:  "presto://alice:Tr0@b;4?d@c1",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.User, c.Password = "alice", "Tr0@b;4?d"
 		}),
@@ -293,7 +293,7 @@ var dsnValidCases = []struct {
 	{
 		name: "all-digit userinfo password",
 		dsn:  "presto://alice:123456@zk1:2181;serviceDiscoveryMode=zooKeeper",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:2181"}
 			c.ZooKeeper = true
 			c.User, c.Password = "alice", "123456"
@@ -302,7 +302,7 @@ var dsnValidCases = []struct {
 	{
 		name: "all-digit userinfo password with ;, not a port",
 		dsn:  "presto://alice:1234567;8@zk1,zk2",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:8080", "zk2:8080"}
 			c.User, c.Password = "alice", "1234567;8"
 		}),
@@ -310,7 +310,7 @@ var dsnValidCases = []struct {
 	{
 		name: "user name with @, password with ;",
 		dsn:  "presto://bob@corp.example:Tr0ub4dor;3@c1",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.User, c.Password = "bob@corp.example", "Tr0ub4dor;3"
 		}),
@@ -318,7 +318,7 @@ var dsnValidCases = []struct {
 	{
 		name: "raw @ in values is not user info",
 		dsn:  "presto://c1;client_info=x@y;source=s?user=bob@corp",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.ClientInfo, c.Source, c.User = "x@y", "s", "bob@corp"
 		}),
@@ -326,7 +326,7 @@ var dsnValidCases = []struct {
 	{
 		name: "raw @ in a value followed by more parameters",
 		dsn:  "presto://c1:8080?user=bob@corp&source=etl",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.User, c.Source = "bob@corp", "etl"
 		}),
@@ -334,7 +334,7 @@ var dsnValidCases = []struct {
 	{
 		name: "raw @ in a value after a slash in another value",
 		dsn:  "presto://c1:8080?ssl_ca=/etc/ca.pem&user=bob@corp",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.SSLCA, c.User = "/etc/ca.pem", "bob@corp"
 		}),
@@ -342,7 +342,7 @@ var dsnValidCases = []struct {
 	{
 		name: "IPv6 hosts",
 		dsn:  "presto://[::1]:2181,[2001:db8::7],10.0.0.3;serviceDiscoveryMode=zooKeeper",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"[::1]:2181", "[2001:db8::7]:2181", "10.0.0.3:2181"}
 			c.ZooKeeper = true
 		}),
@@ -350,7 +350,7 @@ var dsnValidCases = []struct {
 	{
 		name: "addresses written canonically, as discovery names nodes",
 		dsn:  "presto://[0:0:0:0:0:0:0:1]:8080,Coord-2.Example.COM,[2001:DB8::A];weights=[0:0:0:0:0:0:0:1]:8080=3,COORD-2.example.com=2,[::ffff:10.0.0.1]=4",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"[::1]:8080", "coord-2.example.com:8080", "[2001:db8::a]:8080"}
 			c.Weights = map[string]int{"[::1]:8080": 3, "coord-2.example.com:8080": 2, "10.0.0.1:8080": 4}
 		}),
@@ -358,12 +358,12 @@ var dsnValidCases = []struct {
 	{
 		name: "port with leading zeros normalised",
 		dsn:  "presto://c1:0080",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:80"} }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"c1:80"} }),
 	},
 	{
 		name: "encoded catalog and schema",
 		dsn:  "presto://c1/my%2Fcat/sch%20ema",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.Catalog, c.Schema = "my/cat", "sch ema"
 		}),
@@ -371,7 +371,7 @@ var dsnValidCases = []struct {
 	{
 		name: "nested namespace with slashes in the ; part",
 		dsn:  "presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=//prod/presto/v2//",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:2181"}
 			c.ZooKeeper = true
 			c.Namespace = "prod/presto/v2"
@@ -380,17 +380,17 @@ var dsnValidCases = []struct {
 	{
 		name: "unicode namespace",
 		dsn:  "presto://zk1;zooKeeperNamespace=pr%C3%A9sto",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"zk1:8080"}; c.Namespace = "présto" }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"zk1:8080"}; c.Namespace = "présto" }),
 	},
 	{
 		name: "unknown strategy kept as given",
 		dsn:  "presto://c1;zooKeeperStrategy=my.Custom$Strategy",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.Strategy = "my.Custom$Strategy" }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"c1:8080"}; c.Strategy = "my.Custom$Strategy" }),
 	},
 	{
 		name: "encoded delimiters in ; part values",
 		dsn:  "presto://c1;zooKeeperStrategy=a%3Bb%3Fc%26d%25e%40f;zooKeeperNamespace=n%3Bs",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080"}
 			c.Strategy = "a;b?c&d%e@f"
 			c.Namespace = "n;s"
@@ -399,7 +399,7 @@ var dsnValidCases = []struct {
 	{
 		name: "weights without ZooKeeper, duplicate weights key with same value",
 		dsn:  "presto://c1,c2;weights=c1=3,c2:8080=1?weights=c1=3,c2:8080=1",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"c1:8080", "c2:8080"}
 			c.Weights = map[string]int{"c1:8080": 3, "c2:8080": 1}
 		}),
@@ -407,15 +407,15 @@ var dsnValidCases = []struct {
 	{
 		name: "unresolvable host names parse without I/O",
 		dsn:  "presto://coordinator.invalid,zk_1.example.invalid:1",
-		want: dsnWant(func(c *Config) { c.Hosts = []string{"coordinator.invalid:8080", "zk_1.example.invalid:1"} }),
+		want: wantConfig(func(c *Config) { c.Hosts = []string{"coordinator.invalid:8080", "zk_1.example.invalid:1"} }),
 	},
 	{
 		name: "ZooKeeper digest credentials and TLS files",
-		dsn:  "presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=digest:alice:" + dsnTestPasswordEnc + ";zooKeeperSSLCAFile=/etc/zk/ca.pem;zooKeeperSSLCertFile=/etc/zk/client.pem;zooKeeperSSLKeyFile=/etc/zk/client-key.pem",
-		want: dsnWant(func(c *Config) {
+		dsn:  "presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=digest:alice:" + testPasswordEnc + ";zooKeeperSSLCAFile=/etc/zk/ca.pem;zooKeeperSSLCertFile=/etc/zk/client.pem;zooKeeperSSLKeyFile=/etc/zk/client-key.pem",
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:2181"}
 			c.ZooKeeper = true
-			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "digest", "alice:"+dsnTestPassword
+			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "digest", "alice:"+testPassword
 			c.ZooKeeperSSL = true
 			c.ZooKeeperSSLCAFile = "/etc/zk/ca.pem"
 			c.ZooKeeperSSLCertFile, c.ZooKeeperSSLKeyFile = "/etc/zk/client.pem", "/etc/zk/client-key.pem"
@@ -424,7 +424,7 @@ var dsnValidCases = []struct {
 	{
 		name: "ZooKeeper TLS with system roots, Kyuubi's key spelling",
 		dsn:  "presto://zk1;serviceDiscoveryMode=zooKeeper;ZOOKEEPERSSLENABLE=true;zooKeeperAuth=x509:ignored",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:2181"}
 			c.ZooKeeper = true
 			c.ZooKeeperSSL = true
@@ -434,7 +434,7 @@ var dsnValidCases = []struct {
 	{
 		name: "ZooKeeper TLS flag in any case",
 		dsn:  "presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperSSLEnabled=TRUE",
-		want: dsnWant(func(c *Config) {
+		want: wantConfig(func(c *Config) {
 			c.Hosts = []string{"zk1:2181"}
 			c.ZooKeeper = true
 			c.ZooKeeperSSL = true
@@ -443,7 +443,7 @@ var dsnValidCases = []struct {
 }
 
 func TestParseDSN(t *testing.T) {
-	for _, tc := range dsnValidCases {
+	for _, tc := range validCases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseDSN(tc.dsn)
 			if err != nil {
@@ -457,7 +457,7 @@ func TestParseDSN(t *testing.T) {
 }
 
 func TestParseDSNErrors(t *testing.T) {
-	const pw = dsnTestPasswordEnc
+	const pw = testPasswordEnc
 	tests := []struct {
 		name, dsn, want string
 	}{
@@ -557,13 +557,13 @@ func TestParseDSNErrors(t *testing.T) {
 				t.Fatalf("ParseDSN(%q) = %+v, want an error containing %q", tc.dsn, cfg, tc.want)
 			}
 			msg := err.Error()
-			if !strings.HasPrefix(msg, "zkpresto: dsn: ") {
-				t.Errorf("error %q lacks the zkpresto: dsn: prefix", msg)
+			if !strings.HasPrefix(msg, "dsn: ") {
+				t.Errorf("error %q lacks the dsn: prefix", msg)
 			}
 			if !strings.Contains(msg, tc.want) {
 				t.Errorf("error %q does not contain %q", msg, tc.want)
 			}
-			for _, secret := range []string{dsnTestPassword, dsnTestPasswordEnc, "Tr0ub4dor"} {
+			for _, secret := range []string{testPassword, testPasswordEnc, "Tr0ub4dor"} {
 				if strings.Contains(msg, secret) {
 					t.Errorf("error %q contains the password %q", msg, secret)
 				}
@@ -653,7 +653,7 @@ func TestFormatDSNCanonical(t *testing.T) {
 	}{
 		{
 			name: "defaults omitted",
-			cfg:  dsnWant(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
+			cfg:  wantConfig(func(c *Config) { c.Hosts = []string{"c1:8080"} }),
 			want: "presto://c1:8080",
 		},
 		{
@@ -663,7 +663,7 @@ func TestFormatDSNCanonical(t *testing.T) {
 		},
 		{
 			name: "sorted keys in their parts, encoded values",
-			cfg: dsnWant(func(c *Config) {
+			cfg: wantConfig(func(c *Config) {
 				c.Hosts = []string{"zk1:2181", "[::1]:2181"}
 				c.Catalog, c.Schema = "hive/x", "default"
 				c.ZooKeeper = true
@@ -693,7 +693,7 @@ func TestFormatDSNCanonical(t *testing.T) {
 }
 
 func TestFormatDSNRoundTrip(t *testing.T) {
-	for _, tc := range dsnValidCases {
+	for _, tc := range validCases {
 		t.Run(tc.name, func(t *testing.T) {
 			dsn := tc.want.FormatDSN()
 			got, err := ParseDSN(dsn)
@@ -711,12 +711,12 @@ func TestFormatDSNRoundTrip(t *testing.T) {
 }
 
 func TestConfigStringRedacts(t *testing.T) {
-	cfg, err := ParseDSN("presto://alice:" + dsnTestPasswordEnc + "@c1/hive?s3_password=hidden123&mode=visible")
+	cfg, err := ParseDSN("presto://alice:" + testPasswordEnc + "@c1/hive?s3_password=hidden123&mode=visible")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := cfg.String()
-	for _, secret := range []string{dsnTestPassword, dsnTestPasswordEnc, "hidden123"} {
+	for _, secret := range []string{testPassword, testPasswordEnc, "hidden123"} {
 		if strings.Contains(s, secret) {
 			t.Errorf("String() = %q contains secret %q", s, secret)
 		}
@@ -732,11 +732,11 @@ func TestConfigStringRedacts(t *testing.T) {
 		t.Errorf("ParseDSN(String()) = %+v, want password and s3_password xxxxx", redacted)
 	}
 	// The Config itself keeps the secrets, and FormatDSN carries them.
-	if cfg.Password != dsnTestPassword {
+	if cfg.Password != testPassword {
 		t.Errorf("String() changed the Config's password to %q", cfg.Password)
 	}
 	full, err := ParseDSN(cfg.FormatDSN())
-	if err != nil || full.Password != dsnTestPassword {
+	if err != nil || full.Password != testPassword {
 		t.Errorf("ParseDSN(FormatDSN()) = %v, %v; want the password kept", full, err)
 	}
 
@@ -790,7 +790,7 @@ func TestConfigZooKeeperPathAndEnsemble(t *testing.T) {
 }
 
 func TestParseDSNZooKeeperSecurityErrors(t *testing.T) {
-	const pw = dsnTestPasswordEnc
+	const pw = testPasswordEnc
 	tests := []struct {
 		name, dsn, want string
 	}{
@@ -813,7 +813,7 @@ func TestParseDSNZooKeeperSecurityErrors(t *testing.T) {
 			if msg := err.Error(); !strings.Contains(msg, tc.want) {
 				t.Errorf("error %q does not contain %q", msg, tc.want)
 			}
-			for _, secret := range []string{dsnTestPassword, dsnTestPasswordEnc, "Tr0ub4dor"} {
+			for _, secret := range []string{testPassword, testPasswordEnc, "Tr0ub4dor"} {
 				if strings.Contains(err.Error(), secret) {
 					t.Errorf("error %q contains the password", err)
 				}
@@ -824,16 +824,16 @@ func TestParseDSNZooKeeperSecurityErrors(t *testing.T) {
 
 func TestConfigStringRedactsZooKeeperAuth(t *testing.T) {
 	for _, tc := range []struct{ dsn, shown string }{
-		{"presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=digest:alice:" + dsnTestPasswordEnc + "?password=" + dsnTestPasswordEnc,
+		{"presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=digest:alice:" + testPasswordEnc + "?password=" + testPasswordEnc,
 			"zooKeeperAuth=digest:alice:xxxxx"},
-		{"presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=sasl:" + dsnTestPasswordEnc, "zooKeeperAuth=sasl:xxxxx"},
+		{"presto://zk1;serviceDiscoveryMode=zooKeeper;zooKeeperAuth=sasl:" + testPasswordEnc, "zooKeeperAuth=sasl:xxxxx"},
 	} {
 		cfg, err := ParseDSN(tc.dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := cfg.String()
-		for _, secret := range []string{dsnTestPassword, dsnTestPasswordEnc, "Tr0ub4dor"} {
+		for _, secret := range []string{testPassword, testPasswordEnc, "Tr0ub4dor"} {
 			if strings.Contains(s, secret) {
 				t.Errorf("String() = %q contains the secret", s)
 			}

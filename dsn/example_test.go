@@ -25,7 +25,7 @@ func ExampleParseDSN() {
 	// Output:
 	// ensemble: zk1:2181,zk2:2182 path: /prod/presto strategy: poll
 	// presto://zk1:2181,zk2:2182/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=prod/presto;zooKeeperStrategy=poll?password=xxxxx&user=alice
-	// zkpresto: dsn: bad retries "1000": want a whole number from 0 to 100
+	// dsn: bad retries "1000": want a whole number from 0 to 100
 }
 
 func ExampleConfig_FormatDSN() {

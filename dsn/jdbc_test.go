@@ -45,21 +45,21 @@ func TestJDBCURLs(t *testing.T) {
 	}
 	for _, tc := range []struct{ dsn, want string }{
 		{"jdbc:presto://c1?SSL=true&SSLTrustStorePath=/etc/ts.jks", "bad SSLTrustStorePath: the Presto JDBC driver's key is not supported: Java key stores are not read; use ssl_ca=<PEM file"},
-		{"jdbc:presto://c1?SSLKeyStorePassword=" + dsnTestPasswordEnc, "bad SSLKeyStorePassword: the Presto JDBC driver's key is not supported: Java key stores are not read; use ssl_cert="},
+		{"jdbc:presto://c1?SSLKeyStorePassword=" + testPasswordEnc, "bad SSLKeyStorePassword: the Presto JDBC driver's key is not supported: Java key stores are not read; use ssl_cert="},
 		{"jdbc:presto://c1?KerberosPrincipal=p", "Kerberos is not supported"},
 		{"jdbc:presto://c1?SSLVerification=CA", "bad SSLVerification \"CA\": CA (the chain without the host name) is not supported"},
 		{"jdbc:presto://c1?sessionProperties=a:1&a=2", `session property "a" given twice`},
 		{"jdbc:presto://c1?sessionProperties=Bad:1", `entry "Bad:1": "Bad" is not a session property name`},
 		{"jdbc:presto://c1?sessionProperties=novalue", `entry "novalue": want name:value`},
 		{"jdbc:presto://zk1:2181/;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto?user=alice#hivevar:x=1", `a "#" part (Hive variables`},
-		{"presto://alice:" + dsnTestPasswordEnc + "@c1?user=alice#x", `a "#" part`},
+		{"presto://alice:" + testPasswordEnc + "@c1?user=alice#x", `a "#" part`},
 	} {
 		_, err := ParseDSN(tc.dsn)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseDSN(%q) = %v, want an error with %q", tc.dsn, err, tc.want)
 		}
 		if err != nil {
-			dsnCheckNoPassword(t, err.Error())
+			checkNoPassword(t, err.Error())
 		}
 	}
 	// A "#" in the password is the password's.

@@ -108,10 +108,10 @@ type Routing struct {
 // release discovery.
 func Open(cfg *Config, opts Options) (*Routing, error) {
 	if cfg == nil {
-		return nil, errors.New("zkpresto: dsn: Open: nil Config")
+		return nil, errors.New("dsn: Open: nil Config")
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("zkpresto: dsn: %w", err)
+		return nil, fmt.Errorf("dsn: %w", err)
 	}
 	cfg = cfg.Clone()
 	log := opts.Logger

@@ -119,18 +119,18 @@ func TestOpenReportsFailedDials(t *testing.T) {
 // TestOpenRefusesBadConfigs checks that Open refuses what ParseDSN would,
 // and TLS files it cannot read, before it opens anything.
 func TestOpenRefusesBadConfigs(t *testing.T) {
-	if _, err := Open(nil, Options{}); err == nil || err.Error() != "zkpresto: dsn: Open: nil Config" {
+	if _, err := Open(nil, Options{}); err == nil || err.Error() != "dsn: Open: nil Config" {
 		t.Errorf("Open(nil) = %v", err)
 	}
 	cfg := NewConfig()
 	cfg.Hosts = []string{"c1:8080"}
 	cfg.SSLCA = filepath.Join(t.TempDir(), "missing.pem")
 	_, err := Open(cfg, Options{})
-	if err == nil || !strings.HasPrefix(err.Error(), "zkpresto: TLS settings: failed to read CA certificate") {
+	if err == nil || !strings.HasPrefix(err.Error(), "dsn: TLS settings: failed to read CA certificate") {
 		t.Errorf("Open with a missing ssl_ca = %v", err)
 	}
 	cfg.SSLCA, cfg.Hosts = "", []string{"c1:8080", "c1:8080"}
-	if _, err := Open(cfg, Options{}); err == nil || err.Error() != `zkpresto: dsn: host "c1:8080" listed twice in host list "c1:8080,c1:8080"` {
+	if _, err := Open(cfg, Options{}); err == nil || err.Error() != `dsn: host "c1:8080" listed twice in host list "c1:8080,c1:8080"` {
 		t.Errorf("Open with a host listed twice = %v", err)
 	}
 }
@@ -163,7 +163,7 @@ func TestDialRace(t *testing.T) {
 	for _, tc := range []struct {
 		race, dial, want time.Duration
 	}{
-		{0, 0, dsnDefaultDialRaceDelay},
+		{0, 0, defaultDialRaceDelay},
 		{time.Second, 0, time.Second},
 		{5 * time.Second, 0, 0},        // the default dialTimeout: off
 		{0, 300 * time.Millisecond, 0}, // below the default delay: off

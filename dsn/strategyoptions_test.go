@@ -15,7 +15,7 @@ import (
 type pinConfig struct{ n int }
 
 func (c pinConfig) Format() map[string]string {
-	return map[string]string{"dsnTestPin": strconv.Itoa(c.n)}
+	return map[string]string{"testPin": strconv.Itoa(c.n)}
 }
 
 type pinStrategy struct{ n int }
@@ -41,13 +41,13 @@ func (p pinPicker) Pick(*strategy.Request) (*discovery.Node, error) {
 // refused with the key to write.
 func TestStrategyOptionsFromOneFile(t *testing.T) {
 	err := strategy.RegisterWithConfig("dsn_test_pin",
-		func(o strategy.Options) strategy.Strategy { c, _ := o.Config.(pinConfig); return pinStrategy{c.n} },
+		func(o strategy.Options) strategy.Strategy { c, _ := o.Config.(pinConfig); return pinStrategy(c) },
 		strategy.ConfigParser{
-			Keys: []strategy.ConfigKey{{Name: "dsnTestPin", Default: "`0`", Doc: "the node"}},
+			Keys: []strategy.ConfigKey{{Name: "testPin", Default: "`0`", Doc: "the node"}},
 			Parse: func(values map[string]string, _ strategy.ConfigEnv) (strategy.Config, error) {
-				n, err := strconv.Atoi(values["dsnTestPin"])
+				n, err := strconv.Atoi(values["testPin"])
 				if err != nil || n < 0 {
-					return nil, strategy.BadOption("dsnTestPin", values["dsnTestPin"], errors.New("want a whole number"))
+					return nil, strategy.BadOption("testPin", values["testPin"], errors.New("want a whole number"))
 				}
 				return pinConfig{n}, nil
 			},
@@ -55,14 +55,14 @@ func TestStrategyOptionsFromOneFile(t *testing.T) {
 	if err != nil && !errors.Is(err, strategy.ErrNameTaken) {
 		t.Fatal(err)
 	}
-	cfg, err := ParseDSN("presto://c1:8080,c2:8080;zooKeeperStrategy=dsn_test_pin;DSNTESTPIN=1")
+	cfg, err := ParseDSN("presto://c1:8080,c2:8080;zooKeeperStrategy=dsn_test_pin;TESTPIN=1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.StrategyOptions["dsnTestPin"]; got != "1" || len(cfg.StrategyOptions) != 1 {
+	if got := cfg.StrategyOptions["testPin"]; got != "1" || len(cfg.StrategyOptions) != 1 {
 		t.Errorf("StrategyOptions = %v", cfg.StrategyOptions)
 	}
-	if got, want := cfg.FormatDSN(), "presto://c1:8080,c2:8080;dsnTestPin=1;zooKeeperStrategy=dsn_test_pin"; got != want {
+	if got, want := cfg.FormatDSN(), "presto://c1:8080,c2:8080;testPin=1;zooKeeperStrategy=dsn_test_pin"; got != want {
 		t.Errorf("FormatDSN = %q, want %q", got, want)
 	}
 	rc := cfg.RoutingConfig(Options{})
@@ -70,13 +70,13 @@ func TestStrategyOptionsFromOneFile(t *testing.T) {
 		t.Errorf("the strategy gets %#v", rc.StrategyOptions.Config)
 	}
 	for _, tc := range []struct{ dsn, want string }{
-		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;dsnTestPin=-1", `zkpresto: dsn: bad dsnTestPin "-1": want a whole number`},
-		{"presto://c1:8080;dsnTestPin=1", `zkpresto: dsn: bad dsnTestPin "1": applies to strategy dsn_test_pin only, not random`},
-		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;dsnTestPin=1;dsntestpin=2", `dsntestpin`},
-		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;dsnTestPn=1", `did you mean dsnTestPin?`},
-		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;dsnTestPin=", `empty value for dsnTestPin`},
-		{"presto://c1:8080?x=1;dsnTestPin=1", `"dsnTestPin" follows a ";" after the "?"`},
-		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;dsnTestPin=a=b", `bad dsnTestPin (its value, not shown, holds "=")`},
+		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;testPin=-1", `dsn: bad testPin "-1": want a whole number`},
+		{"presto://c1:8080;testPin=1", `dsn: bad testPin "1": applies to strategy dsn_test_pin only, not random`},
+		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;testPin=1;testpin=2", `testpin`},
+		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;testPn=1", `did you mean testPin?`},
+		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;testPin=", `empty value for testPin`},
+		{"presto://c1:8080?x=1;testPin=1", `"testPin" follows a ";" after the "?"`},
+		{"presto://c1:8080;zooKeeperStrategy=dsn_test_pin;testPin=a=b", `bad testPin (its value, not shown, holds "=")`},
 	} {
 		_, err := ParseDSN(tc.dsn)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

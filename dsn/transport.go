@@ -21,8 +21,8 @@ func (c *Config) UsesTLS() bool {
 // default when zero; 0 when it is DialTimeout (or its default) or more,
 // which turns the race off.
 func (c *Config) DialRace() time.Duration {
-	race := orDefault(c.DialRaceDelay, dsnDefaultDialRaceDelay)
-	if race >= orDefault(c.DialTimeout, dsnDefaultDialTimeout) {
+	race := orDefault(c.DialRaceDelay, defaultDialRaceDelay)
+	if race >= orDefault(c.DialTimeout, defaultDialTimeout) {
 		return 0
 	}
 	return race
@@ -46,21 +46,21 @@ func (c *Config) newTransport(onDialFailure func(addr string, err error)) (*http
 	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second
 	d := &pool.Dialer{
-		Timeout:      orDefault(c.DialTimeout, dsnDefaultDialTimeout),
-		WriteTimeout: orDefault(c.WriteTimeout, dsnDefaultWriteTimeout),
+		Timeout:      orDefault(c.DialTimeout, defaultDialTimeout),
+		WriteTimeout: orDefault(c.WriteTimeout, defaultWriteTimeout),
 		// Presto answers a submission at once (with a queued state) and a
 		// GET of a nextUri within about a second (its long poll), so an
 		// answer that takes much longer means the coordinator stopped
 		// answering. On the connection, not the transport's
 		// ResponseHeaderTimeout, which costs a timer per request.
-		ResponseTimeout: orDefault(c.ResponseTimeout, dsnDefaultResponseTimeout),
+		ResponseTimeout: orDefault(c.ResponseTimeout, defaultResponseTimeout),
 		OnFailure:       onDialFailure,
 	}
 	t.DialContext = d.DialContext
 	if c.UsesTLS() {
 		tlsCfg, err := buildTLSConfig(c.SSLCA, c.SSLCert, c.SSLKey, c.SSLSkipVerify)
 		if err != nil {
-			return nil, nil, fmt.Errorf("zkpresto: TLS settings: %w", err)
+			return nil, nil, fmt.Errorf("dsn: TLS settings: %w", err)
 		}
 		t.TLSClientConfig = tlsCfg
 	}

@@ -109,7 +109,7 @@ func TestNewTransportAppliesTheDSN(t *testing.T) {
 	}
 	bad := plain.Clone()
 	bad.SSLCert, bad.SSLKey = certFile, certFile // a certificate is no key
-	if _, err := bad.NewTransport(nil); err == nil || !strings.HasPrefix(err.Error(), "zkpresto: TLS settings: failed to load client certificate") {
+	if _, err := bad.NewTransport(nil); err == nil || !strings.HasPrefix(err.Error(), "dsn: TLS settings: failed to load client certificate") {
 		t.Errorf("a certificate as the key: %v", err)
 	}
 }

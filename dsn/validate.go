@@ -61,30 +61,30 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("schema %q given without a catalog", c.Schema)
 	}
 	if c.Namespace != "" {
-		if err := dsnCheckNamespace(c.Namespace); err != nil {
-			return badValue(dsnKeyNamespace, c.Namespace, err)
+		if err := checkNamespace(c.Namespace); err != nil {
+			return badValue(keyNamespace, c.Namespace, err)
 		}
 	}
 	for _, t := range []struct {
 		key string
 		d   time.Duration
 	}{
-		{dsnKeySession, c.SessionTimeout}, {dsnKeyConnect, c.ConnectTimeout},
-		{dsnKeyDialTimeout, c.DialTimeout}, {dsnKeyDialRaceDelay, c.DialRaceDelay}, {dsnKeyWriteTimeout, c.WriteTimeout}, {dsnKeyResponseTimeout, c.ResponseTimeout},
+		{keySession, c.SessionTimeout}, {keyConnect, c.ConnectTimeout},
+		{keyDialTimeout, c.DialTimeout}, {keyDialRaceDelay, c.DialRaceDelay}, {keyWriteTimeout, c.WriteTimeout}, {keyResponseTimeout, c.ResponseTimeout},
 	} {
 		if t.d < 0 {
-			return badValue(t.key, t.d.String(), errDSNNotPositive)
+			return badValue(t.key, t.d.String(), errNotPositive)
 		}
 	}
 	if err := c.validateWeights(); err != nil {
 		return err
 	}
-	if c.Retries > dsnMaxRetries {
-		return badValue(dsnKeyRetries, strconv.Itoa(c.Retries), errDSNRetries)
+	if c.Retries > maxRetries {
+		return badValue(keyRetries, strconv.Itoa(c.Retries), errRetries)
 	}
 	if c.StrictStrategy && c.Strategy != "" {
 		if _, known := strategy.Lookup(c.Strategy); !known {
-			return badValue(dsnKeyStrategy, c.Strategy, unknownStrategy(c.Strategy))
+			return badValue(keyStrategy, c.Strategy, unknownStrategy(c.Strategy))
 		}
 	}
 	if _, err := c.strategyConfig(); err != nil {
@@ -97,33 +97,33 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.AccessToken != "" {
-		if err := dsnCheckHeaderText(c.AccessToken); err != nil {
-			return badOpaque(dsnKeyAccessToken, err)
+		if err := checkHeaderText(c.AccessToken); err != nil {
+			return badOpaque(keyAccessToken, err)
 		}
 		if !c.UsesTLS() {
-			return badOpaque(dsnKeyAccessToken, ErrTokenWithoutTLS)
+			return badOpaque(keyAccessToken, ErrTokenWithoutTLS)
 		}
 		if c.Password != "" {
-			return badOpaque(dsnKeyAccessToken, errors.New("a password is given too: keep one way to authenticate"))
+			return badOpaque(keyAccessToken, errors.New("a password is given too: keep one way to authenticate"))
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(c.SessionProperties)) {
 		if key == "" {
 			return errors.New("a session property has an empty key")
 		}
-		if dsnLookupKey(key) != nil {
+		if lookupKey(key) != nil {
 			return fmt.Errorf("session property %q is a DSN key: set its Config field instead", key)
 		}
 		if _, ok := strategy.LookupKey(key); ok {
 			return fmt.Errorf("session property %q is a strategy's key: set it in StrategyOptions instead", key)
 		}
-		if err := dsnCheckHeaderText(key); err != nil {
+		if err := checkHeaderText(key); err != nil {
 			return fmt.Errorf("bad session property name %q: %v", key, err)
 		}
-		if !dsnIsSessionPropertyName(key) {
+		if !isSessionPropertyName(key) {
 			return fmt.Errorf("bad session property name %q: want lower-case letters, digits and _, optionally catalog.property", key)
 		}
-		if err := dsnCheckHeaderText(c.SessionProperties[key]); err != nil {
+		if err := checkHeaderText(c.SessionProperties[key]); err != nil {
 			// The value is not quoted: it may be a password.
 			return fmt.Errorf("bad value for session property %q: %v", key, err)
 		}
@@ -135,26 +135,26 @@ func (c *Config) Validate() error {
 // properties aside (validate checks those with their names).
 func (c *Config) validateHeaderText() error {
 	for _, f := range []struct{ key, value string }{
-		{dsnKeyUser, c.User},
-		{dsnKeySource, c.Source},
-		{dsnKeyClientTags, strings.Join(c.ClientTags, ",")},
-		{dsnKeyClientInfo, c.ClientInfo},
-		{dsnKeyTimeZone, c.TimeZone},
-		{dsnKeyTraceToken, c.TraceToken},
+		{keyUser, c.User},
+		{keySource, c.Source},
+		{keyClientTags, strings.Join(c.ClientTags, ",")},
+		{keyClientInfo, c.ClientInfo},
+		{keyTimeZone, c.TimeZone},
+		{keyTraceToken, c.TraceToken},
 	} {
-		if err := dsnCheckHeaderText(f.value); err != nil {
+		if err := checkHeaderText(f.value); err != nil {
 			return badOpaque(f.key, err)
 		}
 	}
 	for _, f := range []struct{ what, value string }{{"catalog", c.Catalog}, {"schema", c.Schema}} {
-		if err := dsnCheckHeaderText(f.value); err != nil {
+		if err := checkHeaderText(f.value); err != nil {
 			return fmt.Errorf("bad %s: %v", f.what, err)
 		}
 	}
 	return nil
 }
 
-// dsnCheckHeaderText says why s may not be sent as (part of) an HTTP header
+// checkHeaderText says why s may not be sent as (part of) an HTTP header
 // value: a control character, a byte below 0x20 or 0x7f, or invalid UTF-8,
 // which no Presto name or value can be. net/http refuses to send a header
 // with a control character but the tab, so every statement would fail. The
@@ -162,7 +162,7 @@ func (c *Config) validateHeaderText() error {
 // value, but servers strip it at either end (so "\talice" arrives as
 // "alice", a different user from the one consistent_hash routes by), and no
 // user name, catalog, schema, tag or session property has a use for one.
-func dsnCheckHeaderText(s string) error {
+func checkHeaderText(s string) error {
 	if !utf8.ValidString(s) {
 		return errors.New("not valid UTF-8")
 	}
@@ -182,7 +182,7 @@ func (c *Config) validateHosts() error {
 	}
 	seen := make(map[string]bool, len(c.Hosts))
 	for _, h := range c.Hosts {
-		addr, err := dsnParseHostPort(h, 0)
+		addr, err := parseHostPort(h, 0)
 		if err != nil {
 			return err
 		}
@@ -198,16 +198,16 @@ func (c *Config) validateHosts() error {
 // canonical form and is in range.
 func (c *Config) validateWeights() error {
 	for _, key := range slices.Sorted(maps.Keys(c.Weights)) {
-		addr, err := dsnParseHostPort(key, 0)
+		addr, err := parseHostPort(key, 0)
 		if err != nil {
-			return badOpaque(dsnKeyWeights, err)
+			return badOpaque(keyWeights, err)
 		}
 		if addr != key {
 			// Nodes are named canonically, so this weight would never apply.
-			return badOpaque(dsnKeyWeights, fmt.Errorf("address %q is not in canonical form: want %q", key, addr))
+			return badOpaque(keyWeights, fmt.Errorf("address %q is not in canonical form: want %q", key, addr))
 		}
-		if w := c.Weights[key]; w < 1 || w > dsnMaxWeight {
-			return badOpaque(dsnKeyWeights, dsnBadWeight(strconv.Itoa(w), addr))
+		if w := c.Weights[key]; w < 1 || w > maxWeight {
+			return badOpaque(keyWeights, badWeight(strconv.Itoa(w), addr))
 		}
 	}
 	return nil
@@ -217,20 +217,20 @@ func (c *Config) validateWeights() error {
 func (c *Config) validateZooKeeperSecurity() error {
 	scheme, auth := c.ZooKeeperAuthScheme, c.ZooKeeperAuth
 	if (scheme == "") != (auth == "") || strings.Contains(scheme, ":") {
-		return badOpaque(dsnKeyZKAuth, errDSNZooKeeperAuth)
+		return badOpaque(keyZKAuth, errZooKeeperAuth)
 	}
 	if scheme == "digest" {
 		if user, _, ok := strings.Cut(auth, ":"); !ok || user == "" {
-			return badOpaque(dsnKeyZKAuth, errors.New("digest credentials must be user:password"))
+			return badOpaque(keyZKAuth, errors.New("digest credentials must be user:password"))
 		}
 	}
 	if c.zooKeeperSSLFiles() && !c.ZooKeeperSSL {
-		return &configError{key: dsnKeyZKSSL, value: "false", quoted: true, text: func(key, value string) string {
+		return &configError{key: keyZKSSL, value: "false", quoted: true, text: func(key, value string) string {
 			return fmt.Sprintf("%s is %q but ZooKeeper TLS files are given", key, value)
 		}}
 	}
 	if (c.ZooKeeperSSLCertFile == "") != (c.ZooKeeperSSLKeyFile == "") {
-		return fmt.Errorf("%s and %s must be given together", dsnKeyZKSSLCert, dsnKeyZKSSLKey)
+		return fmt.Errorf("%s and %s must be given together", keyZKSSLCert, keyZKSSLKey)
 	}
 	return nil
 }
@@ -245,7 +245,7 @@ func (c *Config) zooKeeperSSLFiles() bool {
 func (c *Config) strategyConfig() (strategy.Config, error) {
 	name := c.Strategy
 	if name == "" {
-		name = dsnDefaultStrategy
+		name = defaultStrategy
 	}
 	sc, err := strategy.ParseConfig(name, c.StrategyOptions, strategy.ConfigEnv{PublishedLoad: c.ZooKeeper})
 	var bad *strategy.OptionError
@@ -277,42 +277,42 @@ var ErrTokenWithoutTLS = errors.New("an access token is sent over https only: ad
 // forms the servers accept. Extra credential values are never quoted.
 func (c *Config) validateClientMaps() error {
 	for _, catalog := range slices.Sorted(maps.Keys(c.Roles)) {
-		if err := dsnCheckMapName(catalog); err != nil {
-			return badOpaque(dsnKeyRoles, fmt.Errorf("catalog %q: %v", catalog, err))
+		if err := checkMapName(catalog); err != nil {
+			return badOpaque(keyRoles, fmt.Errorf("catalog %q: %v", catalog, err))
 		}
 		role := c.Roles[catalog]
 		if role == "" {
-			return badOpaque(dsnKeyRoles, fmt.Errorf("catalog %q: empty role: want a role name, ALL or NONE", catalog))
+			return badOpaque(keyRoles, fmt.Errorf("catalog %q: empty role: want a role name, ALL or NONE", catalog))
 		}
-		if err := dsnCheckMapValue(role); err != nil {
-			return badOpaque(dsnKeyRoles, fmt.Errorf("role of catalog %q: %v", catalog, err))
+		if err := checkMapValue(role); err != nil {
+			return badOpaque(keyRoles, fmt.Errorf("role of catalog %q: %v", catalog, err))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.ExtraCredentials)) {
-		if err := dsnCheckMapName(name); err != nil {
-			return badOpaque(dsnKeyExtraCredentials, fmt.Errorf("credential %q: %v", name, err))
+		if err := checkMapName(name); err != nil {
+			return badOpaque(keyExtraCredentials, fmt.Errorf("credential %q: %v", name, err))
 		}
 		if strings.Contains(c.ExtraCredentials[name], ";") {
 			// The value is not quoted: it is a secret.
-			return badOpaque(dsnKeyExtraCredentials, fmt.Errorf("credential %q: its value holds \";\", which ends an entry", name))
+			return badOpaque(keyExtraCredentials, fmt.Errorf("credential %q: its value holds \";\", which ends an entry", name))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.ResourceEstimates)) {
-		if err := dsnCheckResourceEstimate(name, c.ResourceEstimates[name]); err != nil {
-			return badOpaque(dsnKeyResourceEstimates, err)
+		if err := checkResourceEstimate(name, c.ResourceEstimates[name]); err != nil {
+			return badOpaque(keyResourceEstimates, err)
 		}
 	}
 	return nil
 }
 
-// dsnCheckMapName says why name cannot name a role's catalog or an extra
+// checkMapName says why name cannot name a role's catalog or an extra
 // credential: the servers split each header on "," and then on the first
 // "=", and the DSN splits entries on ";" and ":".
-func dsnCheckMapName(name string) error {
+func checkMapName(name string) error {
 	if name == "" {
 		return errors.New("empty name")
 	}
-	if err := dsnCheckHeaderText(name); err != nil {
+	if err := checkHeaderText(name); err != nil {
 		return err
 	}
 	if i := strings.IndexAny(name, ",=;: "); i >= 0 {
@@ -321,21 +321,21 @@ func dsnCheckMapName(name string) error {
 	return nil
 }
 
-// dsnCheckMapValue says why v cannot be a role: it is sent URL-encoded,
+// checkMapValue says why v cannot be a role: it is sent URL-encoded,
 // so only the DSN's ";" and what no header can carry are refused.
-func dsnCheckMapValue(v string) error {
+func checkMapValue(v string) error {
 	if strings.Contains(v, ";") {
 		return errors.New(`";" ends an entry`)
 	}
-	return dsnCheckHeaderText(v)
+	return checkHeaderText(v)
 }
 
-// dsnCheckResourceEstimate checks one resource estimate as Trino's and
+// checkResourceEstimate checks one resource estimate as Trino's and
 // PrestoDB's HttpRequestSessionContext parse it: EXECUTION_TIME and
 // CPU_TIME as an airlift Duration (a number and ns, us, ms, s, m, h or d),
 // PEAK_MEMORY as a DataSize (a number and B, kB, MB, GB, TB or PB); any
 // other name fails every statement there.
-func dsnCheckResourceEstimate(name, value string) error {
+func checkResourceEstimate(name, value string) error {
 	var units []string
 	switch strings.ToUpper(name) {
 	case "EXECUTION_TIME", "CPU_TIME":
@@ -347,15 +347,15 @@ func dsnCheckResourceEstimate(name, value string) error {
 	}
 	number := strings.TrimRightFunc(value, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' })
 	unit := value[len(number):]
-	if !dsnIsDecimal(number) || !slices.Contains(units, unit) {
+	if !isDecimal(number) || !slices.Contains(units, unit) {
 		return fmt.Errorf("%s %q: want a number followed by one of %s, such as 10%s", name, value, strings.Join(units, ", "), units[len(units)-3])
 	}
 	return nil
 }
 
-// dsnIsDecimal reports whether s is digits, optionally with a fraction:
+// isDecimal reports whether s is digits, optionally with a fraction:
 // what airlift's Duration and DataSize read before the unit.
-func dsnIsDecimal(s string) bool {
+func isDecimal(s string) bool {
 	whole, frac, dotted := strings.Cut(s, ".")
 	digits := func(s string) bool {
 		for i := 0; i < len(s); i++ {

@@ -56,13 +56,13 @@ func TestValidateMatchesParseDSN(t *testing.T) {
 		{"load bound too large", "presto://c1:8080;hashLoadBound=101", func(c *Config) { c.StrategyOptions = map[string]string{"hashLoadBound": "101"} }},
 		{"load bound NaN", "presto://c1:8080;hashLoadBound=NaN", func(c *Config) { c.StrategyOptions = map[string]string{"hashLoadBound": "NaN"} }},
 		{"load bound infinite", "presto://c1:8080;hashLoadBound=+Inf", func(c *Config) { c.StrategyOptions = map[string]string{"hashLoadBound": "+Inf"} }},
-		{"auth without scheme", "presto://c1:8080;zooKeeperAuth=:" + dsnTestPasswordEnc, func(c *Config) { c.ZooKeeperAuth = dsnTestPassword }},
+		{"auth without scheme", "presto://c1:8080;zooKeeperAuth=:" + testPasswordEnc, func(c *Config) { c.ZooKeeperAuth = testPassword }},
 		{"auth without credentials", "presto://c1:8080;zooKeeperAuth=digest:", func(c *Config) { c.ZooKeeperAuthScheme = "digest" }},
-		{"digest without user", "presto://c1:8080;zooKeeperAuth=digest::" + dsnTestPasswordEnc, func(c *Config) {
-			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "digest", ":"+dsnTestPassword
+		{"digest without user", "presto://c1:8080;zooKeeperAuth=digest::" + testPasswordEnc, func(c *Config) {
+			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "digest", ":"+testPassword
 		}},
-		{"digest without password", "presto://c1:8080;zooKeeperAuth=digest:" + dsnTestPasswordEnc, func(c *Config) {
-			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "digest", dsnTestPassword
+		{"digest without password", "presto://c1:8080;zooKeeperAuth=digest:" + testPasswordEnc, func(c *Config) {
+			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "digest", testPassword
 		}},
 		{"control character in user", "presto://c1:8080?user=al%0Aice", func(c *Config) { c.User = "al\nice" }},
 		{"tab in user", "presto://c1:8080?user=%09alice", func(c *Config) { c.User = "\talice" }},
@@ -77,8 +77,8 @@ func TestValidateMatchesParseDSN(t *testing.T) {
 		{"control character in a session property name", "presto://c1:8080?query%0Amax=1", func(c *Config) {
 			c.SessionProperties = map[string]string{"query\nmax": "1"}
 		}},
-		{"control character in a session property value", "presto://c1:8080?s3_password=" + dsnTestPasswordEnc + "%0A", func(c *Config) {
-			c.SessionProperties = map[string]string{"s3_password": dsnTestPassword + "\n"}
+		{"control character in a session property value", "presto://c1:8080?s3_password=" + testPasswordEnc + "%0A", func(c *Config) {
+			c.SessionProperties = map[string]string{"s3_password": testPassword + "\n"}
 		}},
 		{"TLS off with files", "presto://c1:8080;zooKeeperSSLEnabled=false;zooKeeperSSLCAFile=ca.pem", func(c *Config) { c.ZooKeeperSSLCAFile = "ca.pem" }},
 		{"cert without key", "presto://c1:8080;zooKeeperSSLCertFile=c.pem", func(c *Config) {
@@ -90,22 +90,22 @@ func TestValidateMatchesParseDSN(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, parseErr := ParseDSN(tc.dsn + "?password=" + dsnTestPasswordEnc)
+			_, parseErr := ParseDSN(tc.dsn + "?password=" + testPasswordEnc)
 			if parseErr == nil {
 				t.Fatalf("ParseDSN(%q) succeeded, want an error", tc.dsn)
 			}
 			cfg := NewConfig()
 			cfg.Hosts = []string{"c1:8080"}
-			cfg.Password = dsnTestPassword
+			cfg.Password = testPassword
 			tc.change(cfg)
 			err := cfg.Validate()
 			if err == nil {
 				t.Fatalf("Validate() of %+v succeeded, want %q", cfg, parseErr)
 			}
-			if got, want := "zkpresto: dsn: "+err.Error(), parseErr.Error(); got != want {
+			if got, want := "dsn: "+err.Error(), parseErr.Error(); got != want {
 				t.Errorf("Validate() = %q\nParseDSN  = %q", got, want)
 			}
-			dsnCheckNoPassword(t, err.Error())
+			checkNoPassword(t, err.Error())
 		})
 	}
 }
@@ -115,18 +115,18 @@ func TestValidateMatchesParseDSN(t *testing.T) {
 // header may carry.
 func TestHeaderTextRefusedByKey(t *testing.T) {
 	for _, tc := range []struct{ dsn, want string }{
-		{"presto://c1?user=al%01ice", "zkpresto: dsn: bad user: control character U+0001 at byte 2"},
-		{"presto://al%01ice:" + dsnTestPasswordEnc + "@c1", "zkpresto: dsn: bad user: control character U+0001 at byte 2"},
-		{"presto://c1?source=a%09", "zkpresto: dsn: bad source: control character U+0009 at byte 1"},
-		{"presto://c1/hive%7F", "zkpresto: dsn: bad catalog: control character U+007F at byte 4"},
-		{"presto://c1?secret=" + dsnTestPasswordEnc + "%1B", `zkpresto: dsn: bad value for session property "secret": control character U+001B at byte 16`},
+		{"presto://c1?user=al%01ice", "dsn: bad user: control character U+0001 at byte 2"},
+		{"presto://al%01ice:" + testPasswordEnc + "@c1", "dsn: bad user: control character U+0001 at byte 2"},
+		{"presto://c1?source=a%09", "dsn: bad source: control character U+0009 at byte 1"},
+		{"presto://c1/hive%7F", "dsn: bad catalog: control character U+007F at byte 4"},
+		{"presto://c1?secret=" + testPasswordEnc + "%1B", `dsn: bad value for session property "secret": control character U+001B at byte 16`},
 	} {
 		_, err := ParseDSN(tc.dsn)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("ParseDSN(%q) = %v, want %q", tc.dsn, err, tc.want)
 		}
 		if err != nil {
-			dsnCheckNoPassword(t, err.Error())
+			checkNoPassword(t, err.Error())
 		}
 	}
 	// A password may hold any byte (it is sent base64-encoded), and UTF-8
@@ -153,13 +153,13 @@ func TestValidateHandBuilt(t *testing.T) {
 			c.SessionProperties = map[string]string{"WEIGHTS": "c1=2"}
 		}, `session property "WEIGHTS" is a DSN key`},
 		{"session property named like a client key", func(c *Config) {
-			c.SessionProperties = map[string]string{"password": dsnTestPassword}
+			c.SessionProperties = map[string]string{"password": testPassword}
 		}, `session property "password" is a DSN key`},
 		{"session property with an empty key", func(c *Config) {
 			c.SessionProperties = map[string]string{"": "x"}
 		}, "a session property has an empty key"},
 		{"auth scheme with a colon", func(c *Config) {
-			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "a:b", dsnTestPassword
+			c.ZooKeeperAuthScheme, c.ZooKeeperAuth = "a:b", testPassword
 		}, "bad zooKeeperAuth: want scheme:credentials"},
 		{"unknown hash key", func(c *Config) {
 			c.Strategy, c.StrategyOptions = "consistent_hash", map[string]string{"hashKey": "catalog"}
@@ -180,9 +180,9 @@ func TestValidateHandBuilt(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
 			}
-			dsnCheckNoPassword(t, err.Error())
+			checkNoPassword(t, err.Error())
 			// Open refuses the same Config with the same message.
-			if r, err := Open(cfg, Options{}); err == nil || !strings.Contains(err.Error(), "zkpresto: dsn: "+tc.want) {
+			if r, err := Open(cfg, Options{}); err == nil || !strings.Contains(err.Error(), "dsn: "+tc.want) {
 				if r != nil {
 					r.Close()
 				}
@@ -203,17 +203,17 @@ func TestValidateAcceptsDefaults(t *testing.T) {
 			t.Errorf("Validate() of %+v: %v", cfg, err)
 		}
 	}
-	for _, tc := range dsnValidCases {
+	for _, tc := range validCases {
 		if err := tc.want.Validate(); err != nil {
 			t.Errorf("%s: Validate(): %v", tc.name, err)
 		}
 	}
 }
 
-// dsnCheckNoPassword fails t when msg shows the test password.
-func dsnCheckNoPassword(t *testing.T, msg string) {
+// checkNoPassword fails t when msg shows the test password.
+func checkNoPassword(t *testing.T, msg string) {
 	t.Helper()
-	for _, secret := range []string{dsnTestPassword, dsnTestPasswordEnc, "Tr0ub4dor"} {
+	for _, secret := range []string{testPassword, testPasswordEnc, "Tr0ub4dor"} {
 		if strings.Contains(msg, secret) {
 			t.Errorf("error %q contains the password", msg)
 		}

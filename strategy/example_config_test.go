@@ -47,7 +47,7 @@ func ExampleRegisterWithConfig() {
 	err := strategy.RegisterWithConfig("pinned",
 		func(opts strategy.Options) strategy.Strategy {
 			cfg, _ := opts.Config.(pinnedConfig) // nil: the defaults
-			return pinned{index: cfg.index}
+			return pinned(cfg)
 		},
 		strategy.ConfigParser{
 			Keys: []strategy.ConfigKey{{Name: "pinnedIndex", Default: "`0`", Doc: "`pinned`: the node, in address order"}},

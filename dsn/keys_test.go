@@ -10,27 +10,27 @@ import (
 
 var updateDocs = flag.Bool("update", false, "rewrite the DSN key tables of docs/dsn.md from the key table")
 
-// dsnDocPath is the page that lists the DSN keys, relative to this package.
-const dsnDocPath = "../docs/dsn.md"
+// docPath is the page that lists the DSN keys, relative to this package.
+const docPath = "../docs/dsn.md"
 
-// dsnDocBegin and dsnDocEnd delimit the part of docs/dsn.md written from the
+// docBegin and docEnd delimit the part of docs/dsn.md written from the
 // key table for section.
-func dsnDocBegin(section string) string {
-	return "<!-- dsn keys: " + section + " (written from dsn/dsnkeys.go: go test ./dsn/ -run TestDocsDSNKeys -update) -->"
+func docBegin(section string) string {
+	return "<!-- dsn keys: " + section + " (written from dsn/keys.go and the strategies' registry: go test ./dsn/ -run TestDocsDSNKeys -update) -->"
 }
 
-func dsnDocEnd(section string) string { return "<!-- end dsn keys: " + section + " -->" }
+func docEnd(section string) string { return "<!-- end dsn keys: " + section + " -->" }
 
 // builtinStrategyKeys are the option keys of the built-in strategies,
 // read before any test registers a strategy of its own.
 var builtinStrategyKeys = strategy.Keys()
 
-// dsnDocSection renders docs/dsn.md's list of the keys of section.
-func dsnDocSection(section string) string {
+// docSection renders docs/dsn.md's list of the keys of section.
+func docSection(section string) string {
 	var b strings.Builder
 	b.WriteString("| key | default | meaning |\n|---|---|---|\n")
 	quote := func(name string) string { return "`" + name + "`" }
-	var pending []*dsnKey
+	var pending []*keySpec
 	flush := func() {
 		if len(pending) == 0 {
 			return
@@ -51,18 +51,18 @@ func dsnDocSection(section string) string {
 		pending = nil
 	}
 	summarised := false
-	for _, k := range dsnKeys {
+	for _, k := range keyTable {
 		if k.section != section {
 			flush()
-			if section == dsnSectionMain && k.section == dsnSectionSecurity && !summarised {
+			if section == sectionMain && k.section == sectionSecurity && !summarised {
 				// The strategies' own keys, as each strategy documents them.
 				for _, sk := range builtinStrategyKeys {
 					b.WriteString("| " + quote(sk.Name) + " | " + sk.Default + " | " + sk.Doc + " |\n")
 				}
 				// The main table points to the security section's own table.
 				var names []string
-				for _, s := range dsnKeys {
-					if s.section == dsnSectionSecurity {
+				for _, s := range keyTable {
+					if s.section == sectionSecurity {
 						names = append(names, quote(s.name))
 					}
 				}
@@ -77,15 +77,15 @@ func dsnDocSection(section string) string {
 		pending = append(pending, k)
 	}
 	flush()
-	if section != dsnSectionMain {
+	if section != sectionMain {
 		return b.String()
 	}
 	b.WriteString("| anything else | — | a Presto session property, as the Presto Go client does; its name must be one Presto can have " +
 		"(`[a-z_][a-z0-9_]*`, optionally `catalog.property`), and a near miss of a key above (the same but for case, or 2 edits away; " +
 		"1 for a key of up to 5 letters) is refused with the key to write instead |\n\n")
 	var client []string
-	for _, k := range dsnKeys {
-		if k.kind == dsnClient && k.section == dsnSectionMain {
+	for _, k := range keyTable {
+		if k.kind == kindClient && k.section == sectionMain {
 			client = append(client, quote(k.name))
 		}
 	}
@@ -98,20 +98,20 @@ func dsnDocSection(section string) string {
 // TestDocsDSNKeys checks that docs/dsn.md lists the DSN keys as the key
 // table does; with -update it rewrites the page's lists instead.
 func TestDocsDSNKeys(t *testing.T) {
-	data, err := os.ReadFile(dsnDocPath)
+	data, err := os.ReadFile(docPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(data)
-	for _, section := range []string{dsnSectionMain, dsnSectionSecurity, dsnSectionJDBC} {
-		begin, end := dsnDocBegin(section), dsnDocEnd(section)
+	for _, section := range []string{sectionMain, sectionSecurity, sectionJDBC} {
+		begin, end := docBegin(section), docEnd(section)
 		i := strings.Index(text, begin)
 		j := strings.Index(text, end)
 		if i < 0 || j < i {
 			t.Fatalf("docs/dsn.md lacks the lines\n%s\n%s\naround its list of the %s DSN keys", begin, end, section)
 		}
 		got := text[i+len(begin) : j]
-		want := "\n" + dsnDocSection(section)
+		want := "\n" + docSection(section)
 		if got == want {
 			continue
 		}
@@ -123,7 +123,7 @@ func TestDocsDSNKeys(t *testing.T) {
 			"\tgo test ./dsn/ -run TestDocsDSNKeys -update\nor paste between its markers:\n%s", section, want)
 	}
 	if *updateDocs && text != string(data) {
-		if err := os.WriteFile(dsnDocPath, []byte(text), 0o644); err != nil {
+		if err := os.WriteFile(docPath, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -133,11 +133,11 @@ func TestDocsDSNKeys(t *testing.T) {
 // and no spelling belongs to two keys.
 func TestDSNKeyTable(t *testing.T) {
 	spellings := make(map[string]string)
-	for _, k := range dsnKeys {
+	for _, k := range keyTable {
 		if k.name == "" || k.parse == nil || k.format == nil || k.doc == "" || k.def == "" {
 			t.Errorf("key %q lacks a name, parse, format, doc or default", k.name)
 		}
-		if k.section != dsnSectionMain && k.section != dsnSectionSecurity && k.section != dsnSectionJDBC {
+		if k.section != sectionMain && k.section != sectionSecurity && k.section != sectionJDBC {
 			t.Errorf("key %q has an unknown docs section %q", k.name, k.section)
 		}
 		if k.secret && (!k.opaque || k.redact == nil) {
@@ -149,8 +149,8 @@ func TestDSNKeyTable(t *testing.T) {
 				t.Errorf("spelling %q of key %q is also key %q", s, k.name, other)
 			}
 			spellings[lower] = k.name
-			if got := dsnLookupKey(s); got != k {
-				t.Errorf("dsnLookupKey(%q) does not find key %q", s, k.name)
+			if got := lookupKey(s); got != k {
+				t.Errorf("lookupKey(%q) does not find key %q", s, k.name)
 			}
 		}
 	}

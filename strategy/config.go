@@ -66,10 +66,12 @@ type OptionError struct {
 	Err error
 }
 
+// Error says which key of which strategy is refused, and why.
 func (e *OptionError) Error() string {
 	return fmt.Sprintf("strategy %s: bad %s %q: %v", e.Strategy, e.Key, e.Value, e.Err)
 }
 
+// Unwrap returns Err.
 func (e *OptionError) Unwrap() error { return e.Err }
 
 // BadOption is the error a ConfigParser's Parse returns for key's value:

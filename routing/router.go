@@ -51,7 +51,8 @@ type Config struct {
 	// HealthCheckInterval, when positive, turns on active health checks of
 	// every listed coordinator with Probe at this interval.
 	HealthCheckInterval time.Duration
-	// Probe checks one coordinator (the driver's asks for GET /v1/info);
+	// Probe checks one coordinator (httpprobe.New, in package
+	// health/httpprobe, asks for GET /v1/info);
 	// required when HealthCheckInterval is positive. The Router knows
 	// nothing of HTTP: how a coordinator is asked is the caller's.
 	Probe health.Probe

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -52,7 +53,7 @@ func checkTokenSource(cfg *Config, source AccessTokenSource) error {
 	case cfg.Password != "":
 		return errors.New("driver: NewConnector: a password and WithAccessTokenSource both authenticate: keep one")
 	case !cfg.UsesTLS():
-		return errors.New("driver: NewConnector: WithAccessTokenSource: " + dsn.ErrTokenWithoutTLS.Error())
+		return fmt.Errorf("driver: NewConnector: WithAccessTokenSource: %w", dsn.ErrTokenWithoutTLS)
 	}
 	return nil
 }

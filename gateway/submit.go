@@ -423,9 +423,7 @@ func (g *Gateway) submitFailed(w http.ResponseWriter, r *http.Request, err error
 // accepted for a client that is gone.
 func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, base string, rc reach) {
 	defer resp.Body.Close()
-	var answer struct {
-		NextURI string `json:"nextUri"`
-	}
+	var answer wire.Answer
 	if err := decodeHead(resp.Body, &answer); err != nil {
 		return
 	}

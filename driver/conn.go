@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"strings"
 	"sync/atomic"
 
 	presto "github.com/prestodb/presto-go-client/v2"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/pool"
+	"github.com/zkpresto/zkpresto/internal/verdict"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 )
@@ -204,33 +203,15 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		}
 		last = a
 		err := do(a.context())
-		failure, sent := a.Failure()
-		switch {
-		case err == nil:
+		if err == nil {
 			return routing.Answered, nil
-		case ctx.Err() != nil:
+		}
+		if ctx.Err() != nil {
 			// The caller gave up: stop the query on the coordinator too.
 			c.connector.cancelQuery(a)
-			if a.unanswered.Load() {
-				return routing.Unanswered, callerError(a, err, ctx)
-			}
-			return routing.Abandoned, callerError(a, err, ctx)
-		case a.Invalid() != nil:
-			return routing.Invalid, a.Invalid()
-		case failure == nil && neverRan(err, a.LastURL()):
-			// Provably never ran: the statement goes to another coordinator,
-			// and this one is ejected as for a 503.
-			return routing.NotSent, err
-		case failure == nil:
-			return routing.Answered, err // the coordinator answered: a query error
-		case sent:
-			return routing.MaybeSent, failure
-		case errors.As(failure, new(*pool.DialRaceError)), errors.As(failure, new(*writeStallError)):
-			return routing.Unreached, failure
-		case errors.As(failure, new(*pool.OvertakenError)):
-			return routing.Returned, failure
 		}
-		return routing.NotSent, failure
+		v := classifyAttempt(err, ctx, a)
+		return v.Kind.Routing(), v.Err
 	})
 	if last != nil {
 		last.EndDialRace()
@@ -242,11 +223,46 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 	return last, nil
 }
 
-// neverRan reports whether err is the failure of a query that its
-// coordinator never ran (wire.NeverRan), last the URI whose answer it was.
-func neverRan(err error, last *url.URL) bool {
+// classifyAttempt is the verdict on an attempt whose statement failed
+// with err, ctx the caller's: verdict.Of on its facts, with the caller's
+// reason on the error of a statement it gave up.
+func classifyAttempt(err error, ctx context.Context, a *attempt) verdict.Verdict {
+	v := verdict.Of(attemptFacts(err, ctx, a))
+	if v.Kind == verdict.Abandoned || v.Kind == verdict.Unanswered {
+		v.Err = callerError(a, v.Err, ctx)
+	}
+	return v
+}
+
+// attemptFacts gathers what an attempt of a statement left for the
+// verdict (verdict.Of): err is the Presto client's error, ctx the
+// caller's. An error without a transport failure recorded came from an
+// answer the client read (a query error, whose name says whether the
+// query never ran); the caller giving up aborts the attempt, and its
+// deadline after the statement's last bytes left leaves it unanswered.
+func attemptFacts(err error, ctx context.Context, a *attempt) verdict.Facts {
+	failure, sent := a.Failure()
+	f := verdict.Facts{
+		Err:       err,
+		Answered:  failure == nil,
+		Failure:   failure,
+		Sent:      sent,
+		Written:   a.Written(),
+		Invalid:   a.Invalid(),
+		Aborted:   ctx.Err() != nil,
+		Deadline:  a.unanswered.Load(),
+		HeadBytes: a.headBytes,
+	}
 	var qe *presto.QueryError
-	return errors.As(err, &qe) && wire.NeverRan(qe.ErrorName, wire.QueuedURI(last))
+	if failure == nil && errors.As(err, &qe) {
+		f.ErrorName = qe.ErrorName
+		if wire.NeverRan(qe.ErrorName, true) {
+			// Only then does the queued resource matter, and its URI is
+			// parsed.
+			f.Queued = wire.QueuedURI(a.LastURL())
+		}
+	}
+	return f
 }
 
 // callerError is the error of a statement whose caller gave up: err when

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/internal/pool"
+	"github.com/zkpresto/zkpresto/internal/verdict"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 )
@@ -51,6 +52,10 @@ type attempt struct {
 	// unanswered is set when the caller's deadline passed after the
 	// submission's last bytes were released and before its answer.
 	unanswered atomic.Bool
+	// headBytes is about the size of the submission's head
+	// (verdict.HeadBytes), for the verdict on a coordinator that hangs up
+	// on a large one.
+	headBytes int
 	attemptPages
 	attemptTxn
 	// session is the connection's session (see session.go): the
@@ -131,24 +136,6 @@ const abandonTimeout = 30 * time.Second
 // in the kernel within microseconds, and 100 ms leaves room for a process
 // paused by its scheduler or its collector.
 const minStallCheck = 100 * time.Millisecond
-
-// writeStallError is the failure of a submission whose write had not
-// delivered the statement by half the caller's remaining time: its last
-// bytes were held at the gate, so it was not sent.
-type writeStallError struct {
-	node  string
-	after time.Duration
-}
-
-func (e *writeStallError) Error() string {
-	return fmt.Sprintf("the statement's write to %s was not complete after %v, half the caller's remaining time: not sent", e.node, e.after.Round(time.Millisecond))
-}
-
-// Timeout reports true: it is a net.Error timeout.
-func (e *writeStallError) Timeout() bool { return true }
-
-// Temporary reports true, as other timeouts do.
-func (e *writeStallError) Temporary() bool { return true }
 
 // errAbandoned ends the wait for such an answer.
 var errAbandoned = errors.New("driver: no answer to an abandoned submission in time")
@@ -279,6 +266,9 @@ func (t *routingTransport) target(req *http.Request, a *attempt, submission bool
 		}
 		r.URL, r.Host = u, a.Node.Addr
 	}
+	if submission {
+		a.headBytes = verdict.HeadBytes(r)
+	}
 	// The Presto client asks for gzip and decodes it itself; the header
 	// stays, so that Go neither adds its own nor decodes.
 	return r, nil
@@ -340,7 +330,7 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 		return answered(r)
 	case <-stalled:
 		if a.Connected() && a.AbortSubmission() {
-			err := &writeStallError{node: a.Node.Addr, after: half}
+			err := &verdict.WriteStallError{Node: a.Node.Addr, After: half}
 			a.Fail(err, false)
 			cancel(err)
 			<-done

@@ -1,10 +1,6 @@
 package driver
 
-import (
-	"fmt"
-
-	"github.com/zkpresto/zkpresto/dsn"
-)
+import "github.com/zkpresto/zkpresto/dsn"
 
 // Config is a parsed DSN; see dsn.Config for its form and fields.
 type Config = dsn.Config
@@ -14,11 +10,5 @@ func NewConfig() *Config { return dsn.NewConfig() }
 
 // ParseDSN parses a DSN (see dsn.Config for its form). It does no network
 // I/O. Errors name the offending part of the DSN but never include the
-// password; they are dsn.ParseDSN's, under the driver's "zkpresto: ".
-func ParseDSN(s string) (*Config, error) {
-	cfg, err := dsn.ParseDSN(s)
-	if err != nil {
-		return nil, fmt.Errorf("zkpresto: %w", err)
-	}
-	return cfg, nil
-}
+// password; they are dsn.ParseDSN's ("dsn: ...").
+func ParseDSN(s string) (*Config, error) { return dsn.ParseDSN(s) }

@@ -30,6 +30,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"fmt"
 )
 
 // DriverName is the name the package registers with database/sql.
@@ -48,11 +49,12 @@ var (
 )
 
 // OpenConnector parses dsn and returns a Connector; it does no network I/O.
-// database/sql calls it once per sql.Open.
+// database/sql calls it once per sql.Open: its errors are the program's
+// edge, so a DSN's begin "zkpresto: dsn: ".
 func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	cfg, err := ParseDSN(dsn)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("zkpresto: %w", err)
 	}
 	return NewConnector(cfg)
 }

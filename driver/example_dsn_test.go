@@ -31,7 +31,7 @@ func ExampleParseDSN() {
 	// catalog: hive schema: default
 	// user: alice session: map[query_max_run_time:1h]
 	// presto://zk1:2181,zk2:2182/hive/default;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=prod/presto;zooKeeperStrategy=poll?password=xxxxx&query_max_run_time=1h&user=alice
-	// zkpresto: dsn: bad port "99999" in host "zk1:99999"
+	// dsn: bad port "99999" in host "zk1:99999"
 }
 
 func ExampleConfig_FormatDSN() {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
-	"github.com/zkpresto/zkpresto/internal/infoprobe"
+	"github.com/zkpresto/zkpresto/health/httpprobe"
 	"github.com/zkpresto/zkpresto/internal/pool"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
@@ -65,7 +65,7 @@ func (c *Config) RoutingConfig(opts Options) routing.Config {
 		if client == nil {
 			client = &http.Client{}
 		}
-		rc.Probe = infoprobe.New(client)
+		rc.Probe = httpprobe.New(client)
 	}
 	if c.ZooKeeper {
 		zk := c.zooKeeperConfig(opts.Logger)

@@ -81,7 +81,7 @@ func (c *Conn) Ping(ctx context.Context) error {
 		case info.Verdict == wire.Up:
 			return routing.Answered, nil
 		case ctx.Err() != nil:
-			return routing.Abandoned, fmt.Errorf("zkpresto: ping of %s: %w", ra.Node.Addr, ctx.Err())
+			return routing.Abandoned, fmt.Errorf("driver: ping of %s: %w", ra.Node.Addr, ctx.Err())
 		}
 		return routing.NotSent, info.Err
 	})
@@ -168,7 +168,7 @@ type result struct{ updateCount *int64 }
 
 // LastInsertId implements driver.Result: Presto has no generated keys.
 func (r result) LastInsertId() (int64, error) {
-	return 0, errors.New("zkpresto: LastInsertId is not supported by Presto")
+	return 0, errors.New("driver: LastInsertId is not supported by Presto")
 }
 
 // RowsAffected implements driver.Result: the coordinator's update count,
@@ -272,7 +272,7 @@ func callerError(a *attempt, err error, ctx context.Context) error {
 	if errors.Is(err, ctx.Err()) {
 		return err
 	}
-	return fmt.Errorf("zkpresto: statement on %s: %w (%w)", a.Node.Addr, ctx.Err(), err)
+	return fmt.Errorf("driver: statement on %s: %w (%w)", a.Node.Addr, ctx.Err(), err)
 }
 
 // NoCoordinatorError reports a statement that was sent nowhere: every
@@ -306,7 +306,7 @@ func (c *Conn) PrepareContext(_ context.Context, query string) (driver.Stmt, err
 // statement of the transaction there.
 func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if c.pinned != nil {
-		return nil, errors.New("zkpresto: a transaction is already open on this connection")
+		return nil, errors.New("driver: a transaction is already open on this connection")
 	}
 	begin, err := startTransaction(opts)
 	if err != nil {
@@ -331,7 +331,7 @@ func startTransaction(opts driver.TxOptions) (string, error) {
 	if level := sql.IsolationLevel(opts.Isolation); level != sql.LevelDefault {
 		words, ok := isolationLevels[level]
 		if !ok {
-			return "", fmt.Errorf("zkpresto: isolation level %s is not supported by Presto", level)
+			return "", fmt.Errorf("driver: isolation level %s is not supported by Presto", level)
 		}
 		modes = append(modes, "ISOLATION LEVEL "+words)
 	}
@@ -354,7 +354,7 @@ func (t *tx) finish(statement string) error {
 	defer func() { t.conn.pinned = nil }()
 	if _, err := t.conn.exec(context.Background(), statement); err != nil {
 		t.conn.broken.Store(true)
-		return fmt.Errorf("zkpresto: %s: %w", strings.ToLower(statement), err)
+		return fmt.Errorf("%s: %w", strings.ToLower(statement), err)
 	}
 	return nil
 }
@@ -524,7 +524,7 @@ func (r *rows) drain() error {
 				// The server's words first.
 				return fmt.Errorf("%w (reading the rest of a result closed early in a transaction: the transaction may be aborted)", err)
 			}
-			return redactSlugs(fmt.Errorf("zkpresto: reading the rest of a result closed early in a transaction (the transaction may be aborted): %w", err))
+			return redactSlugs(fmt.Errorf("driver: reading the rest of a result closed early in a transaction (the transaction may be aborted): %w", err))
 		}
 		if r.pages != nil {
 			r.pages.takePage()

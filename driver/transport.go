@@ -27,7 +27,7 @@ const placeholderHost = "coordinator.zkpresto.invalid"
 // purpose: presto-go-client retries every other transport error ten times
 // with back-off up to 30 s (and logs each retry through zerolog), but gives
 // up at once on a cancelled context.
-var errFailover = fmt.Errorf("zkpresto: coordinator failed; handled by the driver: %w", context.Canceled)
+var errFailover = fmt.Errorf("driver: coordinator failed; handled by the driver: %w", context.Canceled)
 
 // attempt is one try of one statement on one coordinator: the routing
 // core's attempt, the protocol's record of the wire, and the caller's
@@ -138,13 +138,13 @@ const abandonTimeout = 30 * time.Second
 const minStallCheck = 100 * time.Millisecond
 
 // errAbandoned ends the wait for such an answer.
-var errAbandoned = errors.New("zkpresto: no answer to an abandoned submission in time")
+var errAbandoned = errors.New("driver: no answer to an abandoned submission in time")
 
 // roundTrip is RoundTrip (see progress.go) without the progress reports.
 func (t *routingTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	a := attemptFrom(req.Context())
 	if a == nil {
-		return nil, errors.New("zkpresto: internal error: a request without a coordinator")
+		return nil, errors.New("driver: internal error: a request without a coordinator")
 	}
 	submission := pool.IsSubmission(req)
 	orig := req
@@ -199,7 +199,7 @@ func (t *routingTransport) roundTrip(req *http.Request) (*http.Response, error) 
 func (t *routingTransport) failed(a *attempt, err error) error {
 	switch {
 	case a.caller.Err() != nil:
-		return fmt.Errorf("zkpresto: statement on %s: %w", a.Node.Addr, a.caller.Err())
+		return fmt.Errorf("driver: statement on %s: %w", a.Node.Addr, a.caller.Err())
 	case a.Invalid() != nil:
 		return err
 	}
@@ -386,7 +386,7 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 			}
 		}()
 	}
-	return nil, fmt.Errorf("zkpresto: statement on %s: %w", a.Node.Addr, a.caller.Err())
+	return nil, fmt.Errorf("driver: statement on %s: %w", a.Node.Addr, a.caller.Err())
 }
 
 // withClientSupport returns h with what the driver supports and the

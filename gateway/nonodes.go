@@ -92,7 +92,7 @@ func (g *Gateway) noCoordinator(w http.ResponseWriter, r *http.Request, group *G
 		lasting = fmt.Sprintf(" for %s", d.Round(time.Second))
 	}
 	msg := fmt.Sprintf("zkpresto gateway: no coordinator of group %q takes statements%s (looking in %s): %s",
-		group.Name, lasting, where, strings.TrimPrefix(err.Error(), "zkpresto: "))
+		group.Name, lasting, where, err)
 	id := g.newFailedQueryID(now)
 	return g.answerFailedQuery(w, r, id, msg, false)
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/zkpresto/zkpresto/internal/pool"
@@ -301,7 +300,7 @@ func (g *Gateway) submitFailed(w http.ResponseWriter, r *http.Request, err error
 		// No coordinator took it (none listed, or every one tried refused
 		// before it had the statement): the client may send it again.
 		g.stats.add("submit", http.StatusServiceUnavailable)
-		writeError(w, http.StatusServiceUnavailable, errNoCoordinator, "", "zkpresto gateway: "+strings.TrimPrefix(err.Error(), "zkpresto: "))
+		writeError(w, http.StatusServiceUnavailable, errNoCoordinator, "", "zkpresto gateway: "+err.Error())
 	}
 }
 

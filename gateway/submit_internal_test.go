@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,5 +167,31 @@ func TestSilentCoordinatorAfterTheStatementIsNeverRetried(t *testing.T) {
 	}
 	if nodes := r.Stats().Nodes; len(nodes) != 1 || nodes[0].LastError == "" {
 		t.Errorf("coordinator's figures %+v: want a failure charged", nodes)
+	}
+}
+
+// A client that leaves after the statement may be whole at the
+// coordinator aborts nothing: the submission outlives it, and what came
+// of it is the coordinator's, as if the client were there (the shared
+// cases' facts have no such client: to the verdict it is not gone).
+func TestClientGoneAfterTheStatementAbortsNothing(t *testing.T) {
+	refused := &wire.RefusedError{Status: http.StatusServiceUnavailable}
+	cut := fmt.Errorf("writing the statement: %w", syscall.ECONNRESET)
+	unreadable := fmt.Errorf("reading a coordinator's answer: %w", io.ErrUnexpectedEOF)
+	cases := []struct {
+		name    string
+		attempt submitAttempt
+		want    verdict.Kind
+	}{
+		{"a 503", submitAttempt{submitErr: refused, failure: refused, written: true, clientGone: true}, verdict.NotSent},
+		{"a cut", submitAttempt{submitErr: cut, failure: cut, sent: true, written: true, clientGone: true}, verdict.MaybeRan},
+		{"an answer that cannot be read", submitAttempt{dispatchErr: unreadable, written: true, clientGone: true}, verdict.MaybeRan},
+		{"no answer in time", submitAttempt{submitErr: context.DeadlineExceeded, written: true, clientGone: true}, verdict.Unanswered},
+		{"an answer", submitAttempt{resp: &http.Response{StatusCode: 200}, written: true, clientGone: true}, verdict.Answered},
+	}
+	for _, c := range cases {
+		if got := classifySubmission(c.attempt); got.Kind != c.want {
+			t.Errorf("%s, the client gone: %v, want %v", c.name, got.Kind, c.want)
+		}
 	}
 }

@@ -169,8 +169,10 @@ func (k Kind) Routing() routing.Outcome {
 // Verdict is what an attempt means and the error the routing core gets
 // for it (nil only for an answer without an error).
 type Verdict struct {
+	// Kind is what the attempt means.
 	Kind Kind
-	Err  error
+	// Err is the error the routing core gets with Kind.Routing().
+	Err error
 }
 
 // Of says what an attempt means. It reads nothing but its argument: the

@@ -25,7 +25,8 @@ import (
 // Case is one attempt's facts and what they mean.
 type Case struct {
 	// Name says what happened.
-	Name  string
+	Name string
+	// Facts is what the attempt left.
 	Facts verdict.Facts
 	// Want is the kind.
 	Want verdict.Kind

@@ -94,8 +94,10 @@ const sharedRefreshMargin = time.Second
 // younger than that still describes its node as of its delivery. A
 // figure below what this client alone surely had in flight on the node when
 // it was read is a lie (a stuck registrar publishing 0), and the node's
-// figures are not trusted while they read the same; a pair with a liar, or
-// drawn among unwatched nodes, is compared on this client's counts alone.
+// figures are not trusted while they read the same; a pair with a liar is
+// compared as p2c compares (this client's statements there times their
+// latency, over capacity), and one drawn among unwatched nodes on this
+// client's counts alone.
 // When this client's own
 // statements are nearly all the published load (one client: its estimates
 // are exact), or no node published a figure at all, it compares a window of
@@ -554,12 +556,24 @@ func (p *sharedP2CPicker) capacity(c *sharedCandidate, now int64) float64 {
 // node's free slot, as in a central queue. Ties go to the lower load. It
 // cross-multiplies rather than divides.
 func (p *sharedP2CPicker) cheaper(x, y *sharedCandidate, now int64) bool {
-	if p.local || x.lying || y.lying {
+	if x.lying || y.lying {
 		// A liar's own load is unknown, and its factor with it: the pair
-		// is compared on this client's counts alone, alike on both sides.
+		// is compared as p2c compares, on this client's statements there
+		// times their latency, alike on both sides. Counts alone tie
+		// nearly always with many clients, and a tie goes to the bigger
+		// node: a big liar took every pair it was in.
+		return p.costOf(x, now).below(p.costOf(y, now))
+	}
+	if p.local {
 		return p.better(x, y, localLoad(x), localLoad(y), false, now)
 	}
 	return p.better(x, y, p.estimate(x, now), p.estimate(y, now), true, now)
+}
+
+// costOf returns what p2c compares of c: this client's statements in
+// flight there, this one included, their latency, and c's capacity.
+func (p *sharedP2CPicker) costOf(c *sharedCandidate, now int64) p2cCost {
+	return p2cCost{inFlight: localLoad(c), weight: p.capacity(c, now), latency: float64(c.load.Latency())}
 }
 
 // localLoad returns this client's statements in flight on c, this one

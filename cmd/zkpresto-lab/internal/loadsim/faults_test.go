@@ -81,13 +81,16 @@ func TestSharedP2CWithstandsALiarAndASilentCoordinator(t *testing.T) {
 
 // Notifications that arrive late make the published figures worth less:
 // shared_p2c weighs a figure by how late figures arrive, measured in the
-// node's statements, so that at 200 ms and 1 s late it is no worse than
-// the best strategy on local counts alone (it once was at 1 s: 1.95× the
-// central queue's p99 against p2c's 1.31× on 1:1:4). 50 clients at 90%
+// node's statements, and leaves a pair whose figures are worth little to
+// p2c's comparison, so that at 200 ms, 1 s and 2 s late it is no worse
+// than the best strategy on local counts alone (it once was at 1 s: 1.95×
+// the central queue's p99 against p2c's 1.31× on 1:1:4; and at 2 s on
+// twelve equal, 1.56× against least_active's 1.43×; at 2 s within 5%, the
+// noise between p2c and shared_p2c placing as p2c does). 50 clients at 90%
 // load, both layouts.
 func TestSharedP2CLateNotificationsNoWorseThanLocal(t *testing.T) {
-	rows := suiteRows(t, true, "delay 1s", "delay 200ms")
-	for _, scenario := range []string{"delay 200ms", "delay 1s"} {
+	rows := suiteRows(t, true, "delay 1s", "delay 200ms", "delay 2s")
+	for _, scenario := range []string{"delay 200ms", "delay 1s", "delay 2s"} {
 		for _, capacities := range []string{"1:1:4", twelveEqual} {
 			shared, ok := rows[[3]string{scenario, capacities, loadsim.Shared}]
 			if !ok {
@@ -100,7 +103,13 @@ func TestSharedP2CLateNotificationsNoWorseThanLocal(t *testing.T) {
 				}
 			}
 			t.Logf("%s on %s: shared_p2c p99 %.3f×, best local-only %s %.3f×", scenario, capacities, shared.P99OverIdeal, bestName, best)
-			if shared.P99OverIdeal > best {
+			// At 2 s, on three coordinators, nearly every pair is placed as
+			// p2c places it: the two differ by their random draws alone.
+			tolerance := 1.0
+			if scenario == "delay 2s" {
+				tolerance = 1.05
+			}
+			if shared.P99OverIdeal > best*tolerance {
 				t.Errorf("%s on %s: shared_p2c p99 %.3f× the central queue's, worse than %s's %.3f×", scenario, capacities, shared.P99OverIdeal, bestName, best)
 			}
 		}

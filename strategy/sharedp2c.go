@@ -89,7 +89,9 @@ const sharedRefreshMargin = time.Second
 // times the node's factor (its published load per statement of this
 // client's it counted, learned while its figures were trusted; the ratio
 // over all nodes before that), times their latency over the typical when
-// higher (a queue this client's few statements do not show). A node whose
+// higher (a queue this client's few statements do not show). When both
+// nodes of a pair trust their figures less than sharedLocalTrust, the
+// figures are left out and the statement is placed as p2c places it. A node whose
 // figure is missing or stale is estimated locally alone, whatever the other
 // node of the pair: the fallback is per node, not per pair. A figure is stale once
 // older than its delivery (from its read to the build that first had it)
@@ -98,8 +100,10 @@ const sharedRefreshMargin = time.Second
 // younger than that still describes its node as of its delivery. A
 // figure below what this client alone surely had in flight on the node when
 // it was read is a lie (a stuck registrar publishing 0), and the node's
-// figures are not trusted while they read the same; a pair with a liar, or
-// drawn among unwatched nodes, is compared on this client's counts alone.
+// figures are not trusted while they read the same; a pair with a liar is
+// compared as p2c compares (this client's statements there times their
+// latency, over capacity), and one drawn among unwatched nodes on this
+// client's counts alone.
 // When this client's own
 // statements are nearly all the published load (one client: its estimates
 // are exact), or no node published a figure at all, it compares a window of
@@ -548,6 +552,9 @@ func (p *sharedP2CPicker) Pick(*Request) (*discovery.Node, error) {
 		}
 	}
 	a, b := &p.cands[p.pool[i]], &p.cands[p.pool[j]]
+	if a.trust < sharedLocalTrust && b.trust < sharedLocalTrust {
+		return p.pickLocal(a, b, now), nil
+	}
 	best := a
 	if p.cheaper(b, a, now) {
 		best = b
@@ -561,6 +568,43 @@ func (p *sharedP2CPicker) Pick(*Request) (*discovery.Node, error) {
 		}
 	}
 	return best.node, nil
+}
+
+// sharedLocalTrust is the trust below which, on both nodes of a pair, the
+// figures are left out of the pick: they arrive so late (more than about
+// 1.6 typical statements) that every client reading the same ones herds
+// more than they inform, and the statement is placed as p2c places it.
+const sharedLocalTrust = 0.45
+
+// pickLocal places the statement as p2c does, for a pair a, b whose figures
+// are worth too little: on this client's statements in flight times their
+// latency, over capacity; among every node when there are no more than
+// p2c's few, else the better of a and b, or the first of up to
+// sharedExtraDraws more draws that is better still.
+func (p *sharedP2CPicker) pickLocal(a, b *sharedCandidate, now int64) *discovery.Node {
+	if n := len(p.pool); n <= p2cScanAll && n == len(p.cands) {
+		orders := scanOrders[n]
+		order := &orders[p.rng.intN(len(orders))]
+		best := &p.cands[order[0]]
+		bestCost := p.costOf(best, now)
+		for _, k := range order[1:n] {
+			c := &p.cands[k]
+			if cost := p.costOf(c, now); cost.below(bestCost) {
+				best, bestCost = c, cost
+			}
+		}
+		return best.node
+	}
+	best := a
+	if p.costOf(b, now).below(p.costOf(a, now)) {
+		best = b
+	}
+	for range sharedExtraDraws {
+		if c := &p.cands[p.pool[p.draw.index(p.rng.float64())]]; p.costOf(c, now).below(p.costOf(best, now)) {
+			return c.node
+		}
+	}
+	return best.node
 }
 
 // clock returns now in Unix ns: Options.Now's on every pick, else the
@@ -661,12 +705,24 @@ func (p *sharedP2CPicker) capacity(c *sharedCandidate, now int64) float64 {
 // node's free slot, as in a central queue. Ties go to the lower load. It
 // cross-multiplies rather than divides.
 func (p *sharedP2CPicker) cheaper(x, y *sharedCandidate, now int64) bool {
-	if p.local || x.lying || y.lying {
+	if x.lying || y.lying {
 		// A liar's own load is unknown, and its factor with it: the pair
-		// is compared on this client's counts alone, alike on both sides.
+		// is compared as p2c compares, on this client's statements there
+		// times their latency, alike on both sides. Counts alone tie
+		// nearly always with many clients, and a tie goes to the bigger
+		// node: a big liar took every pair it was in.
+		return p.costOf(x, now).below(p.costOf(y, now))
+	}
+	if p.local {
 		return p.better(x, y, localLoad(x), localLoad(y), false, now)
 	}
 	return p.better(x, y, p.estimate(x, now), p.estimate(y, now), true, now)
+}
+
+// costOf returns what p2c compares of c: this client's statements in
+// flight there, this one included, their latency, and c's capacity.
+func (p *sharedP2CPicker) costOf(c *sharedCandidate, now int64) p2cCost {
+	return p2cCost{inFlight: localLoad(c), weight: p.capacity(c, now), latency: float64(c.load.Latency())}
 }
 
 // localLoad returns this client's statements in flight on c, this one

@@ -516,6 +516,46 @@ func TestSharedP2CDistrustsAFigureBelowItsOwnStatements(t *testing.T) {
 	}
 }
 
+// A pair with a liar is compared as p2c compares: this client's statements
+// there times their latency, over capacity. With many clients this one's
+// counts are nearly always 0 on both, and on counts alone the tie went to
+// the bigger node: a big coordinator stuck at load=0 took every pair it
+// was in, however long its statements took (2.5 times the central queue's
+// p99 on 1:1:4, TestSharedP2CWithstandsALiarAndASilentCoordinator).
+func TestSharedP2CBigLiarJudgedByItsLatency(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	nodes := makeNodes(2, 4, 1)
+	a, b := nodes[0].Addr, nodes[1].Addr
+	for range 3 {
+		f.loads.For(a).Begin()
+	}
+	nodes[0].Load = f.published(0, 4, time.Second)
+	nodes[1].Load = f.published(2, 4, time.Second)
+	f.s.Build(nodes)
+	f.now = f.now.Add(time.Second)
+	nodes[0].Load = f.published(0, 4, 10*time.Millisecond) // under this client's 3: a lie
+	nodes[1].Load = f.published(2, 4, 10*time.Millisecond)
+	if p := f.s.Build(nodes).(*sharedP2CPicker); !p.cands[0].lying {
+		t.Fatalf("%s published 0 under this client's 3, not taken for a lie", a)
+	}
+	for range 3 {
+		f.loads.For(a).End(100*time.Millisecond, nil)
+	}
+	f.loads.For(b).Begin()
+	f.loads.For(b).End(100*time.Millisecond, nil)
+	if c := counts(t, f.s.Build(nodes), 100); c[a] != 100 {
+		t.Fatalf("the liar, 4 times b's capacity, at b's latency: picks %v, want all on %s", c, a)
+	}
+	// The liar's statements now take a hundred times b's: it loses.
+	for range 20 {
+		f.loads.For(a).Begin()
+		f.loads.For(a).End(10*time.Second, nil)
+	}
+	if c := counts(t, f.s.Build(nodes), 100); c[b] != 100 {
+		t.Fatalf("the liar's statements take 100 times b's: picks %v, want all on %s", c, b)
+	}
+}
+
 // A figure is stale once older than its delivery plus the registrar's
 // refresh (and a margin), not after a few statements: a live registrar
 // rewrites an unchanged figure only every 5 s, so with statements of 100 ms
@@ -608,5 +648,41 @@ func TestSharedP2CStaleNodeEstimatedAlone(t *testing.T) {
 	}
 	if c := counts(t, f.s.Build(nodes), 100); c[b] != 100 {
 		t.Fatalf("a stale with 8 of this client's: picks %v, want all on %s", c, b)
+	}
+}
+
+// Figures that arrive late are worth less, and when both of a pair are
+// worth little (here 2 s late, with statements of 1 s and 100 ms), the
+// statement is placed as p2c places it, on this client's statements and
+// their latency: a figure that says a is idle, read 2 s ago, does not draw
+// it to a whose statements take ten times b's. Every client reads the same
+// late figures, and following them herds everyone together (with 50
+// clients and figures 2 s late, 1.56 times the central queue's p99 on
+// twelve equal coordinators, where least_active's local counts give 1.43).
+func TestSharedP2CFiguresWorthLittleLeaveThePickToP2C(t *testing.T) {
+	f := newSharedFixture(t, Options{SlowStart: -1})
+	nodes := makeNodes(2)
+	a, b := nodes[0].Addr, nodes[1].Addr
+	f.loads.For(a).Begin()
+	f.loads.For(a).End(time.Second, nil)
+	f.loads.For(b).Begin()
+	f.loads.For(b).End(100*time.Millisecond, nil)
+	nodes[0].Load = f.published(0, 4, 2*time.Second)
+	nodes[1].Load = f.published(3, 4, 2*time.Second)
+	p := f.s.Build(nodes).(*sharedP2CPicker)
+	for i, c := range p.cands {
+		if c.trust >= sharedLocalTrust {
+			t.Fatalf("node %d: trust %.2f in a figure 2 s late, want below %.2f", i, c.trust, sharedLocalTrust)
+		}
+	}
+	if c := counts(t, p, 100); c[b] != 100 {
+		t.Fatalf("figures 2 s late, a's statements 10 times b's: picks %v, want all on %s", c, b)
+	}
+	// On time, the figures decide again: a is idle.
+	f.now = f.now.Add(time.Second)
+	nodes[0].Load = f.published(0, 4, time.Millisecond)
+	nodes[1].Load = f.published(3, 4, time.Millisecond)
+	if c := counts(t, f.s.Build(nodes), 100); c[a] != 100 {
+		t.Fatalf("figures on time, a idle: picks %v, want all on %s", c, a)
 	}
 }

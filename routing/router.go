@@ -100,7 +100,7 @@ type pickerState struct {
 	// ready are the listed coordinators whose registrations say they take
 	// new statements (all of them when none does): the only ones a
 	// statement is sent to, also when every usable one has failed it.
-	ready []discovery.Node
+	ready  []discovery.Node
 	picker strategy.Picker
 	// ctxPicker is picker when it may wait on I/O (global_poll), nil
 	// otherwise: decided once per build, so other pickers' picks stay a

@@ -346,6 +346,9 @@ func New(cfg Config) (*Registrar, error) {
 		}
 		r.workers = newWorkersReader(r.http, cfg.CoordinatorURL, source, user, pass)
 	}
+	if canon, err := discovery.CanonicalAddr(addr); err == nil {
+		addr = canon // as SetDrained writes it
+	}
 	r.drainPath = DrainPath(cfg.Namespace, addr)
 	// What we write must read back as the same node, or clients would
 	// never see this coordinator.

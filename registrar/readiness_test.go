@@ -130,4 +130,3 @@ func TestUnlistsWithoutWorkersWhenAsked(t *testing.T) {
 	h.coord.SetNoWorkers(false)
 	h.waitRegistered()
 }
-

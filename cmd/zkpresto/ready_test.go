@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -103,6 +106,18 @@ func TestNoStatementToACoordinatorWithoutWorkers(t *testing.T) {
 	// the driver's and the gateway's own sessions are not ours to wait on,
 	// so give them a moment, far more than a notification takes here.
 	time.Sleep(500 * time.Millisecond)
+	// The gateway's status page says so.
+	resp, err := http.Get("http://" + gwAddr + "/_zk/status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`"state": "not ready: workers:0/1"`, `"notReady": "workers:0/1"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("status.json (%s) does not show %s:\n%s", resp.Status, want, body)
+		}
+	}
 	before, foreignBefore := idle.Statements(), foreign.Statements()
 	runSome(20)
 	if got := idle.Statements() - before; got != 0 {

@@ -221,6 +221,6 @@ func parseCounter(data []byte) (uint64, error) {
 }
 
 func (c *ZKCounter) errorf(format string, args ...any) error {
-	return fmt.Errorf("zkpresto: discovery: counter %s on ZooKeeper ensemble %s: "+format,
+	return fmt.Errorf("discovery: counter %s on ZooKeeper ensemble %s: "+format,
 		append([]any{c.path, c.z.w.cfg.Ensemble()}, args...)...)
 }

@@ -174,19 +174,19 @@ func OpenZooKeeper(ctx context.Context, cfg ZooKeeperConfig) (*ZooKeeper, error)
 	// A new slice, so that a caller reusing its own cannot change a session.
 	servers, err := zkconn.Servers(cfg.Servers)
 	if err != nil {
-		return nil, fmt.Errorf("zkpresto: discovery: %w", err)
+		return nil, fmt.Errorf("discovery: %w", err)
 	}
 	cfg.Servers = servers
 	if cfg.AuthScheme == "" && len(cfg.Auth) > 0 {
-		return nil, fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: credentials given without an auth scheme", cfg.Ensemble())
+		return nil, fmt.Errorf("discovery: ZooKeeper ensemble %s: credentials given without an auth scheme", cfg.Ensemble())
 	}
 	path, err := zkconn.Path(cfg.Path)
 	if err != nil {
-		return nil, fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: path %q: %w", cfg.Ensemble(), cfg.Path, err)
+		return nil, fmt.Errorf("discovery: ZooKeeper ensemble %s: path %q: %w", cfg.Ensemble(), cfg.Path, err)
 	}
 	cfg.Path = path
 	if cfg.LoadWatchSubset < 0 || cfg.LoadWatchSubset > MaxLoadWatchSubset {
-		return nil, fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: load watch subset %d: want 0 (every child) to %d",
+		return nil, fmt.Errorf("discovery: ZooKeeper ensemble %s: load watch subset %d: want 0 (every child) to %d",
 			cfg.Ensemble(), cfg.LoadWatchSubset, MaxLoadWatchSubset)
 	}
 	if cfg.SessionTimeout <= 0 {
@@ -215,7 +215,7 @@ func OpenZooKeeper(ctx context.Context, cfg ZooKeeperConfig) (*ZooKeeper, error)
 		case <-w.ready:
 		case <-ctx.Done():
 			w.release()
-			return nil, fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: %w", cfg.Ensemble(), ctx.Err())
+			return nil, fmt.Errorf("discovery: ZooKeeper ensemble %s: %w", cfg.Ensemble(), ctx.Err())
 		}
 		if w.startErr != nil {
 			return nil, w.startErr
@@ -354,7 +354,7 @@ func newZKWatch(key string, cfg ZooKeeperConfig) *zkWatch {
 
 // errorf returns an error naming the ensemble.
 func (w *zkWatch) errorf(format string, args ...any) error {
-	return fmt.Errorf("zkpresto: discovery: ZooKeeper ensemble %s: "+format, append([]any{w.cfg.Ensemble()}, args...)...)
+	return fmt.Errorf("discovery: ZooKeeper ensemble %s: "+format, append([]any{w.cfg.Ensemble()}, args...)...)
 }
 
 func (w *zkWatch) start(parent context.Context) (err error) {

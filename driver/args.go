@@ -16,7 +16,7 @@ import (
 // errNamedArgument is the error for a sql.Named argument: Presto's
 // placeholders are positional, and binding a named argument by its position
 // would silently put values in the wrong places.
-var errNamedArgument = errors.New("zkpresto: named arguments (sql.Named) are not supported: Presto placeholders are positional; pass the values in the order of the ? placeholders")
+var errNamedArgument = errors.New("driver: named arguments (sql.Named) are not supported: Presto placeholders are positional; pass the values in the order of the ? placeholders")
 
 // CheckNamedValue implements driver.NamedValueChecker: it refuses named
 // arguments, keeps a json.RawMessage as JSON (database/sql's default
@@ -32,7 +32,7 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 			return nil
 		}
 		if !json.Valid(raw) {
-			return fmt.Errorf("zkpresto: argument %d: a json.RawMessage that is not valid JSON", nv.Ordinal)
+			return fmt.Errorf("driver: argument %d: a json.RawMessage that is not valid JSON", nv.Ordinal)
 		}
 		nv.Value = jsonArg(raw)
 		return nil
@@ -91,7 +91,7 @@ func interpolate(query string, args []driver.NamedValue) (string, error) {
 		}
 		var lit string
 		if lit, err = sqlLiteral(args[n-1].Value); err != nil {
-			err = fmt.Errorf("zkpresto: argument %d: %w", n, err)
+			err = fmt.Errorf("driver: argument %d: %w", n, err)
 			return false
 		}
 		write(lit)
@@ -101,7 +101,7 @@ func interpolate(query string, args []driver.NamedValue) (string, error) {
 		return "", err
 	}
 	if n != len(args) {
-		return "", fmt.Errorf("zkpresto: the statement has %d ? placeholder(s) outside literals and comments, and %d argument(s) were given", n, len(args))
+		return "", fmt.Errorf("driver: the statement has %d ? placeholder(s) outside literals and comments, and %d argument(s) were given", n, len(args))
 	}
 	return b.String(), nil
 }

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -36,7 +37,7 @@ type AccessTokenError struct {
 
 // Error implements error.
 func (e *AccessTokenError) Error() string {
-	return "zkpresto: the access token source failed, the request was not sent: " + e.Err.Error()
+	return "driver: the access token source failed, the request was not sent: " + e.Err.Error()
 }
 
 // Unwrap returns the source's error.
@@ -48,11 +49,11 @@ func checkTokenSource(cfg *Config, source AccessTokenSource) error {
 	case source == nil:
 		return nil
 	case cfg.AccessToken != "":
-		return errors.New("zkpresto: NewConnector: the DSN's accessToken and WithAccessTokenSource both give a token: keep one")
+		return errors.New("driver: NewConnector: the DSN's accessToken and WithAccessTokenSource both give a token: keep one")
 	case cfg.Password != "":
-		return errors.New("zkpresto: NewConnector: a password and WithAccessTokenSource both authenticate: keep one")
+		return errors.New("driver: NewConnector: a password and WithAccessTokenSource both authenticate: keep one")
 	case !cfg.UsesTLS():
-		return errors.New("zkpresto: NewConnector: WithAccessTokenSource: " + dsn.ErrTokenWithoutTLS.Error())
+		return fmt.Errorf("driver: NewConnector: WithAccessTokenSource: %w", dsn.ErrTokenWithoutTLS)
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ func TestNewConnectorRefusesWhatValidateRefuses(t *testing.T) {
 			if invalid == nil {
 				t.Fatal("Validate accepted the Config")
 			}
-			want := "zkpresto: NewConnector: " + invalid.Error()
+			want := "driver: NewConnector: " + invalid.Error()
 			if c, err := zkdriver.NewConnector(cfg); err == nil || err.Error() != want {
 				if c != nil {
 					c.Close()

@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"strings"
 	"sync/atomic"
 
 	presto "github.com/prestodb/presto-go-client/v2"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	"github.com/zkpresto/zkpresto/internal/pool"
+	"github.com/zkpresto/zkpresto/internal/verdict"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 )
@@ -82,7 +81,7 @@ func (c *Conn) Ping(ctx context.Context) error {
 		case info.Verdict == wire.Up:
 			return routing.Answered, nil
 		case ctx.Err() != nil:
-			return routing.Abandoned, fmt.Errorf("zkpresto: ping of %s: %w", ra.Node.Addr, ctx.Err())
+			return routing.Abandoned, fmt.Errorf("driver: ping of %s: %w", ra.Node.Addr, ctx.Err())
 		}
 		return routing.NotSent, info.Err
 	})
@@ -169,7 +168,7 @@ type result struct{ updateCount *int64 }
 
 // LastInsertId implements driver.Result: Presto has no generated keys.
 func (r result) LastInsertId() (int64, error) {
-	return 0, errors.New("zkpresto: LastInsertId is not supported by Presto")
+	return 0, errors.New("driver: LastInsertId is not supported by Presto")
 }
 
 // RowsAffected implements driver.Result: the coordinator's update count,
@@ -204,33 +203,15 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 		}
 		last = a
 		err := do(a.context())
-		failure, sent := a.Failure()
-		switch {
-		case err == nil:
+		if err == nil {
 			return routing.Answered, nil
-		case ctx.Err() != nil:
+		}
+		if ctx.Err() != nil {
 			// The caller gave up: stop the query on the coordinator too.
 			c.connector.cancelQuery(a)
-			if a.unanswered.Load() {
-				return routing.Unanswered, callerError(a, err, ctx)
-			}
-			return routing.Abandoned, callerError(a, err, ctx)
-		case a.Invalid() != nil:
-			return routing.Invalid, a.Invalid()
-		case failure == nil && neverRan(err, a.LastURL()):
-			// Provably never ran: the statement goes to another coordinator,
-			// and this one is ejected as for a 503.
-			return routing.NotSent, err
-		case failure == nil:
-			return routing.Answered, err // the coordinator answered: a query error
-		case sent:
-			return routing.MaybeSent, failure
-		case errors.As(failure, new(*pool.DialRaceError)), errors.As(failure, new(*writeStallError)):
-			return routing.Unreached, failure
-		case errors.As(failure, new(*pool.OvertakenError)):
-			return routing.Returned, failure
 		}
-		return routing.NotSent, failure
+		v := classifyAttempt(err, ctx, a)
+		return v.Kind.Routing(), v.Err
 	})
 	if last != nil {
 		last.EndDialRace()
@@ -242,11 +223,46 @@ func (c *Conn) submit(ctx context.Context, do func(context.Context) error) (*att
 	return last, nil
 }
 
-// neverRan reports whether err is the failure of a query that its
-// coordinator never ran (wire.NeverRan), last the URI whose answer it was.
-func neverRan(err error, last *url.URL) bool {
+// classifyAttempt is the verdict on an attempt whose statement failed
+// with err, ctx the caller's: verdict.Of on its facts, with the caller's
+// reason on the error of a statement it gave up.
+func classifyAttempt(err error, ctx context.Context, a *attempt) verdict.Verdict {
+	v := verdict.Of(attemptFacts(err, ctx, a))
+	if v.Kind == verdict.Abandoned || v.Kind == verdict.Unanswered {
+		v.Err = callerError(a, v.Err, ctx)
+	}
+	return v
+}
+
+// attemptFacts gathers what an attempt of a statement left for the
+// verdict (verdict.Of): err is the Presto client's error, ctx the
+// caller's. An error without a transport failure recorded came from an
+// answer the client read (a query error, whose name says whether the
+// query never ran); the caller giving up aborts the attempt, and its
+// deadline after the statement's last bytes left leaves it unanswered.
+func attemptFacts(err error, ctx context.Context, a *attempt) verdict.Facts {
+	failure, sent := a.Failure()
+	f := verdict.Facts{
+		Err:       err,
+		Answered:  failure == nil,
+		Failure:   failure,
+		Sent:      sent,
+		Written:   a.Written(),
+		Invalid:   a.Invalid(),
+		Aborted:   ctx.Err() != nil,
+		Deadline:  a.unanswered.Load(),
+		HeadBytes: a.headBytes,
+	}
 	var qe *presto.QueryError
-	return errors.As(err, &qe) && wire.NeverRan(qe.ErrorName, wire.QueuedURI(last))
+	if failure == nil && errors.As(err, &qe) {
+		f.ErrorName = qe.ErrorName
+		if wire.NeverRan(qe.ErrorName, true) {
+			// Only then does the queued resource matter, and its URI is
+			// parsed.
+			f.Queued = wire.QueuedURI(a.LastURL())
+		}
+	}
+	return f
 }
 
 // callerError is the error of a statement whose caller gave up: err when
@@ -256,7 +272,7 @@ func callerError(a *attempt, err error, ctx context.Context) error {
 	if errors.Is(err, ctx.Err()) {
 		return err
 	}
-	return fmt.Errorf("zkpresto: statement on %s: %w (%w)", a.Node.Addr, ctx.Err(), err)
+	return fmt.Errorf("driver: statement on %s: %w (%w)", a.Node.Addr, ctx.Err(), err)
 }
 
 // NoCoordinatorError reports a statement that was sent nowhere: every
@@ -290,7 +306,7 @@ func (c *Conn) PrepareContext(_ context.Context, query string) (driver.Stmt, err
 // statement of the transaction there.
 func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if c.pinned != nil {
-		return nil, errors.New("zkpresto: a transaction is already open on this connection")
+		return nil, errors.New("driver: a transaction is already open on this connection")
 	}
 	begin, err := startTransaction(opts)
 	if err != nil {
@@ -315,7 +331,7 @@ func startTransaction(opts driver.TxOptions) (string, error) {
 	if level := sql.IsolationLevel(opts.Isolation); level != sql.LevelDefault {
 		words, ok := isolationLevels[level]
 		if !ok {
-			return "", fmt.Errorf("zkpresto: isolation level %s is not supported by Presto", level)
+			return "", fmt.Errorf("driver: isolation level %s is not supported by Presto", level)
 		}
 		modes = append(modes, "ISOLATION LEVEL "+words)
 	}
@@ -338,7 +354,7 @@ func (t *tx) finish(statement string) error {
 	defer func() { t.conn.pinned = nil }()
 	if _, err := t.conn.exec(context.Background(), statement); err != nil {
 		t.conn.broken.Store(true)
-		return fmt.Errorf("zkpresto: %s: %w", strings.ToLower(statement), err)
+		return fmt.Errorf("%s: %w", strings.ToLower(statement), err)
 	}
 	return nil
 }
@@ -508,7 +524,7 @@ func (r *rows) drain() error {
 				// The server's words first.
 				return fmt.Errorf("%w (reading the rest of a result closed early in a transaction: the transaction may be aborted)", err)
 			}
-			return redactSlugs(fmt.Errorf("zkpresto: reading the rest of a result closed early in a transaction (the transaction may be aborted): %w", err))
+			return redactSlugs(fmt.Errorf("driver: reading the rest of a result closed early in a transaction (the transaction may be aborted): %w", err))
 		}
 		if r.pages != nil {
 			r.pages.takePage()

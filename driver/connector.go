@@ -68,10 +68,10 @@ func WithHTTPClient(client *http.Client) Option {
 // too, with NewConnector's name in the errors.
 func checkConfig(cfg *Config) error {
 	if cfg == nil {
-		return errors.New("zkpresto: NewConnector: nil Config")
+		return errors.New("driver: NewConnector: nil Config")
 	}
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("zkpresto: NewConnector: %w", err)
+		return fmt.Errorf("driver: NewConnector: %w", err)
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 		presto.WithSessionSetup(func(s *presto.Session) { c.connecting = s }))
 	if err != nil {
 		_ = routed.Close()
-		return nil, fmt.Errorf("zkpresto: Presto client: %w", err)
+		return nil, fmt.Errorf("driver: Presto client: %w", err)
 	}
 	c.session = session
 	c.request = strategy.Request{User: c.cfg.User, Source: c.cfg.Source}
@@ -197,11 +197,11 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	c.connecting = nil
 	c.connectMu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("zkpresto: Presto client: %w", err)
+		return nil, fmt.Errorf("driver: Presto client: %w", err)
 	}
 	if ps == nil {
 		session.Close()
-		return nil, errors.New("zkpresto: internal error: the Presto client made no session")
+		return nil, errors.New("driver: internal error: the Presto client made no session")
 	}
 	return &Conn{connector: c, session: session, ps: ps, clientSession: newClientSession(c.cfg)}, nil
 }

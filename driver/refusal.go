@@ -26,7 +26,7 @@ func explainRefusal(resp *http.Response, req *http.Request, coordinator string) 
 	}
 	// The status's own text, not the answer's reason phrase: Jetty puts
 	// PrestoDB's reason there ("401 Access Denied: Invalid credentials").
-	msg := fmt.Sprintf("zkpresto: coordinator %s refused the request%s (%d %s)", coordinator, who, resp.StatusCode, http.StatusText(resp.StatusCode))
+	msg := fmt.Sprintf("driver: coordinator %s refused the request%s (%d %s)", coordinator, who, resp.StatusCode, http.StatusText(resp.StatusCode))
 	if reason := wire.Reason(resp.Header.Get("Content-Type"), body); reason != "" {
 		msg += ": " + reason
 	}

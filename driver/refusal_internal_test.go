@@ -25,7 +25,7 @@ func TestExplainRefusalOfAReasonInTheStatusLine(t *testing.T) {
 	req.SetBasicAuth("alice", "s3cret")
 	explainRefusal(resp, req, "https://c1:8443")
 	body, _ := io.ReadAll(resp.Body)
-	want := `zkpresto: coordinator https://c1:8443 refused the request of user "alice" (401 Unauthorized): Access Denied: Invalid credentials`
+	want := `driver: coordinator https://c1:8443 refused the request of user "alice" (401 Unauthorized): Access Denied: Invalid credentials`
 	if string(body) != want {
 		t.Fatalf("explained as %q, want %q", body, want)
 	}

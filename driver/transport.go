@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/internal/pool"
+	"github.com/zkpresto/zkpresto/internal/verdict"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 )
@@ -26,7 +27,7 @@ const placeholderHost = "coordinator.zkpresto.invalid"
 // purpose: presto-go-client retries every other transport error ten times
 // with back-off up to 30 s (and logs each retry through zerolog), but gives
 // up at once on a cancelled context.
-var errFailover = fmt.Errorf("zkpresto: coordinator failed; handled by the driver: %w", context.Canceled)
+var errFailover = fmt.Errorf("driver: coordinator failed; handled by the driver: %w", context.Canceled)
 
 // attempt is one try of one statement on one coordinator: the routing
 // core's attempt, the protocol's record of the wire, and the caller's
@@ -51,6 +52,10 @@ type attempt struct {
 	// unanswered is set when the caller's deadline passed after the
 	// submission's last bytes were released and before its answer.
 	unanswered atomic.Bool
+	// headBytes is about the size of the submission's head
+	// (verdict.HeadBytes), for the verdict on a coordinator that hangs up
+	// on a large one.
+	headBytes int
 	attemptPages
 	attemptTxn
 	// session is the connection's session (see session.go): the
@@ -132,32 +137,14 @@ const abandonTimeout = 30 * time.Second
 // paused by its scheduler or its collector.
 const minStallCheck = 100 * time.Millisecond
 
-// writeStallError is the failure of a submission whose write had not
-// delivered the statement by half the caller's remaining time: its last
-// bytes were held at the gate, so it was not sent.
-type writeStallError struct {
-	node  string
-	after time.Duration
-}
-
-func (e *writeStallError) Error() string {
-	return fmt.Sprintf("the statement's write to %s was not complete after %v, half the caller's remaining time: not sent", e.node, e.after.Round(time.Millisecond))
-}
-
-// Timeout reports true: it is a net.Error timeout.
-func (e *writeStallError) Timeout() bool { return true }
-
-// Temporary reports true, as other timeouts do.
-func (e *writeStallError) Temporary() bool { return true }
-
 // errAbandoned ends the wait for such an answer.
-var errAbandoned = errors.New("zkpresto: no answer to an abandoned submission in time")
+var errAbandoned = errors.New("driver: no answer to an abandoned submission in time")
 
 // roundTrip is RoundTrip (see progress.go) without the progress reports.
 func (t *routingTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	a := attemptFrom(req.Context())
 	if a == nil {
-		return nil, errors.New("zkpresto: internal error: a request without a coordinator")
+		return nil, errors.New("driver: internal error: a request without a coordinator")
 	}
 	submission := pool.IsSubmission(req)
 	orig := req
@@ -212,7 +199,7 @@ func (t *routingTransport) roundTrip(req *http.Request) (*http.Response, error) 
 func (t *routingTransport) failed(a *attempt, err error) error {
 	switch {
 	case a.caller.Err() != nil:
-		return fmt.Errorf("zkpresto: statement on %s: %w", a.Node.Addr, a.caller.Err())
+		return fmt.Errorf("driver: statement on %s: %w", a.Node.Addr, a.caller.Err())
 	case a.Invalid() != nil:
 		return err
 	}
@@ -279,6 +266,9 @@ func (t *routingTransport) target(req *http.Request, a *attempt, submission bool
 		}
 		r.URL, r.Host = u, a.Node.Addr
 	}
+	if submission {
+		a.headBytes = verdict.HeadBytes(r)
+	}
 	// The Presto client asks for gzip and decodes it itself; the header
 	// stays, so that Go neither adds its own nor decodes.
 	return r, nil
@@ -340,7 +330,7 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 		return answered(r)
 	case <-stalled:
 		if a.Connected() && a.AbortSubmission() {
-			err := &writeStallError{node: a.Node.Addr, after: half}
+			err := &verdict.WriteStallError{Node: a.Node.Addr, After: half}
 			a.Fail(err, false)
 			cancel(err)
 			<-done
@@ -396,7 +386,7 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 			}
 		}()
 	}
-	return nil, fmt.Errorf("zkpresto: statement on %s: %w", a.Node.Addr, a.caller.Err())
+	return nil, fmt.Errorf("driver: statement on %s: %w", a.Node.Addr, a.caller.Err())
 }
 
 // withClientSupport returns h with what the driver supports and the

@@ -23,15 +23,15 @@ var zones sync.Map // name → *time.Location
 func parseTSTZ(s string) (time.Time, error) {
 	i := strings.LastIndexByte(s, ' ')
 	if i < 0 {
-		return time.Time{}, fmt.Errorf("zkpresto: timestamp with time zone %q: no zone", s)
+		return time.Time{}, fmt.Errorf("timestamp with time zone %q: no zone", s)
 	}
 	loc, err := zoneOf(s[i+1:])
 	if err != nil {
-		return time.Time{}, fmt.Errorf("zkpresto: timestamp with time zone %q: %w", s, err)
+		return time.Time{}, fmt.Errorf("timestamp with time zone %q: %w", s, err)
 	}
 	t, err := parseDateTime("2006-01-02 15:04:05", s[:i], loc)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("zkpresto: timestamp with time zone %q: %w", s, err)
+		return time.Time{}, fmt.Errorf("timestamp with time zone %q: %w", s, err)
 	}
 	return t, nil
 }

@@ -21,7 +21,7 @@ import (
 // not know of, and the next statement, picked for another coordinator,
 // would fail with UNKNOWN_TRANSACTION there (or one on the same
 // coordinator would run inside a transaction nobody commits).
-var errTransactionControl = errors.New("zkpresto: START TRANSACTION, COMMIT and ROLLBACK are not run as statements: use db.BeginTx, tx.Commit and tx.Rollback, which keep the transaction on its coordinator")
+var errTransactionControl = errors.New("driver: START TRANSACTION, COMMIT and ROLLBACK are not run as statements: use db.BeginTx, tx.Commit and tx.Rollback, which keep the transaction on its coordinator")
 
 // refuseTransactionControl returns errTransactionControl, before any I/O,
 // for a statement that starts or ends a transaction.
@@ -161,7 +161,7 @@ func foldKeywordRune(r rune) string {
 // database/sql closes it when BeginTx returns.
 func (c *Conn) beginFailed(err error) error {
 	c.broken.Store(true)
-	return fmt.Errorf("zkpresto: starting a transaction: %w", err)
+	return fmt.Errorf("starting a transaction: %w", err)
 }
 
 // attemptTxn is the part of an attempt that notes a transaction started
@@ -253,11 +253,11 @@ func ParseTransactionControl(query string) (TxControl, *sql.TxOptions, error) {
 		case strings.HasPrefix(m, "ISOLATION LEVEL "):
 			level, ok := isolationLevelNamed(strings.TrimPrefix(m, "ISOLATION LEVEL "))
 			if !ok {
-				return StartTransaction, nil, fmt.Errorf("zkpresto: START TRANSACTION: unknown isolation level %q", strings.TrimSpace(strings.TrimPrefix(m, "ISOLATION LEVEL ")))
+				return StartTransaction, nil, fmt.Errorf("driver: START TRANSACTION: unknown isolation level %q", strings.TrimSpace(strings.TrimPrefix(m, "ISOLATION LEVEL ")))
 			}
 			opts.Isolation = level
 		default:
-			return StartTransaction, nil, fmt.Errorf("zkpresto: START TRANSACTION: unknown mode %q", strings.TrimSpace(mode))
+			return StartTransaction, nil, fmt.Errorf("driver: START TRANSACTION: unknown mode %q", strings.TrimSpace(mode))
 		}
 	}
 	return StartTransaction, opts, nil

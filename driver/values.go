@@ -176,7 +176,7 @@ func (c *column) value(raw json.RawMessage) (driver.Value, error) {
 	}
 	v, err := c.convert(raw)
 	if err != nil {
-		return nil, fmt.Errorf("zkpresto: column %q (%s): value %.64s: %w", c.name, c.typ, raw, err)
+		return nil, fmt.Errorf("driver: column %q (%s): value %.64s: %w", c.name, c.typ, raw, err)
 	}
 	return v, nil
 }
@@ -411,10 +411,10 @@ func (r *resultRows) Next(dest []driver.Value) error {
 	r.pos++
 	r.cells = r.cells[:0]
 	if err := json.Unmarshal(raw, &r.cells); err != nil {
-		return fmt.Errorf("zkpresto: a row of the result is not a JSON array: %w", err)
+		return fmt.Errorf("driver: a row of the result is not a JSON array: %w", err)
 	}
 	if len(r.cells) != len(r.cols) {
-		return fmt.Errorf("zkpresto: a row of the result has %d values for %d columns", len(r.cells), len(r.cols))
+		return fmt.Errorf("driver: a row of the result has %d values for %d columns", len(r.cells), len(r.cols))
 	}
 	for i := range dest {
 		v, err := r.cols[i].value(r.cells[i])

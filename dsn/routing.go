@@ -8,7 +8,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
-	"github.com/zkpresto/zkpresto/internal/infoprobe"
+	"github.com/zkpresto/zkpresto/health/httpprobe"
 	"github.com/zkpresto/zkpresto/internal/pool"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
@@ -53,7 +53,7 @@ func (c *Config) RoutingConfig(opts RoutingOptions) routing.Config {
 		Logger:              opts.Logger,
 	}
 	if rc.Probe == nil {
-		rc.Probe = infoprobe.New(&http.Client{})
+		rc.Probe = httpprobe.New(&http.Client{})
 	}
 	if c.ZooKeeper {
 		zk := c.zooKeeperConfig(opts.Logger)
@@ -145,7 +145,7 @@ func Open(cfg *Config, opts OpenOptions) (*Routing, error) {
 	}
 	r.Client = &http.Client{Transport: next}
 	router, err := routing.New(cfg.RoutingConfig(RoutingOptions{
-		Strategy: opts.Strategy, Health: opts.Health, Probe: infoprobe.New(r.Client), Logger: log,
+		Strategy: opts.Strategy, Health: opts.Health, Probe: httpprobe.New(r.Client), Logger: log,
 	}))
 	if err != nil {
 		r.CloseIdleConnections()

@@ -402,9 +402,9 @@ func jsonError(file string, data []byte, err error) error {
 	if off >= 0 && off <= int64(len(data)) {
 		line := bytes.Count(data[:off], []byte("\n")) + 1
 		col := int(off) - bytes.LastIndexByte(data[:off], '\n')
-		return fmt.Errorf("%s:%d:%d: %s%v", file, line, col, where, err)
+		return fmt.Errorf("%s:%d:%d: %s%w", file, line, col, where, err)
 	}
-	return fmt.Errorf("%s: %s%v", file, where, err)
+	return fmt.Errorf("%s: %s%w", file, where, err)
 }
 
 // member is one entry of a group's members: a coordinator, a ZooKeeper

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,15 +17,6 @@ import (
 // maxQueuedAnswer bounds the answers dispatchFirst reads whole: the POST's
 // and the queued resource's, which carry no rows.
 const maxQueuedAnswer = 1 << 20
-
-// queuedAnswer is what dispatchFirst reads of an answer.
-type queuedAnswer struct {
-	NextURI string `json:"nextUri"`
-	Error   *struct {
-		ErrorName string `json:"errorName"`
-		Message   string `json:"message"`
-	} `json:"error"`
-}
 
 // notReadyError reports a coordinator that accepted a statement and failed
 // it on its queued resource: starting (SERVER_STARTING_UP), without
@@ -98,9 +88,12 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 	if err != nil {
 		return nil, false, err
 	}
-	var ans queuedAnswer
-	if !whole || json.Unmarshal(body, &ans) != nil {
+	if !whole {
 		return post, false, nil // rows in the POST's answer
+	}
+	ans, err := wire.DecodeAnswer(body)
+	if err != nil {
+		return post, false, nil // not a statement answer: the client judges it
 	}
 	ctx, cancel := context.WithTimeout(ctx, dispatchTimeout)
 	defer cancel()
@@ -122,15 +115,18 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 		}
 		got, whole, err := peekAnswer(get)
 		get.Body.Close()
-		var next queuedAnswer
-		if err != nil || !whole || get.StatusCode != http.StatusOK || json.Unmarshal(got, &next) != nil {
+		if err != nil || !whole || get.StatusCode != http.StatusOK {
 			break
 		}
-		if next.NextURI == "" && next.Error != nil && wire.NeverRan(next.Error.ErrorName, true) {
+		next, err := wire.DecodeAnswer(got)
+		if err != nil {
+			break
+		}
+		if next.Ended() && next.Error != nil && wire.NeverRan(next.ErrorName(), true) {
 			post.Body.Close()
 			return nil, false, &notReadyError{Node: hostOf(base), ErrorName: next.Error.ErrorName, Message: next.Error.Message}
 		}
-		if next.NextURI == "" {
+		if next.Ended() {
 			// The query ended on the queued resource (a statement that does not
 			// parse, a missing table): the client gets the answer before, and
 			// the end from its own GET of the same token, as without the

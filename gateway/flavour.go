@@ -47,7 +47,7 @@ func (f Flavour) valid() error {
 	case "", Presto, Trino:
 		return nil
 	}
-	return fmt.Errorf("zkpresto: gateway: unknown coordinator flavour %q (want %q or %q)", f, Presto, Trino)
+	return fmt.Errorf("gateway: unknown coordinator flavour %q (want %q or %q)", f, Presto, Trino)
 }
 
 // requestHeaders are the session headers of the protocol a client sends,

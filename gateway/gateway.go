@@ -132,7 +132,7 @@ type Gateway struct {
 // New returns a Gateway for cfg. It does no network I/O.
 func New(cfg Config) (*Gateway, error) {
 	if (cfg.Router == nil) == (cfg.Groups == nil) {
-		return nil, errors.New("zkpresto: gateway: exactly one of Router and Groups must be set")
+		return nil, errors.New("gateway: exactly one of Router and Groups must be set")
 	}
 	groups := cfg.Groups
 	if groups == nil {
@@ -143,7 +143,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	keys, err := token.ParseKeys(cfg.Keys)
 	if err != nil {
-		return nil, fmt.Errorf("zkpresto: gateway: routing-token secret: %w", err)
+		return nil, fmt.Errorf("gateway: routing-token secret: %w", err)
 	}
 	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace), submitTimeout: SubmitTimeout}
 	if g.log == nil {
@@ -157,7 +157,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("zkpresto: gateway: public URL %q: want http[s]://host[:port][/prefix]", cfg.PublicURL)
+			return nil, fmt.Errorf("gateway: public URL %q: want http[s]://host[:port][/prefix]", cfg.PublicURL)
 		}
 		u.Path = strings.TrimSuffix(u.Path, "/")
 		g.public = u

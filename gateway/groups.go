@@ -3,10 +3,10 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,17 +105,17 @@ type Groups struct {
 // any more (or on Close); otherwise the caller closes them.
 func NewGroups(groups []*Group, selectors []Selector, own bool) (*Groups, error) {
 	if len(groups) == 0 {
-		return nil, errors.New("zkpresto: gateway: no groups")
+		return nil, errors.New("gateway: no groups")
 	}
 	gs := &Groups{groups: groups, selectors: selectors, byName: map[string]*Group{}, owned: own, current: make([]int, len(groups)), transports: map[*Group]reach{},
 		keyHeader: DefaultRoutingKeyHeader, now: time.Now}
 	total := 0
 	for _, gr := range groups {
 		if gr.Router == nil {
-			return nil, errors.New("zkpresto: gateway: group " + gr.Name + " has no Router")
+			return nil, errors.New("gateway: group " + gr.Name + " has no Router")
 		}
 		if _, dup := gs.byName[gr.Name]; dup {
-			return nil, errors.New("zkpresto: gateway: two groups named " + gr.Name)
+			return nil, errors.New("gateway: two groups named " + gr.Name)
 		}
 		gs.byName[gr.Name] = gr
 		total += gr.Weight
@@ -124,11 +124,11 @@ func NewGroups(groups []*Group, selectors []Selector, own bool) (*Groups, error)
 		}
 	}
 	if total == 0 {
-		return nil, errors.New("zkpresto: gateway: every group has weight 0: statements no selector claims would have nowhere to go")
+		return nil, errors.New("gateway: every group has weight 0: statements no selector claims would have nowhere to go")
 	}
 	for _, s := range selectors {
 		if gs.byName[s.Group] == nil {
-			return nil, errors.New("zkpresto: gateway: a selector targets group " + s.Group + ", which does not exist")
+			return nil, errors.New("gateway: a selector targets group " + s.Group + ", which does not exist")
 		}
 		gs.needSQL = gs.needSQL || s.needsSQL()
 		gs.needEstimates = gs.needEstimates || len(s.estimates) > 0
@@ -282,7 +282,7 @@ func (g *Gateway) Open(ctx context.Context) error {
 	for _, gr := range gs.groups {
 		if err := gr.Router.Open(ctx); err != nil {
 			if len(gs.groups) > 1 {
-				err = errors.New("group " + gr.Name + ": " + strings.TrimPrefix(err.Error(), "zkpresto: "))
+				err = fmt.Errorf("group %s: %w", gr.Name, err)
 			}
 			errs = append(errs, err)
 		}

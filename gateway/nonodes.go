@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zkpresto/zkpresto/internal/verdict"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 )
@@ -76,7 +77,7 @@ func (o *outages) ended(group string) {
 func (g *Gateway) noCoordinator(w http.ResponseWriter, r *http.Request, group *Group, err error) bool {
 	var se *routing.StatementError
 	var re *wire.RequestError
-	var hr *headRefusedError
+	var hr *verdict.HeadRefusedError
 	if errors.As(err, &se) || errors.As(err, &re) || errors.As(err, &hr) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false // it may have run, the request was bad or its head too large, or the client left: no outage
 	}
@@ -91,7 +92,7 @@ func (g *Gateway) noCoordinator(w http.ResponseWriter, r *http.Request, group *G
 		lasting = fmt.Sprintf(" for %s", d.Round(time.Second))
 	}
 	msg := fmt.Sprintf("zkpresto gateway: no coordinator of group %q takes statements%s (looking in %s): %s",
-		group.Name, lasting, where, strings.TrimPrefix(err.Error(), "zkpresto: "))
+		group.Name, lasting, where, err)
 	id := g.newFailedQueryID(now)
 	return g.answerFailedQuery(w, r, id, msg, false)
 }

@@ -287,7 +287,7 @@ func parseEstimateCond(name, text string) (estimateCond, error) {
 	}
 	v, err := parse(strings.TrimSpace(t[len(op):]))
 	if err != nil {
-		return estimateCond{}, fmt.Errorf("%q: %v", text, err)
+		return estimateCond{}, fmt.Errorf("%q: %w", text, err)
 	}
 	return estimateCond{name: name, op: op, value: v, text: t}, nil
 }
@@ -373,7 +373,7 @@ func parseDayWindow(text, zone string) (*dayWindow, error) {
 	if zone != "" {
 		var err error
 		if loc, err = time.LoadLocation(zone); err != nil {
-			return nil, fmt.Errorf("timeZone %q: %v", zone, err)
+			return nil, fmt.Errorf("timeZone %q: %w", zone, err)
 		}
 	}
 	return &dayWindow{from: f, to: t, loc: loc, text: text + " " + loc.String()}, nil

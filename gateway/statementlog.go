@@ -110,7 +110,7 @@ func (g *Gateway) noteStatement(r *http.Request, group, base string, resp *http.
 		default:
 			rec.Status, rec.Outcome = http.StatusServiceUnavailable, "not routed"
 		}
-		rec.Error = clip(strings.TrimPrefix(err.Error(), "zkpresto: "))
+		rec.Error = clip(err.Error())
 		rec.Time = time.Now()
 		g.recent.add(rec)
 		return

@@ -8,11 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/zkpresto/zkpresto/internal/pool"
+	"github.com/zkpresto/zkpresto/internal/verdict"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
 )
@@ -75,7 +74,13 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		} else {
 			end()
 		}
-		return outcome.routing(), outcome.err
+		err := outcome.Err
+		if outcome.Kind == verdict.Unanswered {
+			// It may be running: the client gets the 500 of a statement
+			// that may have run, which it does not send again.
+			err = &routing.StatementError{Node: ra.Node.Addr, Err: err}
+		}
+		return outcome.routing(), err
 	})
 	g.noteStatement(r, group.Name, base, resp, err)
 	if err != nil {
@@ -185,7 +190,7 @@ func (g *Gateway) sendStatement(ctx context.Context, r *http.Request, rc reach, 
 	attempt.failure, attempt.sent = e.Failure()
 	attempt.written = e.Written()
 	attempt.clientGone = r.Context().Err() != nil
-	attempt.headBytes = requestHeadBytes(out)
+	attempt.headBytes = verdict.HeadBytes(out)
 	return attempt, abort
 }
 
@@ -205,187 +210,67 @@ type submitAttempt struct {
 	headBytes   int            // about the size of the request's head
 }
 
-// submitKind is what an attempt of a submission means, for the
-// coordinator and for the client.
-type submitKind int
-
-const (
-	// submitAnswered: the coordinator answered (a query, its failure, or
-	// a server error that is no refusal): the answer is relayed and the
-	// coordinator is healthy.
-	submitAnswered submitKind = iota
-	// submitClientError: the coordinator refused the client's own request
-	// (4xx: a head too large, 431; a body too large, 413; 400, 401): the
-	// client's fault, relayed as it came, never counted against the
-	// coordinator.
-	submitClientError
-	// submitNotReady: the coordinator accepted the statement and failed
-	// it at its dispatch because it is starting or has no workers
-	// (*notReadyError): it never ran, another coordinator gets it.
-	submitNotReady
-	// submitNotSent: the coordinator failed before it could have the
-	// statement (no connection, the statement held at the gate, or a
-	// refusal, which by the protocol it did not accept, however much was
-	// written): it is ejected and another coordinator gets the statement.
-	submitNotSent
-	// submitMayHaveRun: the coordinator failed after it may have had the
-	// statement (a cut write or answer, a redirect, an answer that could
-	// not be read): it is charged a failure, the statement is never sent
-	// again, and the client gets a 500 it does not retry.
-	submitMayHaveRun
-	// submitInvalid: the request could not be sent at all (a header
-	// net/http refuses): the client's fault, a 400, and no other
-	// coordinator is tried, where it would fail the same way.
-	submitInvalid
-	// submitAbandoned: the client left before a whole statement could
-	// have reached the coordinator: nothing to cancel, no verdict on the
-	// coordinator.
-	submitAbandoned
-	// submitUnanswered: the coordinator may have had the whole statement
-	// and gave no answer before the submission's timeout (SubmitTimeout),
-	// which ends the attempt without a failure recorded: it may be running
-	// the statement, so it is charged a failure, the statement is never
-	// sent again, and the client gets a 500 it does not retry.
-	submitUnanswered
-	// submitTimedOut: the submission's timeout passed before a whole
-	// statement could have reached the coordinator: nothing ran, no
-	// verdict on the coordinator, and the client gets the 503 of a
-	// statement no coordinator took.
-	submitTimedOut
-	// submitHeadRefused: the coordinator closed or reset the connection,
-	// with no answer, on a request whose head is over coordinatorHeadLimit:
-	// what Jetty does to a head over its limit. The client's fault: a
-	// 431, no other coordinator is tried, and none is charged.
-	submitHeadRefused
-)
-
-var submitKindNames = [...]string{
-	submitAnswered:    "answered",
-	submitClientError: "client error",
-	submitNotReady:    "not ready",
-	submitNotSent:     "not sent",
-	submitMayHaveRun:  "may have run",
-	submitInvalid:     "invalid",
-	submitAbandoned:   "abandoned",
-	submitUnanswered:  "unanswered",
-	submitTimedOut:    "timed out",
-	submitHeadRefused: "head refused",
-}
-
-func (k submitKind) String() string { return submitKindNames[k] }
-
-// submitOutcome is an attempt's kind and the error the routing gets for it
-// (nil for an answer to relay).
+// submitOutcome is what an attempt of a submission means (the verdict
+// on its facts, see submitFacts) and the gateway's own kind on top: a
+// coordinator's 4xx, which refused the client's own request (a head too
+// large, 431; a body too large, 413; 400, 401), relayed as it came and
+// never counted against the coordinator.
 type submitOutcome struct {
-	kind submitKind
-	err  error
+	verdict.Verdict
+	clientError bool
 }
 
 // answered reports whether the attempt has an answer to relay.
-func (o submitOutcome) answered() bool {
-	return o.kind == submitAnswered || o.kind == submitClientError
-}
+func (o submitOutcome) answered() bool { return o.Kind == verdict.Answered }
 
 // routing is the outcome the Router acts on.
-func (o submitOutcome) routing() routing.Outcome {
-	switch o.kind {
-	case submitNotReady, submitNotSent:
-		return routing.NotSent
-	case submitMayHaveRun, submitUnanswered:
-		return routing.MaybeSent
-	case submitInvalid, submitHeadRefused:
-		return routing.Invalid
-	case submitAbandoned, submitTimedOut:
-		return routing.Abandoned
-	}
-	return routing.Answered
-}
+func (o submitOutcome) routing() routing.Outcome { return o.Kind.Routing() }
 
-// classifySubmission says what an attempt of a submission means. It reads
-// nothing but its argument: the order of its cases is the rule. An error
-// of the first GET comes after the coordinator answered the POST, so the
-// statement may have run, unless the coordinator said it is not ready; a
-// failure of the submission is the client's when the request could not be
-// sent or the client left before the statement was whole, else the
-// coordinator's, sent or not as the exchange recorded it; one it did not
-// record is the submission's timeout, after the statement may have
-// reached the coordinator whole or before; one where the coordinator hung
-// up without a word on a head larger than a coordinator may refuse is the
-// head's, the client's.
+// classifySubmission says what an attempt of a submission means: the
+// verdict on its facts (verdict.Of), and a coordinator's 4xx answer
+// marked as the client's.
 func classifySubmission(a submitAttempt) submitOutcome {
-	var notReady *notReadyError
-	switch {
-	case a.dispatchErr != nil && errors.As(a.dispatchErr, &notReady):
-		return submitOutcome{submitNotReady, a.dispatchErr}
-	case a.dispatchErr != nil:
-		return submitOutcome{submitMayHaveRun, a.dispatchErr}
-	case a.submitErr == nil && a.resp != nil && a.resp.StatusCode/100 == 4:
-		return submitOutcome{submitClientError, nil}
-	case a.submitErr == nil:
-		return submitOutcome{submitAnswered, nil}
-	case a.invalid != nil:
-		return submitOutcome{submitInvalid, a.submitErr}
-	case a.clientGone && !a.written:
-		return submitOutcome{submitAbandoned, a.submitErr}
-	case a.failure != nil && a.headBytes > coordinatorHeadLimit && hungUp(a.failure):
-		return submitOutcome{submitHeadRefused, &headRefusedError{bytes: a.headBytes, err: a.failure}}
-	case a.failure == nil && a.written:
-		return submitOutcome{submitUnanswered, fmt.Errorf("no answer to the statement in time: %w", a.submitErr)}
-	case a.failure == nil:
-		return submitOutcome{submitTimedOut, a.submitErr}
-	case a.sent:
-		return submitOutcome{submitMayHaveRun, a.failure}
+	return decideSubmission(submitFacts(a))
+}
+
+// decideSubmission is classifySubmission on the facts gathered.
+func decideSubmission(f verdict.Facts) submitOutcome {
+	v := verdict.Of(f)
+	return submitOutcome{Verdict: v, clientError: v.Kind == verdict.Answered && f.Status/100 == 4}
+}
+
+// submitFacts gathers what an attempt of a submission left for the
+// verdict. The POST answered means the coordinator answered; an error of
+// the first GET comes after that answer, so the statement may have run
+// (a failure after the answer), unless the coordinator said it is not
+// ready (a query failed on the queued resource). A failure of the
+// submission the exchange did not record is the submission's timeout.
+// The client leaving aborts the submission only before the statement was
+// whole: after, it runs on, and its answer tells which query to cancel.
+func submitFacts(a submitAttempt) verdict.Facts {
+	f := verdict.Facts{
+		Err:       a.submitErr,
+		Answered:  a.submitErr == nil,
+		Invalid:   a.invalid,
+		Failure:   a.failure,
+		Sent:      a.sent,
+		Written:   a.written,
+		Aborted:   a.submitErr != nil && a.clientGone && !a.written,
+		HeadBytes: a.headBytes,
 	}
-	return submitOutcome{submitNotSent, a.failure}
-}
-
-// coordinatorHeadLimit is the smallest request head a coordinator is
-// known to refuse: Jetty's default, 8 kB, which PrestoDB keeps (Trino
-// takes about 2 MB). Jetty answers a head over its limit with 431 and
-// closes the connection with the rest of the head unread, which resets
-// it and loses the 431 on the way; a coordinator that hangs up without
-// a word on a larger head is taken to have done that. A coordinator that
-// really failed just then is charged by the next statement.
-const coordinatorHeadLimit = 8 << 10
-
-// headRefusedError is the failure of a submission whose head the
-// coordinator refused by hanging up (see coordinatorHeadLimit).
-type headRefusedError struct {
-	bytes int
-	err   error
-}
-
-func (e *headRefusedError) Error() string {
-	return fmt.Sprintf("the coordinator closed the connection without an answer on a request head of %d bytes, more than coordinators take by default (%d kB); send less in headers: %v",
-		e.bytes, coordinatorHeadLimit>>10, e.err)
-}
-
-func (e *headRefusedError) Unwrap() error { return e.err }
-
-// hungUp reports whether err is a connection the coordinator closed or
-// reset before any answer: not a refusal, a redirect, a cut page or an
-// answer's head too long, which are answers.
-func hungUp(err error) bool {
-	var refused *wire.RefusedError
-	var redirect *wire.RedirectError
-	var page *wire.PageError
-	if errors.As(err, &refused) || errors.As(err, &redirect) || errors.As(err, &page) || errors.Is(err, pool.ErrHeadTooLarge) {
-		return false
+	if a.resp != nil {
+		f.Status = a.resp.StatusCode
 	}
-	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-// requestHeadBytes is about the size of req's head on the wire: its request
-// line, Host and header fields.
-func requestHeadBytes(req *http.Request) int {
-	n := len(req.Method) + len(req.URL.RequestURI()) + len(req.URL.Host) + len(" HTTP/1.1\r\nHost: \r\n\r\n")
-	for k, vs := range req.Header {
-		for _, v := range vs {
-			n += len(k) + len(v) + len(": \r\n")
+	if a.dispatchErr != nil {
+		f.Err, f.Answered, f.Aborted = a.dispatchErr, true, false
+		var notReady *notReadyError
+		if errors.As(a.dispatchErr, &notReady) {
+			f.ErrorName, f.Queued, f.Failure, f.Sent = notReady.ErrorName, true, nil, false
+		} else {
+			f.Failure, f.Sent = a.dispatchErr, true
 		}
 	}
-	return n
+	return f
 }
 
 // submitFailed answers a statement no coordinator took, or one that may
@@ -393,7 +278,7 @@ func requestHeadBytes(req *http.Request) int {
 func (g *Gateway) submitFailed(w http.ResponseWriter, r *http.Request, err error) {
 	var se *routing.StatementError
 	var re *wire.RequestError
-	var hr *headRefusedError
+	var hr *verdict.HeadRefusedError
 	switch {
 	case errors.As(err, &hr):
 		// The client's head, not the coordinator: no retry helps.
@@ -415,7 +300,7 @@ func (g *Gateway) submitFailed(w http.ResponseWriter, r *http.Request, err error
 		// No coordinator took it (none listed, or every one tried refused
 		// before it had the statement): the client may send it again.
 		g.stats.add("submit", http.StatusServiceUnavailable)
-		writeError(w, http.StatusServiceUnavailable, errNoCoordinator, "", "zkpresto gateway: "+strings.TrimPrefix(err.Error(), "zkpresto: "))
+		writeError(w, http.StatusServiceUnavailable, errNoCoordinator, "", "zkpresto gateway: "+err.Error())
 	}
 }
 
@@ -423,9 +308,7 @@ func (g *Gateway) submitFailed(w http.ResponseWriter, r *http.Request, err error
 // accepted for a client that is gone.
 func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, base string, rc reach) {
 	defer resp.Body.Close()
-	var answer struct {
-		NextURI string `json:"nextUri"`
-	}
+	var answer wire.Answer
 	if err := decodeHead(resp.Body, &answer); err != nil {
 		return
 	}

@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,144 +11,83 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/zkpresto/zkpresto/internal/testrig/attemptcases"
+	"github.com/zkpresto/zkpresto/internal/verdict"
 	"github.com/zkpresto/zkpresto/internal/wire"
-
 	"github.com/zkpresto/zkpresto/routing"
 )
 
-// What an attempt of a submission means is decided from what it left
-// alone: each kind, the routing outcome it gives, and the error the
-// routing gets, also for the combinations a hostile coordinator or
-// client makes.
+// The gateway decides an attempt of a submission on the one table of
+// cases the driver also runs (attemptcases): each case the gateway can
+// meet is made into the gateway's record of an attempt (submitAttempt)
+// and classified from it, and gives the case's kind, routing outcome and
+// error. The cases it cannot meet are the driver's: a query error read
+// from an answer (the gateway relays answers unread), a caller that left
+// after the statement was whole (the submission outlives its client) or
+// whose deadline passed then.
 func TestClassifySubmission(t *testing.T) {
-	answer := func(status int) *http.Response { return &http.Response{StatusCode: status} }
-	refused := &wire.RefusedError{Status: http.StatusServiceUnavailable}
-	cut := fmt.Errorf("writing the statement: %w", syscall.ECONNRESET)
-	unreadable := fmt.Errorf("reading a coordinator's answer: %w", io.ErrUnexpectedEOF)
-	starting := &notReadyError{Node: "c1:8080", ErrorName: "SERVER_STARTING_UP", Message: "starting"}
-	noWorkers := &notReadyError{Node: "c1:8080", ErrorName: "NO_NODES_AVAILABLE", Message: "no workers"}
-	badHeader := &wire.RequestError{Err: errors.New(`invalid header value for "X-Trino-User"`)}
-	redirect := &wire.RedirectError{Status: http.StatusTemporaryRedirect, Location: "http://elsewhere/"}
-
-	// err names the attempt's field the routing gets: "" for none.
-	cases := []struct {
-		name    string
-		attempt submitAttempt
-		kind    submitKind
-		outcome routing.Outcome
-		err     string
-	}{
-		{"a 200", submitAttempt{resp: answer(200), written: true},
-			submitAnswered, routing.Answered, ""},
-		{"a 500 after the statement was written, which is no refusal",
-			submitAttempt{resp: answer(500), written: true},
-			submitAnswered, routing.Answered, ""},
-		{"an answer wins over a failure recorded on the way",
-			submitAttempt{resp: answer(200), failure: cut, sent: true, written: true},
-			submitAnswered, routing.Answered, ""},
-		{"a 431 for the client's head", submitAttempt{resp: answer(431), written: true},
-			submitClientError, routing.Answered, ""},
-		{"a 413 for the client's body", submitAttempt{resp: answer(413), written: true},
-			submitClientError, routing.Answered, ""},
-		{"a 400", submitAttempt{resp: answer(400), written: true},
-			submitClientError, routing.Answered, ""},
-		{"a 401 for the client's credentials", submitAttempt{resp: answer(401)},
-			submitClientError, routing.Answered, ""},
-		{"starting at dispatch", submitAttempt{dispatchErr: starting, written: true},
-			submitNotReady, routing.NotSent, "dispatch"},
-		{"no workers at dispatch", submitAttempt{dispatchErr: noWorkers, written: true},
-			submitNotReady, routing.NotSent, "dispatch"},
-		{"not ready, wrapped", submitAttempt{dispatchErr: fmt.Errorf("c1: %w", starting), written: true},
-			submitNotReady, routing.NotSent, "dispatch"},
-		{"a 2xx whose body cannot be read", submitAttempt{dispatchErr: unreadable, written: true},
-			submitMayHaveRun, routing.MaybeSent, "dispatch"},
-		{"a 2xx whose body cannot be read, the client gone",
-			submitAttempt{dispatchErr: unreadable, written: true, clientGone: true},
-			submitMayHaveRun, routing.MaybeSent, "dispatch"},
-		{"no connection", submitAttempt{submitErr: syscall.ECONNREFUSED, failure: syscall.ECONNREFUSED},
-			submitNotSent, routing.NotSent, "failure"},
-		{"a 503 after the statement was written: refused, not accepted",
-			submitAttempt{submitErr: refused, failure: refused, written: true},
-			submitNotSent, routing.NotSent, "failure"},
-		{"a 503 after the client left", submitAttempt{submitErr: refused, failure: refused, written: true, clientGone: true},
-			submitNotSent, routing.NotSent, "failure"},
-		{"a cut after the statement was written",
-			submitAttempt{submitErr: cut, failure: cut, sent: true, written: true},
-			submitMayHaveRun, routing.MaybeSent, "failure"},
-		{"a cut after the statement was written, the client gone",
-			submitAttempt{submitErr: cut, failure: cut, sent: true, written: true, clientGone: true},
-			submitMayHaveRun, routing.MaybeSent, "failure"},
-		{"a redirect", submitAttempt{submitErr: redirect, failure: redirect, sent: true, written: true},
-			submitMayHaveRun, routing.MaybeSent, "failure"},
-		{"a redirect before the statement was whole: the record says it may have gone",
-			submitAttempt{submitErr: redirect, failure: redirect, sent: true},
-			submitMayHaveRun, routing.MaybeSent, "failure"},
-		{"a header net/http refuses", submitAttempt{submitErr: badHeader, invalid: badHeader},
-			submitInvalid, routing.Invalid, "submit"},
-		{"a header net/http refuses, the client gone",
-			submitAttempt{submitErr: badHeader, invalid: badHeader, clientGone: true},
-			submitInvalid, routing.Invalid, "submit"},
-		{"the client left before the statement was whole",
-			submitAttempt{submitErr: context.Canceled, clientGone: true},
-			submitAbandoned, routing.Abandoned, "submit"},
-		{"the client left before the statement was whole, the write failing too",
-			submitAttempt{submitErr: cut, failure: cut, sent: false, clientGone: true},
-			submitAbandoned, routing.Abandoned, "submit"},
-		{"no answer before the deadline, the whole statement written",
-			submitAttempt{submitErr: context.DeadlineExceeded, written: true},
-			submitUnanswered, routing.MaybeSent, "submit"},
-		{"no answer before the deadline, the client gone",
-			submitAttempt{submitErr: context.DeadlineExceeded, written: true, clientGone: true},
-			submitUnanswered, routing.MaybeSent, "submit"},
-		{"the deadline before the statement was whole",
-			submitAttempt{submitErr: context.DeadlineExceeded},
-			submitTimedOut, routing.Abandoned, "submit"},
-		{"a reset in the middle of a 2 MB head: Jetty refusing it",
-			submitAttempt{submitErr: cut, failure: cut, headBytes: 2 << 20},
-			submitHeadRefused, routing.Invalid, "failure"},
-		{"a reset after a whole statement with a 2 MB head: Jetty refusing it",
-			submitAttempt{submitErr: cut, failure: cut, sent: true, written: true, headBytes: 2 << 20},
-			submitHeadRefused, routing.Invalid, "failure"},
-		{"the connection closed before an answer to a 20 kB head",
-			submitAttempt{submitErr: unreadable, failure: unreadable, sent: true, written: true, headBytes: 20 << 10},
-			submitHeadRefused, routing.Invalid, "failure"},
-		{"a reset after a whole statement with a head every coordinator takes",
-			submitAttempt{submitErr: cut, failure: cut, sent: true, written: true, headBytes: 4 << 10},
-			submitMayHaveRun, routing.MaybeSent, "failure"},
-		{"a 503 to a 2 MB head is a refusal, not a hang-up",
-			submitAttempt{submitErr: refused, failure: refused, written: true, headBytes: 2 << 20},
-			submitNotSent, routing.NotSent, "failure"},
-		{"a redirect of a 2 MB head is an answer",
-			submitAttempt{submitErr: redirect, failure: redirect, sent: true, written: true, headBytes: 2 << 20},
-			submitMayHaveRun, routing.MaybeSent, "failure"},
-		{"a page cut after a 2 MB head is the coordinator's",
-			submitAttempt{submitErr: &wire.PageError{Err: io.ErrUnexpectedEOF}, failure: &wire.PageError{Err: io.ErrUnexpectedEOF}, sent: true, written: true, headBytes: 2 << 20},
-			submitMayHaveRun, routing.MaybeSent, "failure"},
+	met := attemptcases.Check(t, func(f verdict.Facts) (verdict.Kind, routing.Outcome, error, bool) {
+		a, ok := submitAttemptOf(f)
+		if !ok {
+			return 0, 0, nil, false
+		}
+		got := classifySubmission(a)
+		if got.answered() != (got.Err == nil) {
+			t.Errorf("answered() = %v with error %v", got.answered(), got.Err)
+		}
+		return got.Kind, got.routing(), got.Err, true
+	})
+	for _, k := range []verdict.Kind{verdict.Answered, verdict.NotReady, verdict.NotSent, verdict.MaybeRan,
+		verdict.Unanswered, verdict.Invalid, verdict.HeadRefused, verdict.Abandoned, verdict.TimedOut} {
+		if !met[k] {
+			t.Errorf("no case of %v made into the gateway's record", k)
+		}
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := classifySubmission(c.attempt)
-			if got.kind != c.kind {
-				t.Errorf("kind %v, want %v", got.kind, c.kind)
-			}
-			if o := got.routing(); o != c.outcome {
-				t.Errorf("routing outcome %d, want %d", o, c.outcome)
-			}
-			want := map[string]error{"": nil, "submit": c.attempt.submitErr, "dispatch": c.attempt.dispatchErr, "failure": c.attempt.failure}[c.err]
-			if !errors.Is(got.err, want) || (want == nil) != (got.err == nil) {
-				t.Errorf("error %v, want %v", got.err, want)
-			}
-			if got.answered() != (c.err == "") {
-				t.Errorf("answered() = %v for %v", got.answered(), got.kind)
-			}
-			if !got.answered() && got.err == nil {
-				t.Errorf("%v without an error: the routing would take it for an answer", got.kind)
-			}
-		})
+}
+
+// submitAttemptOf is the gateway's record of an attempt with facts f;
+// false when the gateway never records such an attempt.
+func submitAttemptOf(f verdict.Facts) (submitAttempt, bool) {
+	a := submitAttempt{failure: f.Failure, sent: f.Sent, written: f.Written, invalid: f.Invalid, clientGone: f.Aborted, headBytes: f.HeadBytes}
+	switch {
+	case f.Deadline, f.Aborted && (f.Written || f.Answered):
+		return a, false // the client leaving after the statement was whole aborts nothing
+	case f.Err == nil:
+		status := f.Status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		a.resp = &http.Response{StatusCode: status}
+	case f.Answered && wire.NeverRan(f.ErrorName, f.Queued):
+		a.failure, a.sent = nil, false
+		a.dispatchErr = fmt.Errorf("%w: %w", f.Err, &notReadyError{Node: "c1:8080", ErrorName: f.ErrorName, Message: "not ready"})
+	case f.Answered && f.Failure != nil:
+		a.failure, a.sent = nil, false
+		a.dispatchErr = f.Failure // the first GET's failure
+	case f.Answered:
+		return a, false // a query error: the gateway relays the answer
+	default:
+		a.submitErr = f.Err
+	}
+	return a, true
+}
+
+// A coordinator's 4xx answer refused the client's own request: relayed as
+// it came, an answer, never the coordinator's failure.
+func TestSubmissionClientErrors(t *testing.T) {
+	for _, status := range []int{400, 401, 413, 431} {
+		got := classifySubmission(submitAttempt{resp: &http.Response{StatusCode: status}, written: true})
+		if !got.clientError || got.Kind != verdict.Answered || got.routing() != routing.Answered || got.Err != nil {
+			t.Errorf("%d: %+v, want a client error relayed as an answer", status, got)
+		}
+	}
+	for _, status := range []int{200, 500} {
+		if got := classifySubmission(submitAttempt{resp: &http.Response{StatusCode: status}, written: true}); got.clientError {
+			t.Errorf("%d taken for a client error", status)
+		}
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
-	"github.com/zkpresto/zkpresto/internal/infoprobe"
+	"github.com/zkpresto/zkpresto/health/httpprobe"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
@@ -47,7 +47,7 @@ func TestCheckerAgainstCoordinators(t *testing.T) {
 	tr := health.NewTracker(health.Policy{})
 	tr.Forget(nodes)
 	// A long interval: only CheckNow runs rounds in this test.
-	c := health.StartChecker(time.Hour, infoprobe.New(testutil.NewClient(t)), func() []discovery.Node { return nodes }, tr, nil)
+	c := health.StartChecker(time.Hour, httpprobe.New(testutil.NewClient(t)), func() []discovery.Node { return nodes }, tr, nil)
 	defer c.Close()
 	ctx := context.Background()
 
@@ -113,7 +113,7 @@ func TestCheckerBadAnswers(t *testing.T) {
 		names[addr] = name
 	}
 	tr := health.NewTracker(health.Policy{})
-	c := health.StartChecker(time.Hour, infoprobe.New(testutil.NewClient(t)), func() []discovery.Node { return nodes }, tr, nil)
+	c := health.StartChecker(time.Hour, httpprobe.New(testutil.NewClient(t)), func() []discovery.Node { return nodes }, tr, nil)
 	defer c.Close()
 	c.CheckNow(context.Background())
 	for _, n := range nodes {
@@ -172,7 +172,7 @@ func TestCheckerAgreesWithProbeInfo(t *testing.T) {
 		names[addr] = name
 	}
 	tr := health.NewTracker(health.Policy{})
-	c := health.StartChecker(time.Hour, infoprobe.New(client), func() []discovery.Node { return nodes }, tr, nil)
+	c := health.StartChecker(time.Hour, httpprobe.New(client), func() []discovery.Node { return nodes }, tr, nil)
 	defer c.Close()
 	c.CheckNow(context.Background())
 	for _, n := range nodes {
@@ -200,7 +200,7 @@ func TestCheckerBackgroundRounds(t *testing.T) {
 	tr := health.NewTracker(health.Policy{})
 	var rounds atomic.Int64
 	list := func() []discovery.Node { rounds.Add(1); return nodes }
-	c := health.StartChecker(5*time.Millisecond, infoprobe.New(testutil.NewClient(t)), list, tr, nil)
+	c := health.StartChecker(5*time.Millisecond, httpprobe.New(testutil.NewClient(t)), list, tr, nil)
 	defer c.Close()
 	waitFor(t, "the background check to mark the starting node", func() bool { return tr.State(nodes[0].Addr).Unhealthy })
 	coords[0].SetStarting(false)
@@ -232,7 +232,7 @@ func TestCheckerCloseAbortsRound(t *testing.T) {
 	defer close(release)
 	nodes := []discovery.Node{{Addr: strings.TrimPrefix(srv.URL, "http://"), Scheme: "http"}}
 	tr := health.NewTracker(health.Policy{})
-	c := health.StartChecker(time.Hour, infoprobe.New(testutil.NewClient(t)), func() []discovery.Node { return nodes }, tr, nil)
+	c := health.StartChecker(time.Hour, httpprobe.New(testutil.NewClient(t)), func() []discovery.Node { return nodes }, tr, nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -1,7 +1,7 @@
 // Package health keeps track of which coordinators should get no new work
 // for a while: passive ejection (outlier detection) from the failures the
 // driver sees, and optional active health checks by a probe the caller
-// passes in (the driver's asks for GET /v1/info).
+// passes in (package httpprobe's asks for GET /v1/info).
 //
 // # Passive ejection
 //
@@ -24,8 +24,9 @@
 //
 // A Checker asks a Probe about every node and marks a node the probe fails
 // unhealthy (SetUnhealthy) until a later check passes (SetHealthy). The
-// package knows nothing of HTTP: the driver's probe sends GET /v1/info and
-// fails a node that does not answer 200 with "starting": false. Unhealthy marks come from a direct observation
+// package knows nothing of HTTP: package httpprobe's probe, the one the
+// driver uses, sends GET /v1/info and fails a node that does not answer
+// 200 with "starting": false. Unhealthy marks come from a direct observation
 // of the node, so they are not limited by MaxEjectedPercent and do not count
 // towards it; a passing check also ends a running ejection early (as Envoy's
 // successful_active_health_check_uneject_host does), leaving the node on

@@ -10,7 +10,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
-	"github.com/zkpresto/zkpresto/internal/infoprobe"
+	"github.com/zkpresto/zkpresto/health/httpprobe"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -59,7 +59,7 @@ func ExampleChecker_CheckNow() {
 
 	nodes := []discovery.Node{{Addr: c.Addr(), Scheme: "http"}}
 	tracker := health.NewTracker(health.Policy{})
-	checker := health.StartChecker(10*time.Second, infoprobe.New(&http.Client{Transport: transport}),
+	checker := health.StartChecker(10*time.Second, httpprobe.New(&http.Client{Transport: transport}),
 		func() []discovery.Node { return nodes }, tracker, nil)
 	defer checker.Close()
 

@@ -34,7 +34,7 @@ type NoCoordinatorError struct {
 // Error implements error.
 func (e *NoCoordinatorError) Error() string {
 	var b strings.Builder
-	b.WriteString("zkpresto: statement not run; ")
+	b.WriteString("routing: statement not run; ")
 	if len(e.Tried) == 1 {
 		b.WriteString("1 coordinator tried, it did not accept it:")
 	} else {
@@ -44,9 +44,12 @@ func (e *NoCoordinatorError) Error() string {
 		fmt.Fprintf(&b, " %s (%v);", t.Node, t.Err)
 	}
 	var none *noUntriedError
+	var pick *pickError
 	switch {
 	case errors.As(e.Err, &none):
 		fmt.Fprintf(&b, " no other coordinator is listed in %s", none.source)
+	case errors.As(e.Err, &pick):
+		fmt.Fprintf(&b, " then: %v", pick.err)
 	case e.Err != nil:
 		fmt.Fprintf(&b, " then: %v", e.Err)
 	}
@@ -58,8 +61,17 @@ func (e *NoCoordinatorError) Error() string {
 type noUntriedError struct{ source string }
 
 func (e *noUntriedError) Error() string {
-	return "zkpresto: no untried coordinator left in " + e.source
+	return "routing: no untried coordinator left in " + e.source
 }
+
+// pickError is why Pick found no coordinator to try. Alone it names the
+// package; a NoCoordinatorError that ends with it quotes only its cause,
+// so that the package is named once.
+type pickError struct{ err error }
+
+func (e *pickError) Error() string { return "routing: " + e.err.Error() }
+
+func (e *pickError) Unwrap() error { return e.err }
 
 // Unwrap returns every cause: each coordinator's failure in order, then Err
 // when set, so that errors.Is and errors.As see all of them.
@@ -94,10 +106,10 @@ type StatementError struct {
 // Error implements error.
 func (e *StatementError) Error() string {
 	if e.QueryID != "" {
-		return fmt.Sprintf("zkpresto: coordinator %s went away while query %s ran: page %d of its rows was lost (the query may have run on; not sent again): %v",
+		return fmt.Sprintf("routing: coordinator %s went away while query %s ran: page %d of its rows was lost (the query may have run on; not sent again): %v",
 			e.Node, e.QueryID, e.PagesRead+1, e.Err)
 	}
-	return fmt.Sprintf("zkpresto: coordinator %s failed after the statement was sent (it may have run; not sent again): %v", e.Node, e.Err)
+	return fmt.Sprintf("routing: coordinator %s failed after the statement was sent (it may have run; not sent again): %v", e.Node, e.Err)
 }
 
 // Unwrap returns the failure.

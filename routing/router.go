@@ -51,7 +51,8 @@ type Config struct {
 	// HealthCheckInterval, when positive, turns on active health checks of
 	// every listed coordinator with Probe at this interval.
 	HealthCheckInterval time.Duration
-	// Probe checks one coordinator (the driver's asks for GET /v1/info);
+	// Probe checks one coordinator (httpprobe.New, in package
+	// health/httpprobe, asks for GET /v1/info);
 	// required when HealthCheckInterval is positive. The Router knows
 	// nothing of HTTP: how a coordinator is asked is the caller's.
 	Probe health.Probe
@@ -120,10 +121,10 @@ func (ps *pickerState) pick(ctx context.Context, req *strategy.Request) (*discov
 // first use.
 func New(cfg Config) (*Router, error) {
 	if (cfg.ZooKeeper == nil) == (cfg.Discoverer == nil) {
-		return nil, errors.New("zkpresto: routing: exactly one of ZooKeeper and Discoverer must be set")
+		return nil, errors.New("routing: exactly one of ZooKeeper and Discoverer must be set")
 	}
 	if cfg.HealthCheckInterval > 0 && cfg.Probe == nil {
-		return nil, errors.New("zkpresto: routing: HealthCheckInterval is set but Probe is not: active health checks need a probe")
+		return nil, errors.New("routing: HealthCheckInterval is set but Probe is not: active health checks need a probe")
 	}
 	r := &Router{cfg: cfg, log: cfg.Logger, loads: strategy.NewLoads(), closing: make(chan struct{})}
 	if r.log == nil {
@@ -151,7 +152,7 @@ func New(cfg Config) (*Router, error) {
 	if cfg.Strategy != nil {
 		r.strategy = cfg.Strategy(opts)
 		if r.strategy == nil {
-			return nil, errors.New("zkpresto: routing: the strategy factory returned nil")
+			return nil, errors.New("routing: the strategy factory returned nil")
 		}
 		r.strategyName = fmt.Sprintf("%T", r.strategy)
 	} else {
@@ -223,7 +224,7 @@ func (r *Router) Pick(ctx context.Context, req *strategy.Request, tried []NodeFa
 	for range 2*len(tried) + 1 {
 		node, err := ps.pick(ctx, req)
 		if err != nil {
-			return nil, fmt.Errorf("zkpresto: strategy %s over %s: %w", r.strategyName, snap.Source, err)
+			return nil, &pickError{fmt.Errorf("strategy %s over %s: %w", r.strategyName, snap.Source, err)}
 		}
 		if !wasTried(tried, node.Addr) {
 			return node, nil
@@ -473,13 +474,13 @@ func (r *Router) Close() error {
 
 func (r *Router) noNodesError(d *opened, snap *discovery.Snapshot) error {
 	if r.cfg.ZooKeeper == nil {
-		return fmt.Errorf("zkpresto: no coordinators in %s", snap.Source)
+		return &pickError{fmt.Errorf("no coordinators in %s", snap.Source)}
 	}
 	why := "no coordinators registered"
 	if st := d.Status(); st.Problem != "" {
 		why = st.Problem
 	}
-	return fmt.Errorf("zkpresto: ZooKeeper ensemble %s: %s", r.cfg.ZooKeeper.Ensemble(), why)
+	return &pickError{fmt.Errorf("ZooKeeper ensemble %s: %s", r.cfg.ZooKeeper.Ensemble(), why)}
 }
 
 // discoverer opens discovery once; a failure is returned to the caller and
@@ -491,7 +492,7 @@ func (r *Router) discoverer(ctx context.Context) (*opened, error) {
 	r.discMu.Lock()
 	defer r.discMu.Unlock()
 	if r.closed.Load() {
-		return nil, errors.New("zkpresto: connector is closed")
+		return nil, &pickError{errors.New("connector is closed")}
 	}
 	if d := r.disc.Load(); d != nil {
 		return d, nil
@@ -606,7 +607,7 @@ type sharedCounter struct {
 func (s *sharedCounter) Next(ctx context.Context) (uint64, error) {
 	d := s.r.disc.Load()
 	if d == nil || d.zk == nil {
-		return 0, errors.New("zkpresto: discovery is not open")
+		return 0, errors.New("routing: discovery is not open")
 	}
 	s.once.Do(func() { s.counter = d.zk.Counter(s.r.cfg.ZooKeeper.Path + "-counter") })
 	return s.counter.Next(ctx)

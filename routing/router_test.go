@@ -524,3 +524,22 @@ func TestReturnedGoesBackToTheUnreachedCoordinator(t *testing.T) {
 		t.Errorf("a:1 answered, yet has %d failures in a row", st.ConsecutiveFailures)
 	}
 }
+
+// An error of the routing core names the package once: alone, and when a
+// NoCoordinatorError ends with why the next pick failed.
+func TestErrorsNameRoutingOnce(t *testing.T) {
+	f := newFake("a:1")
+	r := newRouter(t, routing.Config{Discoverer: f})
+	_, err := r.Run(context.Background(), &strategy.Request{}, nil, func(a *routing.Attempt) (routing.Outcome, error) {
+		f.set() // the coordinator leaves as it fails
+		return routing.NotSent, errRefused
+	})
+	var noCoord *routing.NoCoordinatorError
+	if !errors.As(err, &noCoord) || !strings.HasPrefix(err.Error(), "routing: statement not run;") ||
+		strings.Count(err.Error(), "routing: ") != 1 || !strings.Contains(err.Error(), "then: no coordinators in fake") {
+		t.Fatalf("after a failure, with no coordinator left: %v", err)
+	}
+	if err := r.Open(context.Background()); err == nil || err.Error() != "routing: no coordinators in fake" {
+		t.Fatalf("Open with no coordinator: %v", err)
+	}
+}

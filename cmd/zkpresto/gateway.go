@@ -177,92 +177,134 @@ func (o gatewayOptions) secret() (string, error) {
 	return "", errors.New("--secret-file (or $" + secretEnv + ") is required: the routing-token keys replicas share")
 }
 
-// runGateway serves until ctx is done, then drains.
+// runGateway serves until ctx is done, then drains: it reads the flags,
+// opens the groups, starts the gateway's background work, builds its
+// handlers and serves them.
 func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) error {
-	level, err := parseLogLevel(o.logLevel)
+	gwCfg, logger, err := o.gatewayConfig(logOut)
 	if err != nil {
 		return err
 	}
+	var stats metrics.StatsSource
+	var routingTo string
+	if gwCfg.Groups, stats, routingTo, err = o.openGroups(logger); err != nil {
+		return err
+	}
+	gw, err := gateway.New(gwCfg)
+	if err != nil {
+		gwCfg.Groups.Close()
+		return err
+	}
+	defer gw.Close()
+	defer o.startBackground(ctx, gw, logger)()
+	if o.config != "" {
+		stats = metrics.StatsFunc(func() routing.Stats { return groupStats(gw.Groups()) })
+	}
+	mux, admin, err := o.handlers(gw, stats)
+	if err != nil {
+		return err
+	}
+	return o.serve(ctx, out, gw, mux, admin, routingTo, logger)
+}
+
+// gatewayConfig checks the flags that need no file but the secret's and
+// returns the gateway's Config from them, without its Groups, and the
+// logger at --log-level.
+func (o gatewayOptions) gatewayConfig(logOut io.Writer) (gateway.Config, *slog.Logger, error) {
+	level, err := parseLogLevel(o.logLevel)
+	if err != nil {
+		return gateway.Config{}, nil, err
+	}
 	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 	if o.dsn != "" && o.config != "" {
-		return errors.New("--dsn and --config: give one of them")
+		return gateway.Config{}, nil, errors.New("--dsn and --config: give one of them")
 	}
 	if o.dsn == "" && o.config == "" {
-		return errors.New("--dsn (or $ZKPRESTO_DSN) or --config is required")
+		return gateway.Config{}, nil, errors.New("--dsn (or $ZKPRESTO_DSN) or --config is required")
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
-		return errors.New("--tls-cert and --tls-key go together")
+		return gateway.Config{}, nil, errors.New("--tls-cert and --tls-key go together")
 	}
 	if o.forwardedProto && o.tlsCert == "" {
 		// Without TLS of its own no client reaches the gateway over TLS, so
 		// the flag would never send anything.
-		return errors.New("--forwarded-proto needs --tls-cert and --tls-key: the gateway sends X-Forwarded-Proto: https only for clients on its own TLS")
+		return gateway.Config{}, nil, errors.New("--forwarded-proto needs --tls-cert and --tls-key: the gateway sends X-Forwarded-Proto: https only for clients on its own TLS")
 	}
 	if o.drainTimeout <= 0 || o.drainQuiet <= 0 {
-		return errors.New("--drain-timeout and --drain-quiet must be positive")
+		return gateway.Config{}, nil, errors.New("--drain-timeout and --drain-quiet must be positive")
 	}
 	grace := o.noNodesGrace
 	switch {
 	case grace < 0:
-		return errors.New("--no-coordinator-grace must not be negative")
+		return gateway.Config{}, nil, errors.New("--no-coordinator-grace must not be negative")
 	case grace == 0:
 		grace = -1 // the Config's "none"
 	}
 	secret, err := o.secret()
 	if err != nil {
-		return err
+		return gateway.Config{}, nil, err
 	}
-	gwCfg := gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger, NoCoordinatorGrace: grace, ForwardedFor: o.forwardedFor, ForwardedProto: o.forwardedProto}
-	var stats metrics.StatsSource
-	var routingTo string
-	if o.dsn != "" {
-		cfg, err := zkdriver.ParseDSN(o.dsn)
-		if err != nil {
-			return err
+	return gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger, NoCoordinatorGrace: grace, ForwardedFor: o.forwardedFor, ForwardedProto: o.forwardedProto}, logger, nil
+}
+
+// openGroups opens the groups statements are routed through: the one
+// group of --dsn, whose Router is then also the metrics' source, or those
+// of --config. routingTo says which, for the first line printed.
+func (o gatewayOptions) openGroups(logger *slog.Logger) (groups *gateway.Groups, stats metrics.StatsSource, routingTo string, err error) {
+	if o.dsn == "" {
+		if groups, err = gateway.LoadConfig(o.config, gateway.BuildOptions{Logger: logger}); err != nil {
+			return nil, nil, "", fmt.Errorf("--config: %w", err)
 		}
-		group, err := gateway.DSNGroup(gateway.DefaultGroup, cfg, logger)
-		if err != nil {
-			return err
-		}
-		if gwCfg.Groups, err = gateway.NewGroups([]*gateway.Group{group}, nil, true); err != nil {
-			return err
-		}
-		stats, routingTo = group.Router, cfg.String()
-	} else {
-		groups, err := gateway.LoadConfig(o.config, gateway.BuildOptions{Logger: logger})
-		if err != nil {
-			return fmt.Errorf("--config: %w", err)
-		}
-		gwCfg.Groups, routingTo = groups, "the groups of "+o.config
+		return groups, nil, "the groups of " + o.config, nil
 	}
-	gw, err := gateway.New(gwCfg)
+	cfg, err := zkdriver.ParseDSN(o.dsn)
 	if err != nil {
-		if gwCfg.Groups != nil {
-			gwCfg.Groups.Close()
-		}
-		return err
+		return nil, nil, "", err
 	}
-	defer gw.Close()
+	group, err := gateway.DSNGroup(gateway.DefaultGroup, cfg, logger)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if groups, err = gateway.NewGroups([]*gateway.Group{group}, nil, true); err != nil {
+		return nil, nil, "", err
+	}
+	return groups, group.Router, cfg.String(), nil
+}
+
+// startBackground starts what the gateway does besides serving: opening
+// discovery now, and with --config, reloading it on SIGHUP and when it
+// changes. The function it returns stops both and waits for them.
+func (o gatewayOptions) startBackground(ctx context.Context, gw *gateway.Gateway, logger *slog.Logger) (stop func()) {
 	// Discovery opens now, not at the first statement, so that an
 	// unreachable ZooKeeper or an empty namespace is in the log (discovery
 	// writes it, once per outage) before any client comes.
 	openCtx, stopOpening := context.WithCancel(ctx)
 	opening := make(chan struct{})
 	go func() { defer close(opening); openUntilReady(openCtx, gw, gatewayOpenRetry) }()
-	defer func() { stopOpening(); <-opening }()
-	if o.config != "" {
-		stats = metrics.StatsFunc(func() routing.Stats { return groupStats(gw.Groups()) })
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		watchCtx, stopWatch := context.WithCancel(context.Background())
-		watched := make(chan struct{})
-		go func() {
-			defer close(watched)
-			gateway.WatchConfig(watchCtx, gw, o.config, gateway.BuildOptions{Logger: logger}, hup, gateway.ConfigPollInterval)
-		}()
-		defer func() { stopWatch(); <-watched }()
+	if o.config == "" {
+		return func() { stopOpening(); <-opening }
 	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		gateway.WatchConfig(watchCtx, gw, o.config, gateway.BuildOptions{Logger: logger}, hup, gateway.ConfigPollInterval)
+	}()
+	return func() {
+		stopWatch()
+		<-watched
+		signal.Stop(hup)
+		stopOpening()
+		<-opening
+	}
+}
+
+// handlers returns what serves --listen, mux (the gateway, /_zk/health,
+// and the operator pages unless --admin-listen is given), and what serves
+// the operator pages, admin: mux itself without --admin-listen.
+func (o gatewayOptions) handlers(gw *gateway.Gateway, stats metrics.StatsSource) (mux, admin *http.ServeMux, err error) {
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(
 		metrics.NewDriverCollector(stats),
@@ -282,10 +324,10 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 		}
 		fmt.Fprintln(w, "ok")
 	}
-	mux := http.NewServeMux()
+	mux = http.NewServeMux()
 	mux.Handle("/", gw)
 	mux.HandleFunc("GET /_zk/health", health) // for load balancers, always here
-	admin := mux
+	admin = mux
 	if o.adminListen != "" {
 		admin = http.NewServeMux()
 		admin.HandleFunc("GET /_zk/health", health)
@@ -296,7 +338,7 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	}
 	guard, err := adminGuard(o.adminPasswordFile)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	pages := http.NewServeMux()
 	gw.HandleStatus(pages)
@@ -306,9 +348,17 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 	}
 	// GET / leads an operator's browser to the status page.
 	admin.Handle("GET /{$}", http.RedirectHandler("/_zk/status", http.StatusFound))
+	return mux, admin, nil
+}
+
+// serve listens on --listen (with TLS when --tls-cert is given) and on
+// --admin-listen when given, says where on out, and serves mux and admin
+// there until ctx is done, then drains.
+func (o gatewayOptions) serve(ctx context.Context, out io.Writer, gw *gateway.Gateway, mux, admin *http.ServeMux, routingTo string, logger *slog.Logger) error {
 	var adminSrv *gateway.Server
 	var adminLn net.Listener
 	if o.adminListen != "" {
+		var err error
 		if adminLn, err = net.Listen("tcp", o.adminListen); err != nil {
 			return fmt.Errorf("--admin-listen: %w", err)
 		}
@@ -320,6 +370,7 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 		return fmt.Errorf("--listen: %w", err)
 	}
 	var tlsConfig *tls.Config
+	scheme := "http"
 	if o.tlsCert != "" {
 		pair, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
 		if err != nil {
@@ -327,9 +378,6 @@ func runGateway(ctx context.Context, out, logOut io.Writer, o gatewayOptions) er
 			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
-	}
-	scheme := "http"
-	if o.tlsCert != "" {
 		scheme = "https"
 	}
 	fmt.Fprintf(out, "zkpresto gateway on %s://%s, routing to %s\n", scheme, ln.Addr(), routingTo)

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zkpresto/zkpresto/internal/cli"
 )
 
 func TestVersionPrintsName(t *testing.T) {
@@ -50,5 +54,53 @@ func TestMakeDistStampsEachPlatform(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("make -n dist does not say %q:\n%s", want, out)
 		}
+	}
+}
+
+// The program's name starts an error once: no package's error says it
+// too, whether the error is the DSN's, a flag's or the gateway's config.
+func TestErrorsNameTheProgramOnce(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("ab", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := func(name, body string) string {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	badDSNMember := config("dsn-member.json", `{"groups":[{"name":"etl","members":["presto://zk1:99999/;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto"]}],"selectors":[]}`)
+	unknownGroup := config("unknown-group.json", `{"groups":[{"name":"etl","members":["http://127.0.0.1:1"]}],"selectors":[{"user":"bob","targetGroup":"adhoc"}]}`)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // what the message says after the program's name
+	}{
+		{"bad DSN", []string{"nodes", "--dsn", "presto://zk1:99999/;serviceDiscoveryMode=zooKeeper;zooKeeperNamespace=presto"}, "99999"},
+		{"bad flag", []string{"query", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{"gateway DSN", []string{"gateway", "--secret-file", secret, "--dsn", "presto://h:99999/"}, "99999"},
+		{"gateway config DSN", []string{"gateway", "--secret-file", secret, "--config", badDSNMember}, "99999"},
+		{"gateway config", []string{"gateway", "--secret-file", secret, "--config", unknownGroup}, "adhoc"},
+		{"gateway", []string{"gateway", "--secret-file", secret, "--dsn", "presto://127.0.0.1:1/", "--public-url", "ftp://x"}, "gateway: public URL"},
+		{"no coordinator", []string{"query", "--dsn", "presto://127.0.0.1:1/;retries=0", "SELECT 1"}, "routing: statement not run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("ZKPRESTO_DSN", "")
+			var stdout, stderr bytes.Buffer
+			root := newRootCommand()
+			root.SetArgs(tc.args)
+			root.SetOut(&stdout)
+			root.SetErr(&stderr)
+			if code := cli.Execute(root); code != 1 {
+				t.Fatalf("exit status %d, want 1; stderr %q", code, stderr.String())
+			}
+			got := stderr.String()
+			if !strings.HasPrefix(got, "zkpresto: ") || strings.Count(got, "zkpresto: ") != 1 || !strings.Contains(got, tc.want) {
+				t.Fatalf("stderr %q: want one %q at its start and %q", got, "zkpresto: ", tc.want)
+			}
+		})
 	}
 }

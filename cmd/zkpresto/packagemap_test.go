@@ -144,3 +144,45 @@ func TestGatewayAndDriverStandApart(t *testing.T) {
 		t.Fatalf("go list listed %d of the packages gateway and driver", checked)
 	}
 }
+
+// testSide are the folders of what tests and demonstrations run: the test
+// kit, its child-process helper, the rig, the lab, the foreign-client tests
+// and the examples. Every other package is the product: what a program
+// imports or an operator deploys, and the internal packages under them.
+var testSide = []string{"zkprestotest", "internal/childproc", "internal/testrig", "cmd/zkpresto-lab", "interop", "examples"}
+
+// notForTheProduct are the folders no product package may link: the test
+// kit (a program that imports the driver must not get a ZooKeeper server
+// launcher or a coordinator simulator with it), the rig and the lab.
+var notForTheProduct = []string{"zkprestotest", "internal/testrig", "cmd/zkpresto-lab"}
+
+// under reports whether the package rel is dir or in a folder under it.
+func under(rel, dir string) bool { return rel == dir || strings.HasPrefix(rel, dir+"/") }
+
+// No product package links the test kit, the rig or the lab, directly or
+// through another package (go list's Deps, outside tests).
+func TestProductLinksNoTestKit(t *testing.T) {
+	packages, err := modulePackages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	products := map[string]bool{}
+	for _, p := range packages {
+		rel := p.rel()
+		if slices.ContainsFunc(testSide, func(dir string) bool { return under(rel, dir) }) {
+			continue
+		}
+		products[rel] = true
+		for _, dep := range p.Deps {
+			d, ok := strings.CutPrefix(dep, p.Module.Path+"/")
+			if ok && slices.ContainsFunc(notForTheProduct, func(dir string) bool { return under(d, dir) }) {
+				t.Errorf("%s links %s", rel, d)
+			}
+		}
+	}
+	for _, p := range []string{"driver", "gateway", "registrar", "metrics", "dsn", "routing", "health/httpprobe", "cmd/zkpresto", "internal/pool"} {
+		if !products[p] {
+			t.Errorf("go list did not list the product package %s", p)
+		}
+	}
+}

@@ -17,12 +17,18 @@ import (
 )
 
 // Main runs root and exits non-zero with the error on stderr when it fails.
-// The program's name is printed once: driver errors already start with it.
-func Main(root *cobra.Command) {
+func Main(root *cobra.Command) { os.Exit(Execute(root)) }
+
+// Execute runs root and returns the exit status: 0, or 1 when it fails,
+// after printing the error on root's stderr. The program's name is
+// printed once, here: no package's error starts with it but package dsn's,
+// whose prefix is dropped.
+func Execute(root *cobra.Command) int {
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, root.Name()+": "+strings.TrimPrefix(err.Error(), "zkpresto: "))
-		os.Exit(1)
+		fmt.Fprintln(root.ErrOrStderr(), root.Name()+": "+strings.TrimPrefix(err.Error(), "zkpresto: "))
+		return 1
 	}
+	return 0
 }
 
 // RunUntilSignal makes run a command's RunE, with a context that SIGINT and

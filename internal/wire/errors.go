@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -70,16 +69,10 @@ func Reason(contentType string, body []byte) string {
 			}
 		}
 	case bytes.HasPrefix(trimmed, []byte("{")):
-		var presto struct {
-			Error struct {
-				ErrorName string `json:"errorName"`
-				Message   string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(trimmed, &presto) == nil && presto.Error.Message != "" {
-			reason = presto.Error.Message
-			if presto.Error.ErrorName != "" {
-				reason = presto.Error.ErrorName + ": " + reason
+		if a, err := DecodeAnswer(trimmed); err == nil && a.Error != nil && a.Error.Message != "" {
+			reason = a.Error.Message
+			if a.Error.ErrorName != "" {
+				reason = a.Error.ErrorName + ": " + reason
 			}
 		}
 	default:

@@ -60,7 +60,7 @@ func RunSpooled(base, sql string) (*SpooledResult, error) {
 		if len(answer.Data) > 0 {
 			var data segmentData
 			if err := json.Unmarshal(answer.Data, &data); err != nil || data.Encoding != "json" {
-				return nil, fmt.Errorf("data %s is not spooled json segments: %v", answer.Data, err)
+				return nil, fmt.Errorf("data %s is not spooled json segments: %w", answer.Data, err)
 			}
 			for _, seg := range data.Segments {
 				got, err := res.download(seg)
@@ -141,7 +141,7 @@ func decodeAnswer(req *http.Request, v any) error {
 		return fmt.Errorf("%s %s: %s %s", req.Method, req.URL, resp.Status, b)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("%s %s: %v", req.Method, req.URL, err)
+		return fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
 	}
 	return nil
 }

@@ -102,7 +102,7 @@ func (g *Registration) WaitRegistered(timeout time.Duration) error {
 		select {
 		case err := <-g.done:
 			g.done <- err
-			return fmt.Errorf("realserver: the registrar of %s stopped: %v", g.name, err)
+			return fmt.Errorf("realserver: the registrar of %s stopped: %w", g.name, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

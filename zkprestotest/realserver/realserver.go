@@ -336,7 +336,7 @@ func (s *Server) awaitReady(opts Options) error {
 		// legend, so the whole log is searched, not its tail.
 		if whole, _ := os.ReadFile(s.log); bytes.Contains(whole, []byte("Address already in use")) || bytes.Contains(whole, []byte("BindException")) {
 			_ = os.RemoveAll(s.dir)
-			return fmt.Errorf("realserver: %s: %w: %v", opts.Name, errPortTaken, err)
+			return fmt.Errorf("realserver: %s: %w: %w", opts.Name, errPortTaken, err)
 		}
 		_ = os.RemoveAll(s.dir)
 		return fmt.Errorf("realserver: %s %s %s: %w; the log ends:\n%s", opts.Flavour, s.version, opts.Name, err, tail)

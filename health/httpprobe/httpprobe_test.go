@@ -1,4 +1,4 @@
-package infoprobe_test
+package httpprobe_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/health"
-	"github.com/zkpresto/zkpresto/internal/infoprobe"
+	"github.com/zkpresto/zkpresto/health/httpprobe"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
@@ -30,7 +30,7 @@ func TestProbeJudgesAsProbeInfo(t *testing.T) {
 	transport := &http.Transport{}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport}
-	probe := infoprobe.New(client)
+	probe := httpprobe.New(client)
 	node := discovery.Node{Addr: c.Addr(), Scheme: "http"}
 	ctx := context.Background()
 
@@ -62,7 +62,7 @@ func TestProbeWithoutClient(t *testing.T) {
 	}
 	defer c.Close()
 	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-	if err := infoprobe.New(nil)(context.Background(), discovery.Node{Addr: c.Addr(), Scheme: "http"}); !errors.Is(err, health.ErrStarting) {
+	if err := httpprobe.New(nil)(context.Background(), discovery.Node{Addr: c.Addr(), Scheme: "http"}); !errors.Is(err, health.ErrStarting) {
 		t.Fatalf("got %v, want the starting verdict", err)
 	}
 }

@@ -88,6 +88,18 @@ func newWorkersReader(client *http.Client, coordinator string, source LoadSource
 	return &workersReader{http: client, base: strings.TrimRight(coordinator, "/"), candidates: c, user: user, pass: pass}
 }
 
+// ActiveWorkers reads, once, the active workers of the coordinator at
+// coordinatorURL as the registrar does for Config.MinWorkers: source says
+// which server it is (empty: each is tried), user and password are sent
+// with the read (user default DefaultLoadUser). client nil means
+// http.DefaultClient.
+func ActiveWorkers(ctx context.Context, client *http.Client, coordinatorURL string, source LoadSource, user, password string) (int, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return newWorkersReader(client, coordinatorURL, source, user, password).read(ctx)
+}
+
 // read returns the coordinator's active workers.
 func (w *workersReader) read(ctx context.Context) (int, error) {
 	var errs []error

@@ -33,9 +33,8 @@ const (
 
 // workersCandidate is one place a server publishes its active workers.
 type workersCandidate struct {
-	path   string
-	trino  bool // Trino's JMX resource: X-Trino-User, an mbean's ActiveNodeCount
-	source LoadSource
+	path  string
+	trino bool // Trino's JMX resource: X-Trino-User, an mbean's ActiveNodeCount
 }
 
 // The places a coordinator's active workers are read from, in the order
@@ -56,10 +55,10 @@ type workersCandidate struct {
 // node-scheduler.include-coordinator is set.
 var (
 	workersTrino = []workersCandidate{
-		{path: "/v1/jmx/mbean/" + url.PathEscape("trino.metadata:name=DiscoveryNodeManager"), trino: true, source: LoadFromTrino},
-		{path: "/v1/jmx/mbean/" + url.PathEscape("trino.node:name=CoordinatorNodeManager"), trino: true, source: LoadFromTrino},
+		{path: "/v1/jmx/mbean/" + url.PathEscape("trino.metadata:name=DiscoveryNodeManager"), trino: true},
+		{path: "/v1/jmx/mbean/" + url.PathEscape("trino.node:name=CoordinatorNodeManager"), trino: true},
 	}
-	workersPresto = []workersCandidate{{path: "/v1/cluster", source: LoadFromPresto}}
+	workersPresto = []workersCandidate{{path: "/v1/cluster"}}
 )
 
 // workersReader reads a coordinator's active workers, from the first
@@ -202,7 +201,7 @@ func DrainPath(namespace, addr string) string {
 	return "/" + strings.Trim(namespace, "/") + "-drain/" + addr
 }
 
-// drainPollLimit bounds how long SetDrained waits for a session.
+// drainSessionWait bounds how long SetDrained waits for a session.
 const drainSessionWait = 10 * time.Second
 
 // SetDrained marks the coordinator at addr (host:port, or

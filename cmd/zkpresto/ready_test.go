@@ -206,10 +206,12 @@ func TestRollingRestartOfCoordinatorsWithDrain(t *testing.T) {
 	}
 	more(20)
 	for _, c := range f.cs {
+		asked := time.Now()
 		if out, errOut, err := run([]string{"drain", "--zookeeper", f.zk.Addr(), c.URL()}, ""); err != nil {
 			t.Fatalf("drain %s: %v\n%s%s", c.Addr(), err, out, errOut)
 		}
 		f.marked(t, c, "drained")
+		t.Logf("%s: drain to its registration marked: %s", c.Addr(), time.Since(asked).Round(time.Millisecond))
 		time.Sleep(500 * time.Millisecond) // the notification delay, with room to spare
 		eventually(t, "the drained coordinator's queries to finish", func() bool { return c.Running() == 0 })
 		drained := c.Statements()
@@ -231,7 +233,9 @@ func TestRollingRestartOfCoordinatorsWithDrain(t *testing.T) {
 		}
 		f.marked(t, c, "")
 		back := c.Statements()
+		undrained := time.Now()
 		eventually(t, c.Addr()+" to get statements again", func() bool { return c.Statements() > back })
+		t.Logf("%s: mark gone to its next statement: %s", c.Addr(), time.Since(undrained).Round(time.Millisecond))
 	}
 	close(stop)
 	wg.Wait()

@@ -161,6 +161,11 @@ func New(cfg Config) (*Router, error) {
 	return r, nil
 }
 
+// ZooKeeper is the ZooKeeper namespace the Router watches (Config.ZooKeeper),
+// nil when its coordinators come from another source. It is shared and
+// must not be modified.
+func (r *Router) ZooKeeper() *discovery.ZooKeeperConfig { return r.cfg.ZooKeeper }
+
 // StrategyName is the name of the strategy in use.
 func (r *Router) StrategyName() string { return r.strategyName }
 

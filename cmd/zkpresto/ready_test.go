@@ -251,3 +251,61 @@ func TestRollingRestartOfCoordinatorsWithDrain(t *testing.T) {
 		t.Errorf("the coordinators received %d statements for %d queries run: a statement was lost or sent twice", got, ran.Load())
 	}
 }
+
+// The gateway's admin address drains a coordinator and undrains it: the
+// mark is set in ZooKeeper, where every replica and driver reads it. A
+// cross-site browser request and an unknown coordinator are refused.
+func TestGatewayAdminDrainsACoordinator(t *testing.T) {
+	f := startReadyFleet(t, 2, coordinator.Options{Version: "0.289"})
+	secret := writeGatewaySecret(t, t.TempDir())
+	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", f.dsn)
+	gwAddr := announcedAddr(t, gw, "http")
+	post := func(path string, header map[string]string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, "http://"+gwAddr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	c := f.cs[0]
+	if code, body := post("/_zk/drain?coordinator="+c.URL(), map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://elsewhere.example"}); code != http.StatusForbidden {
+		t.Errorf("a cross-site drain: %d %s", code, body)
+	}
+	if code, body := post("/_zk/drain?coordinator=127.0.0.1:1", nil); code != http.StatusNotFound {
+		t.Errorf("draining an unknown coordinator: %d %s", code, body)
+	}
+	if code, body := post("/_zk/drain?coordinator="+c.URL(), nil); code != http.StatusOK || !strings.Contains(body, "drained "+c.Addr()) {
+		t.Fatalf("drain: %d %s", code, body)
+	}
+	f.marked(t, c, "drained")
+	time.Sleep(500 * time.Millisecond) // the notification delay, with room to spare
+	db, err := sql.Open("presto", "presto://alice@"+gwAddr+"/hive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	before := c.Statements()
+	for range 10 {
+		var v int
+		if err := db.QueryRow("SELECT * FROM rows(1)").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.Statements() - before; got != 0 {
+		t.Errorf("the drained coordinator received %d statements", got)
+	}
+	if code, body := post("/_zk/undrain?coordinator="+c.Addr(), nil); code != http.StatusOK {
+		t.Fatalf("undrain: %d %s", code, body)
+	}
+	f.marked(t, c, "")
+}

@@ -11,6 +11,11 @@ import (
 // the coordinator's own load figures (FormatZkpresto only).
 const znodeKeyLoad = "load"
 
+// znodeKeyNotReady is the k=v; data key under which `zkpresto register`
+// marks a coordinator that answers but must get no new statement (see
+// Node.NotReady; FormatZkpresto only).
+const znodeKeyNotReady = "notready"
+
 // PublishedLoad is the load a coordinator published about itself through
 // its registration: the queries it was running and queueing when its
 // registrar read them, and when that was. The zero value means the

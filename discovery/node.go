@@ -78,7 +78,19 @@ type Node struct {
 	// registrations with load=; see PublishedLoad). A malformed figure is
 	// left out, so the node is balanced as one that publishes nothing.
 	Load PublishedLoad
+	// NotReady, when not empty, is why the coordinator's registrar says it
+	// must get no new statement although it answers: "starting", a node
+	// state such as "SHUTTING_DOWN", "workers:0/1" (fewer active workers
+	// than the registrar requires) or "drained" (an operator's mark; see
+	// `zkpresto drain`). Routing skips such a node while another is ready.
+	// Only zkpresto registrations carry it (notready=); every other format
+	// is ready.
+	NotReady string
 }
+
+// Ready reports whether the node takes new statements: its registration
+// carries no notready= mark.
+func (n *Node) Ready() bool { return n.NotReady == "" }
 
 // MetadataWebUI is the Metadata key of the address users reach the
 // coordinator's web UI at, http[s]://host[:port][/prefix], when it is not

@@ -54,7 +54,7 @@ var znodeReservedKeys = []string{
 	znodeKeyURI, znodeKeyWeight, znodeKeyZone, znodeKeyVersion,
 	znodeKeyServerURI, znodeKeyServiceURI, znodeKeySequence,
 	znodeKeyHiveBindHost, znodeKeyHiveThriftPort, znodeKeyHiveHTTPPort, znodeKeyHiveInstanceURI,
-	znodeKeyHiveUseSSL, znodeKeyLoad,
+	znodeKeyHiveUseSSL, znodeKeyLoad, znodeKeyNotReady,
 }
 
 // znodeMaxQuoted bounds how much of a name or value an error message quotes,
@@ -207,6 +207,10 @@ func parseZnodeKeyValue(name, data string) (Node, error) {
 		// A bad figure must not cost the cluster a coordinator: without it
 		// the node is balanced as before.
 		n.Load, _ = ParsePublishedLoad(v)
+	}
+	if v, ok := znodeLookupOK(dataKV, znodeKeyNotReady); ok && n.Format == FormatZkpresto {
+		// An empty mark reads as ready, as a registration without one.
+		n.NotReady = v
 	}
 	return n, nil
 }
@@ -516,7 +520,8 @@ func znodeQuote(s string) string {
 
 // FormatZnodeData renders the k=v; data that `zkpresto register` writes for
 // n: "uri=host:port;weight=W;zone=Z;version=V;", load=R,Q,S,MS; when n.Load
-// is known (PublishedLoad.String), then the Metadata entries in key order. An https node is written as uri=https://host:port. A
+// is known (PublishedLoad.String), notready=REASON; when n.NotReady is set
+// (and holds no ';'), then the Metadata entries in key order. An https node is written as uri=https://host:port. A
 // weight below 1 is written as 1 and one above the largest ParseZnode accepts
 // (1000000) as that largest; an empty zone or version is left out.
 //
@@ -552,6 +557,9 @@ func FormatZnodeData(n Node) []byte {
 	}
 	if n.Load.Known() {
 		writePair(znodeKeyLoad, n.Load.String())
+	}
+	if n.NotReady != "" && !strings.Contains(n.NotReady, ";") {
+		writePair(znodeKeyNotReady, strings.TrimSpace(n.NotReady))
 	}
 	keys := make([]string, 0, len(n.Metadata))
 	for k, v := range n.Metadata {

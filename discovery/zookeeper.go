@@ -922,7 +922,7 @@ func (w *zkWatch) publish() {
 func sameNodes(a, b []Node) bool {
 	return slices.EqualFunc(a, b, func(x, y Node) bool {
 		return x.Addr == y.Addr && x.Scheme == y.Scheme && x.Weight == y.Weight && x.Zone == y.Zone &&
-			x.Version == y.Version && x.ID == y.ID && x.Format == y.Format && x.Load.Equal(y.Load)
+			x.Version == y.Version && x.ID == y.ID && x.Format == y.Format && x.Load.Equal(y.Load) && x.NotReady == y.NotReady
 	})
 }
 

@@ -87,9 +87,16 @@ type CoordinatorStatus struct {
 	// Zone and Version are what the coordinator registered with, if anything.
 	Zone    string `json:"zone,omitempty"`
 	Version string `json:"version,omitempty"`
-	// State sums up the health: usable, ejected, unhealthy or unused (listed
-	// but not a candidate, e.g. left out by the strategy).
+	// State sums up the health: usable, "not ready: REASON" (its
+	// registration is marked notready=, see NotReady), ejected, unhealthy
+	// or unused (listed but not a candidate, e.g. left out by the
+	// strategy).
 	State string `json:"state"`
+	// NotReady is why the coordinator's registrar marked it not ready
+	// (starting, SHUTTING_DOWN, workers:0/1, drained): it gets no new
+	// statement while another coordinator is ready, and its running and
+	// queued queries (In flight) fall to zero as they finish.
+	NotReady string `json:"notReady,omitempty"`
 	// Usable is true when the coordinator is a candidate for new statements.
 	Usable bool `json:"usable"`
 	// Ejected and EjectedUntil describe a current ejection.
@@ -188,7 +195,7 @@ func groupStatus(group *Group, recent []StatementRecord) GroupStatus {
 	for _, n := range rs.Nodes {
 		c := CoordinatorStatus{
 			Address: n.Node.Addr, Scheme: cmp.Or(n.Node.Scheme, "http"), Weight: n.Node.Weight,
-			Zone: n.Node.Zone, Version: n.Node.Version,
+			Zone: n.Node.Zone, Version: n.Node.Version, NotReady: n.Node.NotReady,
 			Usable: n.Usable, Ejected: n.Ejected, Unhealthy: n.Unhealthy, LastError: clip(n.LastError),
 			Ejections: n.Ejections, InFlight: n.InFlight, Picks: n.Picks, Failures: n.Failures, Failovers: n.Failovers,
 			LatencyMillis: float64(n.Latency.Microseconds()) / 1000,
@@ -198,6 +205,8 @@ func groupStatus(group *Group, recent []StatementRecord) GroupStatus {
 			c.EjectedUntil = n.EjectedUntil
 		}
 		switch {
+		case !n.Node.Ready() && !n.Usable:
+			c.State = "not ready: " + n.Node.NotReady
 		case n.Ejected:
 			c.State = "ejected"
 		case n.Unhealthy:

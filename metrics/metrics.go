@@ -22,6 +22,7 @@
 package metrics
 
 import (
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +40,7 @@ type RegistrarCollector struct {
 	registrations, healthFailures, sessionReRegistered *prometheus.Desc
 	lastCheck                                          *prometheus.Desc
 	loadWrites, publishedQueries                       *prometheus.Desc
+	notReady                                           *prometheus.Desc
 }
 
 // NewRegistrarCollector returns a collector that calls status at every
@@ -58,13 +60,16 @@ func NewRegistrarCollector(status func() registrar.Status) *RegistrarCollector {
 		lastCheck:           d("last_check_timestamp_seconds", "Unix time of the last health check; 0 before the first."),
 		loadWrites:          d("load_writes_total", "Writes of the coordinator's load figures into its znode (register --load-source)."),
 		publishedQueries:    d("published_queries", "Running plus queued queries in the load figure last written; absent while none is published."),
+		notReady: prometheus.NewDesc("zkpresto_registrar_coordinator_not_ready",
+			"1 while the coordinator answers but is marked not ready in its registration (notready=), by reason: starting, a node state (SHUTTING_DOWN, DRAINING, DRAINED), workers (fewer than --min-workers) or drained (an operator's mark); absent while ready.",
+			[]string{"reason"}, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *RegistrarCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.registered, c.healthy, c.connected, c.registrations,
-		c.healthFailures, c.sessionReRegistered, c.lastCheck, c.loadWrites, c.publishedQueries} {
+		c.healthFailures, c.sessionReRegistered, c.lastCheck, c.loadWrites, c.publishedQueries, c.notReady} {
 		ch <- d
 	}
 }
@@ -82,6 +87,12 @@ func (c *RegistrarCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.loadWrites, prometheus.CounterValue, float64(s.LoadWrites))
 	if s.Load.Known() {
 		ch <- prometheus.MustNewConstMetric(c.publishedQueries, prometheus.GaugeValue, float64(s.Load.Total()))
+	}
+	if s.NotReady != "" {
+		// "workers:0/1" is counted as workers: one series per reason,
+		// not per figure.
+		reason, _, _ := strings.Cut(s.NotReady, ":")
+		ch <- prometheus.MustNewConstMetric(c.notReady, prometheus.GaugeValue, 1, reason)
 	}
 }
 
@@ -105,9 +116,9 @@ type DriverCollector struct {
 	src StatsSource
 	now func() time.Time
 
-	connected, stale, nodes, skipped              *prometheus.Desc
-	usable, picks, failures, failovers, ejections *prometheus.Desc
-	inFlight, latency                             *prometheus.Desc
+	connected, stale, nodes, skipped                     *prometheus.Desc
+	usable, ready, picks, failures, failovers, ejections *prometheus.Desc
+	inFlight, latency                                    *prometheus.Desc
 }
 
 // NewDriverCollector returns a collector that reads src at every scrape.
@@ -122,7 +133,8 @@ func NewDriverCollector(src StatsSource) *DriverCollector {
 		stale:     d("discovery_stale_seconds", "How long discovery has served its last known list without a ZooKeeper session; 0 while connected."),
 		nodes:     d("discovery_nodes", "Coordinators discovery lists now."),
 		skipped:   d("discovery_skipped_znodes", "Registrations that could not be parsed and are ignored."),
-		usable:    d("driver_node_usable", "1 while the coordinator is a candidate for new statements (not ejected nor unhealthy), else 0.", "node"),
+		usable:    d("driver_node_usable", "1 while the coordinator is a candidate for new statements (ready, not ejected nor unhealthy), else 0.", "node"),
+		ready:     d("driver_node_ready", "1 unless the coordinator's registration marks it not ready (notready=: starting, shutting down, too few workers, drained), else 0.", "node"),
 		picks:     d("driver_picks_total", "Statements started on the coordinator.", "node"),
 		failures:  d("driver_failures_total", "Statements that failed on the coordinator.", "node"),
 		failovers: d("driver_failovers_total", "Statements moved to another coordinator because this one failed before accepting them.", "node"),
@@ -134,7 +146,7 @@ func NewDriverCollector(src StatsSource) *DriverCollector {
 
 // Describe implements prometheus.Collector.
 func (c *DriverCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.connected, c.stale, c.nodes, c.skipped, c.usable, c.picks,
+	for _, d := range []*prometheus.Desc{c.connected, c.stale, c.nodes, c.skipped, c.usable, c.ready, c.picks,
 		c.failures, c.failovers, c.ejections, c.inFlight, c.latency} {
 		ch <- d
 	}
@@ -161,6 +173,7 @@ func (c *DriverCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		seen[addr] = true
 		ch <- prometheus.MustNewConstMetric(c.usable, prometheus.GaugeValue, boolValue(n.Usable), addr)
+		ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, boolValue(n.Node.Ready()), addr)
 		ch <- prometheus.MustNewConstMetric(c.picks, prometheus.CounterValue, float64(n.Picks), addr)
 		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(n.Failures), addr)
 		ch <- prometheus.MustNewConstMetric(c.failovers, prometheus.CounterValue, float64(n.Failovers), addr)

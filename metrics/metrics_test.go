@@ -85,6 +85,11 @@ func TestRegistrarCollector(t *testing.T) {
 		"zkpresto_registrar_load_writes_total 12",
 		"zkpresto_registrar_published_queries 7",
 	)
+	if text := scrape(t, c); strings.Contains(text, "zkpresto_registrar_coordinator_not_ready{") {
+		t.Errorf("a not-ready gauge for a ready coordinator:\n%s", text)
+	}
+	status.Healthy, status.NotReady = false, "workers:0/1"
+	wantLines(t, scrape(t, c), `zkpresto_registrar_coordinator_not_ready{reason="workers"} 1`)
 }
 
 func TestDriverCollector(t *testing.T) {
@@ -93,7 +98,7 @@ func TestDriverCollector(t *testing.T) {
 		Discovery: routing.DiscoveryStats{Connected: false, StaleSince: now.Add(-90 * time.Second), Skipped: 2},
 		Nodes: []routing.NodeStats{
 			{Node: discovery.Node{Addr: "10.0.0.1:8080"}, Usable: true, Picks: 7, Failures: 1, InFlight: 2, Latency: 250 * time.Millisecond},
-			{Node: discovery.Node{Addr: "10.0.0.2:8080"}, Ejections: 1, Failovers: 4},
+			{Node: discovery.Node{Addr: "10.0.0.2:8080", NotReady: "drained"}, Ejections: 1, Failovers: 4},
 			{Node: discovery.Node{Addr: "10.0.0.2:8080"}, Picks: 99}, // a duplicate must not break the scrape
 		},
 	}
@@ -111,6 +116,8 @@ func TestDriverCollector(t *testing.T) {
 		`zkpresto_driver_latency_seconds{node="10.0.0.1:8080"} 0.25`,
 		`zkpresto_driver_node_usable{node="10.0.0.1:8080"} 1`,
 		`zkpresto_driver_node_usable{node="10.0.0.2:8080"} 0`,
+		`zkpresto_driver_node_ready{node="10.0.0.1:8080"} 1`,
+		`zkpresto_driver_node_ready{node="10.0.0.2:8080"} 0`,
 		`zkpresto_driver_ejections_total{node="10.0.0.2:8080"} 1`,
 		`zkpresto_driver_failovers_total{node="10.0.0.2:8080"} 4`,
 	)

@@ -30,6 +30,8 @@ func startWithLostCreate(t *testing.T, logger *slog.Logger) (h *harness, p *prox
 		Servers:      []string{p.addr()},
 		AdvertiseURI: coord.URL(),
 		Interval:     50 * time.Millisecond,
+		// The test is of unlisting: a mark would keep the znode.
+		UnlistNotReady: true,
 		// Far longer than the cut and go-zookeeper's reconnect (about a
 		// second): the session resumes, so its ephemeral znodes do not
 		// vanish by themselves.

@@ -16,6 +16,7 @@ const (
 	groupSession     = "session"     // dialling ZooKeeper, the session, auth
 	groupStep        = "step"        // creates, deletes and reads in ZooKeeper
 	groupLoad        = "load"        // reading the coordinator's load figures
+	groupWorkers     = "workers"     // reading the coordinator's active workers
 )
 
 // problemLog keeps the registrar from being silent without flooding the

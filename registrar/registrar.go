@@ -95,11 +95,34 @@ type Config struct {
 	Interval time.Duration
 	// FailureThreshold is how many consecutive failed health checks
 	// (errors, timeouts, non-200 answers) deregister the coordinator;
-	// default 2. A coordinator that answers "starting": true is not ready
-	// and is deregistered at once, because that answer is not noise; so is
-	// one whose GET /v1/info/state says SHUTTING_DOWN (or Trino's DRAINING
-	// or DRAINED), which still answers /v1/info as ready.
+	// default 2. A coordinator that answers but says it takes no work is
+	// not ready at once, because that answer is not noise: "starting": true
+	// in /v1/info, a GET /v1/info/state of SHUTTING_DOWN (or Trino's
+	// DRAINING or DRAINED), fewer active workers than MinWorkers, or a drain
+	// mark (SetDrained). Its registration is then marked notready=REASON
+	// (discovery.Node.NotReady), which zkpresto's clients skip while another
+	// coordinator is ready, or removed with UnlistNotReady.
 	FailureThreshold int
+	// MinWorkers is how many active workers the coordinator needs to be
+	// ready (at each health check, read as WorkersSource says); 0 reads
+	// none. `zkpresto register` defaults it to 1: a coordinator without
+	// workers keeps every statement queued for
+	// query-manager.required-workers-max-wait (5 minutes) and then fails
+	// it. Trino's count leaves the coordinator out: with
+	// node-scheduler.include-coordinator=true, use 0. A failed read does
+	// not make the coordinator not ready; it is logged.
+	MinWorkers int
+	// WorkersSource says which server the coordinator is, for MinWorkers:
+	// LoadFromTrino reads the node manager mbean's ActiveNodeCount,
+	// LoadFromPresto GET /v1/cluster's activeWorkers. Empty takes Load's
+	// source, or without Load tries each and keeps to the one that answers.
+	// The reads are sent as Load's User and Password, or DefaultLoadUser.
+	WorkersSource LoadSource
+	// UnlistNotReady removes the registration of a coordinator that is not
+	// ready instead of marking it, as registrars before the mark did: for a
+	// namespace also read by clients that know no notready= (Hive or Kyuubi
+	// readers, older zkpresto releases).
+	UnlistNotReady bool
 	// SessionTimeout is the ZooKeeper session timeout; default 15s.
 	SessionTimeout time.Duration
 	// Auth, when set, is added to the session (and again after every
@@ -138,8 +161,14 @@ type Status struct {
 	Registered bool
 	// Path is the registered znode's full path; empty while unregistered.
 	Path string
-	// Healthy is the coordinator's readiness after the failure threshold.
+	// Healthy is the coordinator's readiness after the failure threshold:
+	// it answers and is ready (NotReady is empty).
 	Healthy bool
+	// NotReady is why a coordinator that answers is not ready ("starting",
+	// "SHUTTING_DOWN", "workers:0/1", "drained"), as written in its
+	// registration (or why it is unlisted, with Config.UnlistNotReady);
+	// empty when ready or not answering.
+	NotReady string
 	// Connected is true while the registrar has a live ZooKeeper session.
 	Connected bool
 	// LastCheck is when the last health check finished; zero before the first.
@@ -203,6 +232,15 @@ type Registrar struct {
 	loadReader     *loadReader // nil: not publishing
 	loadGate       LoadGate
 	watchArmed     atomic.Bool // the znode's watch is set
+	down           bool        // the coordinator does not answer, after the threshold
+	notReady       string      // why the answering coordinator is not ready, by its last check
+	marked         string      // the not-ready reason the registration is built with
+	workers        *workersReader
+	drainPath      string
+	drainMark      atomic.Bool // the drain mark exists, as last read
+	// drainWatchArmed: the drain mark's watch is set and drainMark is its
+	// answer.
+	drainWatchArmed atomic.Bool
 }
 
 // New validates cfg and returns a Registrar. It does no I/O.
@@ -271,6 +309,7 @@ func New(cfg Config) (*Registrar, error) {
 		log:     cfg.Logger,
 		wake:    make(chan struct{}, 1),
 		acl:     zk.WorldACL(zk.PermAll),
+		down:    true, // until the first check says otherwise
 	}
 	if cfg.Auth != nil {
 		r.acl = append(zk.WorldACL(zk.PermRead), zk.AuthACL(zk.PermAll)...)
@@ -291,6 +330,26 @@ func New(cfg Config) (*Registrar, error) {
 		}
 		r.loadReader = newLoadReader(r.http, cfg.CoordinatorURL, r.load)
 	}
+	switch {
+	case cfg.MinWorkers < 0 || cfg.MinWorkers > 1_000_000:
+		return nil, fmt.Errorf("registrar: minimum workers %d: want 0..1000000", cfg.MinWorkers)
+	case cfg.WorkersSource != "" && cfg.WorkersSource != LoadFromPresto && cfg.WorkersSource != LoadFromTrino:
+		return nil, fmt.Errorf("registrar: workers source %q: want %q or %q", cfg.WorkersSource, LoadFromPresto, LoadFromTrino)
+	}
+	if cfg.MinWorkers > 0 {
+		source, user, pass := cfg.WorkersSource, "", ""
+		if cfg.Load != nil {
+			user, pass = r.load.User, r.load.Password
+			if source == "" {
+				source = r.load.Source
+			}
+		}
+		r.workers = newWorkersReader(r.http, cfg.CoordinatorURL, source, user, pass)
+	}
+	if canon, err := discovery.CanonicalAddr(addr); err == nil {
+		addr = canon // as SetDrained writes it
+	}
+	r.drainPath = DrainPath(cfg.Namespace, addr)
 	// What we write must read back as the same node, or clients would
 	// never see this coordinator.
 	if _, err := r.desired(); err != nil {
@@ -340,6 +399,7 @@ func (r *Registrar) desired() (discovery.Node, error) {
 	if n.Version == "" && checkVersion(r.coordinatorVer) == nil {
 		n.Version = r.coordinatorVer
 	}
+	n.NotReady = r.marked
 	got, err := discovery.ParseZnode(discovery.ZnodeName(n)+"0000000000", discovery.FormatZnodeData(n))
 	if err != nil {
 		return n, fmt.Errorf("registrar: the registration would not read back: %w", err)
@@ -503,15 +563,37 @@ func (r *Registrar) nudge() {
 	}
 }
 
-// check polls /v1/info once and updates the health state. Readiness is
-// wire.ProbeInfo's verdict, the one the driver's health checker and the
-// CLI reach for the same answer.
+// check polls /v1/info once (and, when the coordinator answers ready, its
+// node state and workers) and updates the health state. Readiness by
+// /v1/info is wire.ProbeInfo's verdict, the one the driver's health checker
+// and the CLI reach for the same answer.
 func (r *Registrar) check(ctx context.Context) {
 	probeCtx, cancel := context.WithTimeout(ctx, r.cfg.Interval)
 	info := wire.ProbeInfo(probeCtx, r.http, r.cfg.CoordinatorURL)
-	var leaving error
+	err := info.Err
+	notReady := ""
+	if info.Verdict == wire.Starting {
+		notReady = NotReadyStarting
+	}
 	if info.Verdict == wire.Up {
-		leaving = r.leaving(probeCtx)
+		if state, leaving := r.leaving(probeCtx); leaving != nil {
+			notReady, err = state, leaving
+		} else if r.workers != nil {
+			n, werr := r.workers.read(probeCtx)
+			switch {
+			case werr != nil && ctx.Err() == nil:
+				// Not the coordinator's fault as far as we know: judged
+				// by /v1/info and its state alone, as without MinWorkers.
+				r.problems.warn(groupWorkers, werr.Error(), false, "cannot read the coordinator's active workers; taking it as ready",
+					"coordinator", r.cfg.CoordinatorURL, "err", werr)
+			case werr == nil && n < r.cfg.MinWorkers:
+				notReady = fmt.Sprintf("%s%d/%d", notReadyWorkers, n, r.cfg.MinWorkers)
+				err = fmt.Errorf("%s: %d active workers, fewer than the %d required", r.cfg.CoordinatorURL, n, r.cfg.MinWorkers)
+				r.problems.resolve(groupWorkers)
+			default:
+				r.problems.resolve(groupWorkers)
+			}
+		}
 	}
 	cancel()
 	if ctx.Err() != nil {
@@ -520,31 +602,20 @@ func (r *Registrar) check(ctx context.Context) {
 	if info.Verdict != wire.Down {
 		r.coordinatorVer = info.Version // desired checks it before use
 	}
-	err := info.Err
-	if leaving != nil {
-		err = leaving
-	}
 	healthyBefore := r.Status().Healthy
-	healthy := healthyBefore
-	switch {
-	case info.Verdict == wire.Up && leaving == nil:
-		r.failures = 0
-		healthy = true
-	case info.Verdict == wire.Starting, leaving != nil:
-		// Not noise: the coordinator itself says it is not ready, or that
-		// it is going away and takes no more work.
-		r.failures = r.cfg.FailureThreshold
-		healthy = false
-	default:
+	if info.Verdict == wire.Down {
 		r.failures++
 		if r.failures >= r.cfg.FailureThreshold {
-			healthy = false
+			r.down, r.notReady = true, ""
 		}
+	} else {
+		r.failures = 0
+		r.down, r.notReady = false, notReady
 	}
+	r.readiness(nil)
 	now := time.Now()
 	r.update(func(s *Status) {
 		s.LastCheck = now
-		s.Healthy = healthy
 		if err != nil {
 			s.HealthCheckFailures++
 			s.LastError = err.Error()
@@ -553,12 +624,11 @@ func (r *Registrar) check(ctx context.Context) {
 		}
 	})
 	switch {
-	case healthy && !healthyBefore:
-		r.problems.resolve(groupCoordinator)
-		r.log.Info("coordinator is ready", "coordinator", r.infoURL)
+	case err == nil && !healthyBefore:
+		r.problems.resolve(groupCoordinator) // readiness logs the news
 	case err == nil:
 		r.problems.recover(groupCoordinator, "health checks pass again", "coordinator", r.infoURL)
-	case healthy:
+	case !r.down && info.Verdict == wire.Down:
 		r.problems.warn(groupCoordinator, err.Error(), false, "health check failed; still registered",
 			"coordinator", r.infoURL, "reason", err, "consecutive", r.failures, "threshold", r.cfg.FailureThreshold)
 	default:
@@ -566,6 +636,36 @@ func (r *Registrar) check(ctx context.Context) {
 		r.problems.warn(groupCoordinator, err.Error(), healthyBefore, "coordinator is not ready",
 			"coordinator", r.infoURL, "reason", err, "consecutive", r.failures)
 	}
+}
+
+// readiness decides, from the last check and the drain mark (read again
+// first, with a session), whether the coordinator is to be listed and with
+// which not-ready reason, and publishes both in Status.
+func (r *Registrar) readiness(conn *zk.Conn) (listed bool, reason string) {
+	if conn != nil && conn.State() == zk.StateHasSession {
+		r.drainMarked(conn)
+	}
+	reason = r.notReady
+	if r.drainMark.Load() {
+		reason = NotReadyDrained
+	}
+	if r.down {
+		reason = ""
+	}
+	listed = !r.down && (reason == "" || !r.cfg.UnlistNotReady)
+	if (reason == NotReadyDrained) != (r.marked == NotReadyDrained) {
+		if reason == NotReadyDrained {
+			r.log.Info("coordinator drained by an operator: marked not ready", "coordinator", r.infoURL, "mark", r.drainPath)
+		} else {
+			r.log.Info("drain mark removed", "coordinator", r.infoURL, "mark", r.drainPath)
+		}
+	}
+	if healthy := !r.down && reason == ""; healthy && !r.Status().Healthy {
+		r.log.Info("coordinator is ready", "coordinator", r.infoURL)
+	}
+	r.marked = reason
+	r.update(func(s *Status) { s.Healthy, s.NotReady = !r.down && reason == "", reason })
+	return listed, reason
 }
 
 // reconcile makes ZooKeeper match the health state: registered while
@@ -590,7 +690,7 @@ func (r *Registrar) reconcile() error {
 	if err := r.ensureAuth(conn); err != nil {
 		return r.fail(err, "adding ZooKeeper credentials")
 	}
-	if !r.Status().Healthy {
+	if listed, _ := r.readiness(conn); !listed {
 		if r.znode != "" {
 			if err := conn.Delete(r.znode, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return r.fail(err, "deregistering "+r.znode)

@@ -192,7 +192,7 @@ func TestRegistersInTheDriversFormat(t *testing.T) {
 }
 
 func TestFollowsCoordinatorHealth(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, func(c *registrar.Config) { c.UnlistNotReady = true })
 	first := h.waitRegistered()
 
 	h.coord.SetStarting(true)
@@ -644,7 +644,9 @@ func TestRegistersOnlyWhatProbeInfoCallsUp(t *testing.T) {
 				AdvertiseURI: srv.URL,
 				Interval:     50 * time.Millisecond,
 				HTTPClient:   client,
-				Logger:       testLogger(t),
+				// Listed exactly when Up: not ready is unlisted, not marked.
+				UnlistNotReady: true,
+				Logger:         testLogger(t),
 			})
 			if want.Verdict == wire.Up {
 				eventually(t, "a registration", func() bool { return h.reg.Status().Registered })

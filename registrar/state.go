@@ -26,34 +26,34 @@ const maxStateBytes = 4 << 10
 // takes no more work.
 var errLeaving = errors.New("coordinator is leaving")
 
-// leaving reads the coordinator's node state and returns an error naming
-// it when the coordinator is shutting down or draining. Any other answer,
+// leaving reads the coordinator's node state and returns it with an error
+// naming it when the coordinator is shutting down or draining. Any other answer,
 // a failure to read it included, is not the registrar's concern: a server
 // without the resource (an older one, a proxy that does not pass it) is
 // judged by /v1/info alone, as before.
-func (r *Registrar) leaving(ctx context.Context) error {
+func (r *Registrar) leaving(ctx context.Context) (string, error) {
 	u, err := url.Parse(r.infoURL + "/state")
 	if err != nil {
-		return nil
+		return "", nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil
+		return "", nil
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := r.http.Do(req)
 	if err != nil {
-		return nil
+		return "", nil
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxStateBytes))
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return nil
+		return "", nil
 	}
 	var state string
 	if json.Unmarshal(body, &state) != nil || !leavingStates[state] {
-		return nil
+		return "", nil
 	}
 	u.User = nil // an error never carries credentials
-	return fmt.Errorf("GET %s: %w: its state is %s", u, errLeaving, state)
+	return state, fmt.Errorf("GET %s: %w: its state is %s", u, errLeaving, state)
 }

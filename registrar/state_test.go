@@ -64,6 +64,7 @@ func TestUnlistsACoordinatorThatIsLeaving(t *testing.T) {
 				// Only the state's verdict can unlist it in time: as many
 				// ordinary failures would take minutes.
 				FailureThreshold: 10000,
+				UnlistNotReady:   true,
 				Logger:           testLogger(t),
 			})
 			listed := func() int {

@@ -97,6 +97,10 @@ type pickerState struct {
 	snap   *discovery.Snapshot
 	health uint64
 	nodes  []discovery.Node // the candidates the picker was built from
+	// ready are the listed coordinators whose registrations say they take
+	// new statements (all of them when none does): the only ones a
+	// statement is sent to, also when every usable one has failed it.
+	ready  []discovery.Node
 	picker strategy.Picker
 	// ctxPicker is picker when it may wait on I/O (global_poll), nil
 	// otherwise: decided once per build, so other pickers' picks stay a
@@ -155,6 +159,11 @@ func New(cfg Config) (*Router, error) {
 	r.strategyName = strategy.NameOf(r.strategy)
 	return r, nil
 }
+
+// ZooKeeper is the ZooKeeper namespace the Router watches (Config.ZooKeeper),
+// nil when its coordinators come from another source. It is shared and
+// must not be modified.
+func (r *Router) ZooKeeper() *discovery.ZooKeeperConfig { return r.cfg.ZooKeeper }
 
 // StrategyName is the name of the strategy in use (strategy.NameOf).
 func (r *Router) StrategyName() string { return r.strategyName }
@@ -233,9 +242,9 @@ func (r *Router) Pick(ctx context.Context, req *strategy.Request, tried []NodeFa
 	// Every usable coordinator failed this statement. An ejected one may
 	// have recovered since (the ejection cap can also leave only failing
 	// nodes usable): better to try it than to fail with retries left.
-	for i := range snap.Nodes {
-		if !wasTried(tried, snap.Nodes[i].Addr) {
-			return &snap.Nodes[i], nil
+	for i := range ps.ready {
+		if !wasTried(tried, ps.ready[i].Addr) {
+			return &ps.ready[i], nil
 		}
 	}
 	return nil, &noUntriedError{source: snap.Source}
@@ -538,13 +547,42 @@ func (r *Router) pickerFor(snap *discovery.Snapshot) *pickerState {
 		r.loads.Retain(snap.Nodes)
 		r.health.Forget(snap.Nodes)
 	}
-	nodes := r.health.Usable(r.applyWeights(snap.Nodes))
-	next := &pickerState{snap: snap, health: hv, nodes: nodes, picker: r.strategy.Build(nodes)}
+	ready := readyNodes(r.applyWeights(snap.Nodes))
+	nodes := r.health.Usable(ready)
+	next := &pickerState{snap: snap, health: hv, nodes: nodes, ready: ready, picker: r.strategy.Build(nodes)}
 	next.ctxPicker, _ = next.picker.(strategy.ContextPicker)
 	r.picked.Store(next)
 	r.log.Debug("coordinators for picking", "source", snap.Source, "generation", snap.Generation,
-		"listed", len(snap.Nodes), "usable", len(nodes), "strategy", r.strategyName)
+		"listed", len(snap.Nodes), "ready", len(ready), "usable", len(nodes), "strategy", r.strategyName)
 	return next
+}
+
+// readyNodes returns the nodes whose registrations carry no not-ready mark
+// (discovery.Node.NotReady: starting, shutting down, too few workers,
+// drained by an operator), before any strategy or health rule sees them, so
+// that no statement goes to a coordinator that would queue or refuse it
+// while another takes it. Registrations that carry no mark (every foreign
+// layout) are ready. When no node is ready, all of them are returned: a
+// statement then goes where it would have gone without the marks, and the
+// coordinator's own answer reaches the client, rather than an error of
+// ours.
+func readyNodes(nodes []discovery.Node) []discovery.Node {
+	out := 0
+	for i := range nodes {
+		if !nodes[i].Ready() {
+			out++
+		}
+	}
+	if out == 0 || out == len(nodes) {
+		return nodes
+	}
+	ready := make([]discovery.Node, 0, len(nodes)-out)
+	for i := range nodes {
+		if nodes[i].Ready() {
+			ready = append(ready, nodes[i])
+		}
+	}
+	return ready
 }
 
 // applyWeights returns nodes with the weight overrides applied.

@@ -94,7 +94,7 @@ func (r *Router) Stats() Stats {
 			usable[n.Addr] = true
 		}
 	} else {
-		for _, n := range snap.Nodes {
+		for _, n := range readyNodes(snap.Nodes) {
 			usable[n.Addr] = true
 		}
 	}

@@ -523,7 +523,7 @@ func TestSharedP2CDistrustsAFigureBelowItsOwnStatements(t *testing.T) {
 // was in, however long its statements took (2.5 times the central queue's
 // p99 on 1:1:4, TestSharedP2CWithstandsALiarAndASilentCoordinator).
 func TestSharedP2CBigLiarJudgedByItsLatency(t *testing.T) {
-	f := newSharedFixture(t, Options{SlowStart: -1})
+	f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	nodes := makeNodes(2, 4, 1)
 	a, b := nodes[0].Addr, nodes[1].Addr
 	for range 3 {
@@ -660,7 +660,7 @@ func TestSharedP2CStaleNodeEstimatedAlone(t *testing.T) {
 // clients and figures 2 s late, 1.56 times the central queue's p99 on
 // twelve equal coordinators, where least_active's local counts give 1.43).
 func TestSharedP2CFiguresWorthLittleLeaveThePickToP2C(t *testing.T) {
-	f := newSharedFixture(t, Options{SlowStart: -1})
+	f := newSharedFixture(t, Options{Config: SharedP2CConfig{SlowStart: -1}})
 	nodes := makeNodes(2)
 	a, b := nodes[0].Addr, nodes[1].Addr
 	f.loads.For(a).Begin()

@@ -332,7 +332,7 @@ func (o gatewayOptions) handlers(gw *gateway.Gateway, stats metrics.StatsSource)
 		admin = http.NewServeMux()
 		admin.HandleFunc("GET /_zk/health", health)
 		// Not here: plainly, rather than as a routing token that fails.
-		for _, path := range []string{"/_zk/status", "/_zk/status.json", "/_zk/metrics"} {
+		for _, path := range []string{"/_zk/status", "/_zk/status.json", "/_zk/metrics", "/_zk/drain", "/_zk/undrain"} {
 			mux.Handle(path, http.NotFoundHandler())
 		}
 	}
@@ -346,6 +346,8 @@ func (o gatewayOptions) handlers(gw *gateway.Gateway, stats metrics.StatsSource)
 	for _, pattern := range []string{"GET /_zk/status", "GET /_zk/status.json", "GET /_zk/metrics"} {
 		admin.Handle(pattern, guard(pages))
 	}
+	admin.Handle("POST /_zk/drain", guard(coordinatorDrainHandler(gw, true)))
+	admin.Handle("POST /_zk/undrain", guard(coordinatorDrainHandler(gw, false)))
 	// GET / leads an operator's browser to the status page.
 	admin.Handle("GET /{$}", http.RedirectHandler("/_zk/status", http.StatusFound))
 	return mux, admin, nil

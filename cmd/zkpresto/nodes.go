@@ -56,6 +56,11 @@ coordinators it finds: address, the node format the registration was read
 from (zkpresto, hive, curator, hostport; static for a DSN without discovery),
 weight, zone, version and ID (the znode or Curator instance).
 
+READY is "yes", or "no:" and the reason the coordinator's registrar marked
+it not ready with (notready=: starting, SHUTTING_DOWN, workers:0/1, drained;
+see register and drain): the driver and the gateway send such a coordinator
+no new statement while another is ready.
+
 --probe asks each coordinator's GET /v1/info and fills HEALTH: up, starting
 (the coordinator says it is not ready) or down (no answer, an error status, a
 redirect, or not a Presto answer), the verdict the driver's health checks and
@@ -121,6 +126,8 @@ type nodeRow struct {
 	Zone     string            `json:"zone,omitempty"`
 	Version  string            `json:"version,omitempty"`
 	ID       string            `json:"id"`
+	Ready    bool              `json:"ready"`
+	NotReady string            `json:"notReady,omitempty"`
 	Health   string            `json:"health,omitempty"`
 	Usage    *nodeUsage        `json:"usage,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
@@ -235,7 +242,7 @@ func collectNodes(ctx context.Context, connector *zkdriver.Connector, snap *disc
 	rows = make([]nodeRow, len(snap.Nodes))
 	for i, n := range snap.Nodes {
 		rows[i] = nodeRow{Address: n.Addr, Scheme: n.Scheme, Format: n.Format.String(), Weight: n.Weight,
-			Zone: n.Zone, Version: n.Version, ID: n.ID, Metadata: n.Metadata}
+			Zone: n.Zone, Version: n.Version, ID: n.ID, Ready: n.Ready(), NotReady: n.NotReady, Metadata: n.Metadata}
 	}
 	view := driverView(connector)
 	if len(rows) == 0 {
@@ -476,7 +483,7 @@ func writeNodes(w io.Writer, rows []nodeRow, asJSON, oneLine bool) error {
 		withUsage = withUsage || r.Usage != nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	header := []string{"ADDRESS", "FORMAT", "WEIGHT", "ZONE", "VERSION", "ID", "HEALTH"}
+	header := []string{"ADDRESS", "FORMAT", "WEIGHT", "ZONE", "VERSION", "ID", "READY", "HEALTH"}
 	if withUsage {
 		header = append(header, "PICKS", "FAILURES", "INFLIGHT")
 	}
@@ -488,7 +495,11 @@ func writeNodes(w io.Writer, rows []nodeRow, asJSON, oneLine bool) error {
 		return s
 	}
 	for _, r := range rows {
-		cells := []string{r.Scheme + "://" + r.Address, r.Format, strconv.Itoa(r.Weight), dash(r.Zone), dash(r.Version), r.ID, dash(r.Health)}
+		ready := "yes"
+		if !r.Ready {
+			ready = "no:" + r.NotReady
+		}
+		cells := []string{r.Scheme + "://" + r.Address, r.Format, strconv.Itoa(r.Weight), dash(r.Zone), dash(r.Version), r.ID, ready, dash(r.Health)}
 		if withUsage {
 			if r.Usage != nil {
 				cells = append(cells, strconv.FormatUint(r.Usage.Picks, 10), strconv.FormatUint(r.Usage.Failures, 10), strconv.FormatInt(r.Usage.InFlight, 10))

@@ -64,14 +64,14 @@ func TestNodesListsWhatRegisterWrote(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 5 || !regexp.MustCompile(`^ADDRESS\s+FORMAT\s+WEIGHT\s+ZONE\s+VERSION\s+ID\s+HEALTH$`).MatchString(lines[0]) {
+	if len(lines) != 5 || !regexp.MustCompile(`^ADDRESS\s+FORMAT\s+WEIGHT\s+ZONE\s+VERSION\s+ID\s+READY\s+HEALTH$`).MatchString(lines[0]) {
 		t.Fatalf("nodes printed:\n%s", out)
 	}
 	want := map[string]*regexp.Regexp{
-		cs[0].Addr():    regexp.MustCompile(`^http://` + regexp.QuoteMeta(cs[0].Addr()) + `\s+zkpresto\s+3\s+eu-1\s+0\.289\s+serverUri=` + regexp.QuoteMeta(cs[0].Addr()) + `;version=0\.289;sequence=\d{10}\s+up$`),
-		cs[1].Addr():    regexp.MustCompile(`^http://` + regexp.QuoteMeta(cs[1].Addr()) + `\s+zkpresto\s+1\s+-\s+0\.289\s+\S+\s+up$`),
-		starting.Addr(): regexp.MustCompile(`^http://` + regexp.QuoteMeta(starting.Addr()) + `\s+hostport\s+1\s+-\s+-\s+\S+\s+starting$`),
-		stopped.Addr():  regexp.MustCompile(`^http://` + regexp.QuoteMeta(stopped.Addr()) + `\s+hostport\s+1\s+-\s+-\s+\S+\s+down$`),
+		cs[0].Addr():    regexp.MustCompile(`^http://` + regexp.QuoteMeta(cs[0].Addr()) + `\s+zkpresto\s+3\s+eu-1\s+0\.289\s+serverUri=` + regexp.QuoteMeta(cs[0].Addr()) + `;version=0\.289;sequence=\d{10}\s+yes\s+up$`),
+		cs[1].Addr():    regexp.MustCompile(`^http://` + regexp.QuoteMeta(cs[1].Addr()) + `\s+zkpresto\s+1\s+-\s+0\.289\s+\S+\s+yes\s+up$`),
+		starting.Addr(): regexp.MustCompile(`^http://` + regexp.QuoteMeta(starting.Addr()) + `\s+hostport\s+1\s+-\s+-\s+\S+\s+yes\s+starting$`),
+		stopped.Addr():  regexp.MustCompile(`^http://` + regexp.QuoteMeta(stopped.Addr()) + `\s+hostport\s+1\s+-\s+-\s+\S+\s+yes\s+down$`),
 	}
 	for addr, re := range want {
 		found := false
@@ -97,10 +97,35 @@ func TestNodesListsWhatRegisterWrote(t *testing.T) {
 		t.Fatalf("nodes --json listed %d nodes:\n%s", len(rows), out)
 	}
 	for _, r := range rows {
-		if r.Address == cs[0].Addr() && (r.Format != "zkpresto" || r.Weight != 3 || r.Zone != "eu-1" || r.Version != "0.289" || r.Health != "") {
+		if r.Address == cs[0].Addr() && (r.Format != "zkpresto" || r.Weight != 3 || r.Zone != "eu-1" || r.Version != "0.289" || r.Health != "" || !r.Ready) {
 			t.Errorf("JSON row %+v", r)
 		}
 	}
+
+	// An operator's drain shows in READY, and so does its end.
+	readyOf := func(addr string) string {
+		out, _, err := run([]string{"nodes"}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 6 && strings.HasSuffix(f[0], "//"+addr) {
+				return f[6]
+			}
+		}
+		return ""
+	}
+	if out, errOut, err := run([]string{"drain", "--zookeeper", zks.Addr(), cs[1].URL()}, ""); err != nil || !strings.HasPrefix(out, "drained "+cs[1].URL()) {
+		t.Fatalf("drain: %q %q %v", out, errOut, err)
+	}
+	eventually(t, "READY no:drained", func() bool { return readyOf(cs[1].Addr()) == "no:drained" })
+	if got := readyOf(cs[0].Addr()); got != "yes" {
+		t.Errorf("the other coordinator's READY is %q", got)
+	}
+	if _, _, err := run([]string{"undrain", "--zookeeper", zks.Addr(), cs[1].Addr()}, ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "READY yes again", func() bool { return readyOf(cs[1].Addr()) == "yes" })
 }
 
 func TestNodesWatchFollowsChanges(t *testing.T) {

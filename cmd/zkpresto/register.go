@@ -59,6 +59,9 @@ type registerOptions struct {
 	loadUser         string
 	loadPassword     string
 	loadPasswordFile string
+	minWorkers       int
+	workersSource    string
+	unlistNotReady   bool
 }
 
 func newRegisterCommand() *cobra.Command {
@@ -76,9 +79,18 @@ under /<namespace> that zkpresto clients (and Hive/Kyuubi-style readers) find:
   name  serverUri=host:port;version=V;sequence=N
   data  uri=http://host:port;weight=W;zone=Z;version=V;
 
-A coordinator that answers "starting": true is deregistered at once; one that
-fails --failure-threshold checks in a row (errors, timeouts, non-200) is
-deregistered then. It is registered again as soon as a check passes. If the
+A coordinator that answers but takes no work is marked not ready at once, in
+its registration's data (notready=REASON;), which zkpresto's driver and
+gateway skip while another coordinator is ready: "starting": true in
+/v1/info (starting), GET /v1/info/state SHUTTING_DOWN, DRAINING or DRAINED,
+fewer active workers than --min-workers (workers:N/M; read from Trino's node
+manager mbean or PrestoDB's /v1/cluster, as --workers-source says), or an
+operator's drain (drained; see zkpresto drain). The mark goes when the
+coordinator is ready again. --unlist-not-ready removes the registration
+instead, for a namespace also read by clients that know no mark (Hive or
+Kyuubi readers, older zkpresto releases). A coordinator that fails
+--failure-threshold checks in a row (errors, timeouts, non-200) is
+deregistered, and registered again as soon as a check passes. If the
 ZooKeeper session expires, or someone deletes the znode, register creates it
 again. On SIGTERM or SIGINT it deletes the znode first, then closes its
 session and exits 0, so clients stop picking the coordinator before it goes.
@@ -147,6 +159,9 @@ other users can see in the process list.`,
 	f.StringVar(&o.loadUser, "load-user", "", "user the load is read as (X-Presto-User or X-Trino-User, and basic authentication with the password; default "+registrar.DefaultLoadUser+": Trino refuses its JMX resource to a request that names none)")
 	f.StringVar(&o.loadPassword, "load-password", "", "password for --load-user (visible in ps; prefer the environment variable or --load-password-file)")
 	f.StringVar(&o.loadPasswordFile, "load-password-file", "", "file holding the password for --load-user")
+	f.IntVar(&o.minWorkers, "min-workers", 1, "active workers the coordinator needs to be ready; 0 reads none (a coordinator that schedules on itself, node-scheduler.include-coordinator=true)")
+	f.StringVar(&o.workersSource, "workers-source", "", "where --min-workers reads the active workers: trino (the node manager mbean) or presto (/v1/cluster); default --load-source's, else whichever answers")
+	f.BoolVar(&o.unlistNotReady, "unlist-not-ready", false, "remove the registration of a coordinator that is not ready instead of marking it notready=")
 	bindEnv(f)
 	return cmd
 }
@@ -220,6 +235,9 @@ func (o registerOptions) registrarConfig(logger *slog.Logger) (registrar.Config,
 		Interval:         o.interval,
 		FailureThreshold: o.failureThreshold,
 		SessionTimeout:   o.sessionTimeout,
+		MinWorkers:       o.minWorkers,
+		WorkersSource:    registrar.LoadSource(strings.ToLower(o.workersSource)),
+		UnlistNotReady:   o.unlistNotReady,
 		Logger:           logger,
 	}
 	for _, s := range strings.Split(o.zookeeper, ",") {

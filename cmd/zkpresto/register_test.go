@@ -171,11 +171,24 @@ func TestRegisterFollowsHealthServesMetricsAndDrainsOnSIGTERM(t *testing.T) {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
 
+	marked := func(want string) func() bool {
+		return func() bool {
+			regs := registrations(t, observer, "/team/presto")
+			return len(regs) == 1 && regs[c.Addr()].NotReady == want
+		}
+	}
 	c.SetStarting(true)
-	eventually(t, "deregistration while starting", func() bool { return len(registrations(t, observer, "/team/presto")) == 0 })
-	eventually(t, "registered 0 in /metrics", func() bool { return strings.Contains(scrape(), "\nzkpresto_registrar_registered 0\n") })
+	eventually(t, "the registration marked notready=starting", marked("starting"))
+	eventually(t, "not ready in /metrics", func() bool {
+		return strings.Contains(scrape(), "\nzkpresto_registrar_coordinator_not_ready{reason=\"starting\"} 1\n")
+	})
 	c.SetStarting(false)
-	eventually(t, "registration after recovery", func() bool { return len(registrations(t, observer, "/team/presto")) == 1 })
+	eventually(t, "the mark gone after recovery", marked(""))
+	// Without workers (the default --min-workers 1).
+	c.SetNoWorkers(true)
+	eventually(t, "the registration marked notready=workers:0/1", marked("workers:0/1"))
+	c.SetNoWorkers(false)
+	eventually(t, "the mark gone with a worker back", marked(""))
 
 	// SIGTERM reaches the command's signal handler, not the test binary's
 	// default action: it is registered while the command runs.

@@ -1,11 +1,13 @@
 package realservers
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/zkpresto/zkpresto/registrar"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	"github.com/zkpresto/zkpresto/zkprestotest/realserver"
 )
@@ -91,6 +93,20 @@ func TestDifferentialNoWorkers(t *testing.T) {
 		sim.SetNoWorkers(true)
 		if simulated := noWorkersExchange(t, sim.URL(), f.flavour); simulated != real {
 			t.Errorf("the simulator without workers: %+v, the real server: %+v", simulated, real)
+		}
+		// What zkpresto register reads for --min-workers: 0 active workers
+		// on the server and the simulator, from the source named and from
+		// the one found.
+		for _, source := range []registrar.LoadSource{registrar.LoadSource(f.flavour), ""} {
+			for name, url := range map[string]string{"the real server": lonely[f.flavour].URL(), "the simulator": sim.URL()} {
+				if n, err := registrar.ActiveWorkers(context.Background(), nil, url, source, "", ""); err != nil || n != 0 {
+					t.Errorf("%s without workers, source %q: %d active workers, %v; want 0", name, source, n, err)
+				}
+			}
+		}
+		sim.SetNoWorkers(false)
+		if n, err := registrar.ActiveWorkers(context.Background(), nil, sim.URL(), "", "", ""); err != nil || n != 1 {
+			t.Errorf("the simulator with its worker: %d active workers, %v; want 1", n, err)
 		}
 	})
 }

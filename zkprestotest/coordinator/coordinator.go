@@ -283,9 +283,10 @@ type Coordinator struct {
 	pageDelay      atomic.Int64 // nanoseconds a poll waits once the statement is ready
 	openConns      atomic.Int64 // HTTP connections open now
 	starting       atomic.Bool
-	noWorkers      atomic.Bool // see SetNoWorkers
-	forceQueueFull atomic.Bool // see SetQueueFull
-	resetting      atomic.Bool // see SetResetting
+	noWorkers      atomic.Bool            // see SetNoWorkers
+	nodeState      atomic.Pointer[string] // see SetNodeState
+	forceQueueFull atomic.Bool            // see SetQueueFull
+	resetting      atomic.Bool            // see SetResetting
 	statements     atomic.Int64
 	querySeq       atomic.Int64
 	startedAt      atomic.Int64 // unix nanos of the last (re)start, read by /v1/info without lifeMu
@@ -574,7 +575,29 @@ func (c *Coordinator) OpenConns() int64 { return c.openConns.Load() }
 // dispatched meanwhile stays on the queued resource, QUEUED, until a worker comes back or
 // Options.RequiredWorkersMaxWait has passed, when it fails there with
 // GENERIC_INSUFFICIENT_RESOURCES, never planned; /v1/info does not say so, as on the servers.
+// Its active workers, in /v1/cluster's activeWorkers (PrestoDB) or the node manager mbean's
+// ActiveNodeCount (Trino, where the coordinator counts too), fall from 1 to 0.
 func (c *Coordinator) SetNoWorkers(on bool) { c.noWorkers.Store(on) }
+
+// SetNodeState makes GET /v1/info/state answer state ("SHUTTING_DOWN" as a server whose
+// graceful shutdown was asked for; Trino's "DRAINING", "DRAINED"); "" goes back to ACTIVE
+// (INACTIVE while starting). Statements are served as before: the simulator does not shut
+// down.
+func (c *Coordinator) SetNodeState(state string) {
+	if state == "" {
+		c.nodeState.Store(nil)
+		return
+	}
+	c.nodeState.Store(&state)
+}
+
+// activeWorkers is what the servers report as the active workers, the coordinator left out.
+func (c *Coordinator) activeWorkers() int64 {
+	if c.noWorkers.Load() {
+		return 0
+	}
+	return 1
+}
 
 // SetQueueFull switches the state of a coordinator whose resource group can neither run nor
 // queue another statement, as Options.MaxQueued reached does: statements dispatched meanwhile

@@ -169,5 +169,8 @@
 // GENERIC_INSUFFICIENT_RESOURCES. None answers 503. Stop closes the listener and every
 // connection and forgets all queries, like a node that died; Restart listens again on the
 // same port. /v1/info answers like Presto's NodeInfo resource and /v1/info/state with
-// "ACTIVE" (or "INACTIVE" while starting).
+// "ACTIVE" (or "INACTIVE" while starting, or what SetNodeState set). /v1/cluster (PrestoDB)
+// and the Trino mbeans trino.execution:name=QueryManager and
+// trino.metadata:name=DiscoveryNodeManager report its load and its active workers (1, or 0
+// with SetNoWorkers), what zkpresto register reads.
 package coordinator

@@ -1122,7 +1122,7 @@ func (c *Coordinator) handleClusterStats(w http.ResponseWriter, _ *http.Request)
 	running, queued := c.Load()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"runningQueries": running, "blockedQueries": 0, "queuedQueries": queued,
-		"activeWorkers": 1, "runningDrivers": running, "reservedMemory": 0.0,
+		"activeWorkers": c.activeWorkers(), "runningDrivers": running, "reservedMemory": 0.0,
 		"totalInputRows": 0, "totalInputBytes": 0, "totalCpuTimeSecs": 0,
 	})
 }
@@ -1145,11 +1145,6 @@ func (c *Coordinator) handleQueryManagerMBean(w http.ResponseWriter, r *http.Req
 			return
 		}
 	}
-	if r.PathValue("name") != name {
-		writeError(w, http.StatusNotFound, "no such mbean: "+r.PathValue("name"))
-		return
-	}
-	running, queued := c.Load()
 	type attribute struct {
 		Name     string `json:"name"`
 		Type     string `json:"type"`
@@ -1157,6 +1152,26 @@ func (c *Coordinator) handleQueryManagerMBean(w http.ResponseWriter, r *http.Req
 		Writable bool   `json:"writable"`
 		Value    int64  `json:"value"`
 	}
+	if nm := "trino.metadata:name=DiscoveryNodeManager"; r.PathValue("name") == nm {
+		// Trino 476's node manager (io.trino.metadata.DiscoveryNodeManager, @Managed
+		// getActiveNodeCount: every active node, the coordinator included).
+		writeJSON(w, http.StatusOK, map[string]any{
+			"objectName": nm,
+			"className":  "io.trino.metadata.DiscoveryNodeManager",
+			"attributes": []attribute{
+				{Name: "ActiveNodeCount", Type: "int", Readable: true, Value: 1 + c.activeWorkers()},
+				{Name: "InactiveNodeCount", Type: "int", Readable: true, Value: 0},
+				{Name: "ShuttingDownNodeCount", Type: "int", Readable: true, Value: 0},
+			},
+			"operations": []any{},
+		})
+		return
+	}
+	if r.PathValue("name") != name {
+		writeError(w, http.StatusNotFound, "no such mbean: "+r.PathValue("name"))
+		return
+	}
+	running, queued := c.Load()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"objectName": name,
 		"className":  "io.trino.execution.QueryManagerStats",
@@ -1172,6 +1187,9 @@ func (c *Coordinator) handleState(w http.ResponseWriter, _ *http.Request) {
 	state := "ACTIVE"
 	if c.starting.Load() {
 		state = "INACTIVE"
+	}
+	if s := c.nodeState.Load(); s != nil {
+		state = *s
 	}
 	writeJSON(w, http.StatusOK, state)
 }

@@ -50,7 +50,7 @@ var (
 
 // OpenConnector parses dsn and returns a Connector; it does no network I/O.
 // database/sql calls it once per sql.Open: its errors are the program's
-// edge, so a DSN's begin "zkpresto: dsn: ".
+// edge, so a DSN's errors begin "zkpresto: dsn: ".
 func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	cfg, err := ParseDSN(dsn)
 	if err != nil {

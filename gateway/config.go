@@ -423,7 +423,7 @@ func parseMember(m string) (member, error) {
 	if isDSN(m) {
 		cfg, err := dsn.ParseDSN(m)
 		if err != nil {
-			return member{}, errors.New(strings.TrimPrefix(err.Error(), "zkpresto: "))
+			return member{}, err
 		}
 		return member{dsn: cfg}, nil
 	}
@@ -557,7 +557,7 @@ func buildGroup(c *RouterConfig, spec GroupSpec, opts BuildOptions) (*Group, err
 			// flavour too: ParseRouterConfig refused another).
 			dg, err := DSNGroup(spec.Name, mem.dsn, opts.Logger)
 			if err != nil {
-				return nil, errors.New(strings.TrimPrefix(err.Error(), "zkpresto: "))
+				return nil, err
 			}
 			dg.Weight = gr.Weight
 			return dg, nil

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkpresto/zkpresto/discovery"
-	zkdriver "github.com/zkpresto/zkpresto/driver"
 	"github.com/zkpresto/zkpresto/internal/cli"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
@@ -172,10 +171,11 @@ func demoMembership(ctx context.Context, w io.Writer, f *fleet.Fleet, statements
 
 // demoWorkload opens a pool for dsn, runs the statements and closes it.
 func demoWorkload(ctx context.Context, dsn string, statements int) (map[string]int, []string, error) {
-	db, err := sql.Open(zkdriver.DriverName, dsn)
+	connector, err := cli.OpenConnector(dsn)
 	if err != nil {
 		return nil, nil, err
 	}
+	db := sql.OpenDB(connector)
 	defer db.Close()
 	return runStatements(ctx, db, statements)
 }

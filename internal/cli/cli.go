@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -21,11 +20,12 @@ func Main(root *cobra.Command) { os.Exit(Execute(root)) }
 
 // Execute runs root and returns the exit status: 0, or 1 when it fails,
 // after printing the error on root's stderr. The program's name is
-// printed once, here: no package's error starts with it but package dsn's,
-// whose prefix is dropped.
+// printed once, here: no package's error starts with it (the commands open
+// the driver through OpenConnector, never through sql.Open, whose edge adds
+// it).
 func Execute(root *cobra.Command) int {
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(root.ErrOrStderr(), root.Name()+": "+strings.TrimPrefix(err.Error(), "zkpresto: "))
+		fmt.Fprintln(root.ErrOrStderr(), root.Name()+": "+err.Error())
 		return 1
 	}
 	return 0

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/internal/cli"
 )
 
 // PoolCommand is the first argument that makes Options.Self run as a pool
@@ -46,10 +46,11 @@ func RunPool(ctx context.Context, out io.Writer, o PoolOptions) error {
 	if !(o.Rate > 0 && o.Rate <= 10_000) || o.Mean < time.Millisecond || o.Duration <= 0 || o.Duration > 10*time.Minute {
 		return fmt.Errorf("spread pool: rate %v/s, mean %s, duration %s: want a rate up to 10000/s, a mean of at least 1ms, up to 10m", o.Rate, o.Mean, o.Duration)
 	}
-	db, err := sql.Open(driver.DriverName, o.DSN)
+	connector, err := cli.OpenConnector(o.DSN)
 	if err != nil {
 		return err
 	}
+	db := sql.OpenDB(connector)
 	defer db.Close()
 	// A gateway replica that has just started may not list its
 	// coordinators yet: wait for it, bounded.

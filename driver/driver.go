@@ -50,13 +50,17 @@ var (
 
 // OpenConnector parses dsn and returns a Connector; it does no network I/O.
 // database/sql calls it once per sql.Open: its errors are the program's
-// edge, so a DSN's errors begin "zkpresto: dsn: ".
+// edge, so each of its errors begins "zkpresto: " (a DSN's "zkpresto: dsn: ").
 func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	cfg, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("zkpresto: %w", err)
 	}
-	return NewConnector(cfg)
+	c, err := NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("zkpresto: %w", err)
+	}
+	return c, nil
 }
 
 // Open opens one connection without a pool. database/sql does not call it

@@ -50,13 +50,7 @@ new statements. Undraining a coordinator that is not drained does nothing.`
 	f := cmd.Flags()
 	f.StringVar(&o.zookeeper, "zookeeper", "", "ZooKeeper ensemble, host:port,... (required)")
 	f.StringVar(&o.namespace, "namespace", registrar.DefaultNamespace, "znode under which the coordinators register")
-	f.StringVar(&o.auth, "zookeeper-auth", "", "ZooKeeper digest credentials user:password (visible in ps; prefer the environment variable or --zookeeper-auth-file)")
-	f.StringVar(&o.authFile, "zookeeper-auth-file", "", "file holding the ZooKeeper digest credentials user:password")
-	f.BoolVar(&o.tls, "zookeeper-tls", false, "talk TLS to ZooKeeper (implied by the other --zookeeper-tls-* flags)")
-	f.StringVar(&o.tlsCA, "zookeeper-tls-ca", "", "PEM file of the CA that signed the ZooKeeper servers' certificates (default: the system's)")
-	f.StringVar(&o.tlsCert, "zookeeper-tls-cert", "", "PEM client certificate for ZooKeeper (with --zookeeper-tls-key)")
-	f.StringVar(&o.tlsKey, "zookeeper-tls-key", "", "PEM private key of --zookeeper-tls-cert")
-	f.StringVar(&o.tlsServerName, "zookeeper-tls-server-name", "", "name to verify in the servers' certificates (default: each server's host)")
+	o.zooKeeperSecurityFlags(f)
 	bindEnv(f)
 	return cmd
 }

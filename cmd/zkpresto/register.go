@@ -140,13 +140,7 @@ other users can see in the process list.`,
 	f.DurationVar(&o.interval, "interval", registrar.DefaultInterval, "time between health checks (also each check's timeout)")
 	f.IntVar(&o.failureThreshold, "failure-threshold", registrar.DefaultFailureThreshold, "consecutive failed checks that deregister the coordinator")
 	f.DurationVar(&o.sessionTimeout, "session-timeout", registrar.DefaultSessionTimeout, "ZooKeeper session timeout")
-	f.StringVar(&o.auth, "zookeeper-auth", "", "ZooKeeper digest credentials user:password (visible in ps; prefer the environment variable or --zookeeper-auth-file)")
-	f.StringVar(&o.authFile, "zookeeper-auth-file", "", "file holding the ZooKeeper digest credentials user:password")
-	f.BoolVar(&o.tls, "zookeeper-tls", false, "talk TLS to ZooKeeper (implied by the other --zookeeper-tls-* flags)")
-	f.StringVar(&o.tlsCA, "zookeeper-tls-ca", "", "PEM file of the CA that signed the ZooKeeper servers' certificates (default: the system's)")
-	f.StringVar(&o.tlsCert, "zookeeper-tls-cert", "", "PEM client certificate for ZooKeeper (with --zookeeper-tls-key)")
-	f.StringVar(&o.tlsKey, "zookeeper-tls-key", "", "PEM private key of --zookeeper-tls-cert")
-	f.StringVar(&o.tlsServerName, "zookeeper-tls-server-name", "", "name to verify in the servers' certificates (default: each server's host)")
+	o.zooKeeperSecurityFlags(f)
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on this address, e.g. :9465 (default: off)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.loadSource, "load-source", "", "publish the coordinator's load for shared_p2c, read from: presto (/v1/cluster) or trino (the QueryManager mbean); default off")
@@ -404,4 +398,16 @@ func serveRegistrarMetrics(addr string, reg *registrar.Registrar, logger *slog.L
 		srv.Shutdown(ctx)
 		<-done
 	}, nil
+}
+
+// zooKeeperSecurityFlags defines the flags of register's ZooKeeper
+// credentials and TLS, which drain and undrain take too.
+func (o *registerOptions) zooKeeperSecurityFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.auth, "zookeeper-auth", "", "ZooKeeper digest credentials user:password (visible in ps; prefer the environment variable or --zookeeper-auth-file)")
+	f.StringVar(&o.authFile, "zookeeper-auth-file", "", "file holding the ZooKeeper digest credentials user:password")
+	f.BoolVar(&o.tls, "zookeeper-tls", false, "talk TLS to ZooKeeper (implied by the other --zookeeper-tls-* flags)")
+	f.StringVar(&o.tlsCA, "zookeeper-tls-ca", "", "PEM file of the CA that signed the ZooKeeper servers' certificates (default: the system's)")
+	f.StringVar(&o.tlsCert, "zookeeper-tls-cert", "", "PEM client certificate for ZooKeeper (with --zookeeper-tls-key)")
+	f.StringVar(&o.tlsKey, "zookeeper-tls-key", "", "PEM private key of --zookeeper-tls-cert")
+	f.StringVar(&o.tlsServerName, "zookeeper-tls-server-name", "", "name to verify in the servers' certificates (default: each server's host)")
 }

@@ -228,37 +228,9 @@ const loadMaxBody = 1 << 20
 
 // read returns the coordinator's running and queued queries.
 func (l *loadReader) read(ctx context.Context) (running, queued int, err error) {
-	ctx, cancel := context.WithTimeout(ctx, loadReadTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
+	body, err := getCoordinatorJSON(ctx, l.http, l.url, l.source == LoadFromTrino, l.user, l.pass)
 	if err != nil {
 		return 0, 0, err
-	}
-	req.Header.Set("Accept", "application/json")
-	if l.user != "" {
-		header := "X-Presto-User"
-		if l.source == LoadFromTrino {
-			header = "X-Trino-User"
-		}
-		req.Header.Set(header, l.user)
-		if l.pass != "" {
-			req.SetBasicAuth(l.user, l.pass)
-		}
-	}
-	resp, err := l.http.Do(req)
-	if err != nil {
-		return 0, 0, fmt.Errorf("GET %s: %w", l.url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, loadMaxBody+1))
-	if err != nil {
-		return 0, 0, fmt.Errorf("GET %s: %w", l.url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("GET %s: %s", l.url, resp.Status)
-	}
-	if len(body) > loadMaxBody {
-		return 0, 0, fmt.Errorf("GET %s: answer larger than %d bytes", l.url, loadMaxBody)
 	}
 	if l.source == LoadFromTrino {
 		running, queued, err = parseTrinoQueryManager(body)
@@ -269,6 +241,49 @@ func (l *loadReader) read(ctx context.Context) (running, queued int, err error) 
 		return 0, 0, fmt.Errorf("GET %s: %w", l.url, err)
 	}
 	return running, queued, nil
+}
+
+// getCoordinatorJSON GETs u from a coordinator as user (X-Trino-User to
+// Trino, else X-Presto-User; with basic authentication when pass is set),
+// within loadReadTimeout, and returns the body of a 200 answer of at most
+// loadMaxBody bytes. Its errors begin "GET u: ".
+func getCoordinatorJSON(ctx context.Context, client *http.Client, u string, trino bool, user, pass string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, loadReadTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if user != "" {
+		header := "X-Presto-User"
+		if trino {
+			header = "X-Trino-User"
+		}
+		req.Header.Set(header, user)
+		if pass != "" {
+			req.SetBasicAuth(user, pass)
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, loadMaxBody+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("GET %s: %w", u, err)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+	case len(body) > loadMaxBody:
+		return nil, fmt.Errorf("GET %s: answer larger than %d bytes", u, loadMaxBody)
+	}
+	return body, nil
 }
 
 // parsePrestoCluster reads /v1/cluster's ClusterStats.

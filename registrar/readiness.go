@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -118,39 +117,10 @@ func (w *workersReader) read(ctx context.Context) (int, error) {
 }
 
 func (w *workersReader) readOne(ctx context.Context, c workersCandidate) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, loadReadTimeout)
-	defer cancel()
 	u := w.base + c.path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	body, err := getCoordinatorJSON(ctx, w.http, u, c.trino, w.user, w.pass)
 	if err != nil {
 		return 0, err
-	}
-	req.Header.Set("Accept", "application/json")
-	header := "X-Presto-User"
-	if c.trino {
-		header = "X-Trino-User"
-	}
-	req.Header.Set(header, w.user)
-	if w.pass != "" {
-		req.SetBasicAuth(w.user, w.pass)
-	}
-	resp, err := w.http.Do(req)
-	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		return 0, fmt.Errorf("GET %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, loadMaxBody+1))
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("GET %s: %w", u, err)
-	case resp.StatusCode != http.StatusOK:
-		return 0, fmt.Errorf("GET %s: %s", u, resp.Status)
-	case len(body) > loadMaxBody:
-		return 0, fmt.Errorf("GET %s: answer larger than %d bytes", u, loadMaxBody)
 	}
 	var n int64
 	if c.trino {

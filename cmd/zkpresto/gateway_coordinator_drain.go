@@ -38,8 +38,15 @@ func coordinatorDrainHandler(gw *gateway.Gateway, on bool) http.Handler {
 			if zc == nil {
 				continue
 			}
-			if on && !lists(g, canon) {
-				continue
+			if on {
+				listed, err := lists(r, g, canon)
+				if err != nil {
+					http.Error(w, fmt.Sprintf("group %s: %v", g.Name, err), http.StatusBadGateway)
+					return
+				}
+				if !listed {
+					continue
+				}
 			}
 			cfg := registrar.Config{Servers: zc.Servers, Namespace: zc.Path, SessionTimeout: zc.SessionTimeout}
 			if zc.AuthScheme != "" {
@@ -71,15 +78,18 @@ func coordinatorDrainHandler(gw *gateway.Gateway, on bool) http.Handler {
 }
 
 // lists reports whether g's discovery lists the coordinator at addr now.
-func lists(g *gateway.Group, addr string) bool {
-	snap, ok := g.Router.OpenSnapshot()
-	if !ok {
-		return false
+// It opens the group's discovery if no statement has yet (discovery is
+// opened on first use), so that a drain sent right after the gateway
+// starts finds what ZooKeeper lists.
+func lists(r *http.Request, g *gateway.Group, addr string) (bool, error) {
+	snap, err := g.Router.Snapshot(r.Context())
+	if err != nil {
+		return false, err
 	}
 	for i := range snap.Nodes {
 		if snap.Nodes[i].Addr == addr {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }

@@ -84,7 +84,8 @@ type page struct {
 // extra headers given as name, value pairs ("X-Trino-Session", "k=v"), and
 // returns its rows. It is the test kit's own check of the server, apart
 // from the clients under test. On a server with Options.Passwords it runs
-// over https as the first user (in name order), with that user's password.
+// over https as the first user (in name order), with that user's password;
+// with Options.JWT over https as its User, with its Token.
 func (s *Server) Query(ctx context.Context, sql string, headers ...string) (*Result, error) {
 	if s.check != nil {
 		return s.check.query(ctx, s.HTTPSURL(), s.flavour, sql, headers...)
@@ -102,6 +103,17 @@ func QueryAt(ctx context.Context, baseURL string, flavour coordinator.Flavour, s
 type checker struct {
 	client         *http.Client
 	user, password string
+	token          string // a bearer token, sent instead of a password
+}
+
+// authenticate adds the checker's credentials to req.
+func (c *checker) authenticate(req *http.Request) {
+	switch {
+	case c.password != "":
+		req.SetBasicAuth(c.user, c.password)
+	case c.token != "":
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 }
 
 func (c *checker) query(ctx context.Context, baseURL string, flavour coordinator.Flavour, sql string, headers ...string) (*Result, error) {
@@ -111,9 +123,7 @@ func (c *checker) query(ctx context.Context, baseURL string, flavour coordinator
 		return nil, err
 	}
 	req.Header.Set(prefix+"User", c.user)
-	if c.password != "" {
-		req.SetBasicAuth(c.user, c.password)
-	}
+	c.authenticate(req)
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Add(headers[i], headers[i+1])
 	}
@@ -143,9 +153,7 @@ func (c *checker) query(ctx context.Context, baseURL string, flavour coordinator
 			return nil, err
 		}
 		// Every request is authenticated, the pages' too.
-		if c.password != "" {
-			req.SetBasicAuth(c.user, c.password)
-		}
+		c.authenticate(req)
 	}
 }
 

@@ -163,10 +163,10 @@ func (e *notRetried) Unwrap() []error { return []error{e.err, context.Canceled} 
 
 // cancelAuth is what the driver's own DELETEs carry (a query cancelled
 // when its caller gave up or closed its rows early): the statement's user
-// and its authentication, a password or a token, since an authenticating
-// coordinator checks every request (Trino's and PrestoDB's
-// AuthenticationFilter) and would refuse an anonymous cancel, leaving the
-// query to run on. The Trino JDBC driver's DELETE goes through the same
+// and its authentication, a password or a token, since a coordinator that
+// authenticates every request (PrestoDB's AuthenticationFilter, on https)
+// would refuse an anonymous cancel, leaving the query to run on. Trino 476
+// takes one (its statement follow-ups are public, the slug guarding them). The Trino JDBC driver's DELETE goes through the same
 // client, with the same authentication, as its pages
 // (StatementClientV1.close). Per-statement headers (extra credentials,
 // trace token) are not sent: a cancel reads none of them.

@@ -91,8 +91,7 @@ func (d *dispatchChecks) forget(base string) {
 // session nor prepared statements, which may be megabytes. Nor a
 // Negotiate token (Kerberos SPNEGO): it is good for one request, the one
 // the client made it for, and a coordinator that authenticates every
-// request (PrestoDB's and Trino's AuthenticationFilter) refuses it again
-// as a replay; the gateway's own requests go without it (see
+// request (PrestoDB's AuthenticationFilter) refuses it again as a replay; the gateway's own requests go without it (see
 // negotiates).
 func getHeader(h http.Header) http.Header {
 	out := make(http.Header, 8)

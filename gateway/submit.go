@@ -322,8 +322,9 @@ func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, ba
 // ended the query, or none was read). A DELETE of a queued nextUri
 // cancels the query before it is dispatched: it never starts. The DELETE
 // carries what the client's own GET would (getHeader of the submission's
-// header): its user and its credentials, which an authenticating
-// coordinator checks on every request, but never a Negotiate token.
+// header): its user and its credentials, which a coordinator that
+// authenticates every request (PrestoDB) checks on a DELETE too, but never
+// a Negotiate token.
 func (g *Gateway) cancelQuery(router *routing.Router, nextURI, base string, rc reach, header http.Header) {
 	if nextURI == "" {
 		return

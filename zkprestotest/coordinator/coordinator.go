@@ -132,9 +132,11 @@ type Options struct {
 	QueuedPolls int
 	// RequireAuthorization makes the coordinator authenticate every request to the
 	// statement and query resources, submissions, polls and cancellations alike, as a
-	// PrestoDB or Trino with http-server.authentication.type set does (PrestoDB's
-	// com.facebook.presto.server.security.AuthenticationFilter, a servlet filter on every
-	// request; Trino's io.trino.server.security.AuthenticationFilter): a request without
+	// PrestoDB with http-server.authentication.type set does on https (its
+	// com.facebook.presto.server.security.AuthenticationFilter is a servlet filter on every
+	// request). Trino 476 authenticates the submission and leaves a statement's follow-ups
+	// public, their slug guarding them (a DELETE without credentials cancels its query
+	// there; seen with JWT authentication). A request without
 	// an Authorization header is answered 401 with a WWW-Authenticate challenge, and so is
 	// a Negotiate (Kerberos SPNEGO) token the coordinator has seen before, which the
 	// servers' Kerberos authenticator refuses as a replay (the JDK's GSS acceptor keeps a

@@ -100,6 +100,11 @@ type Config struct {
 	// as ForwardedFor. A gateway behind a proxy that terminates TLS for it
 	// sees plain http and sends nothing.
 	ForwardedProto bool
+	// ClientCertJWT, when set, replaces the Authorization of a client that
+	// presented a verified TLS client certificate with a short-lived JWT
+	// the gateway signs for it (see CertJWT); the listener must ask for
+	// client certificates (tls.VerifyClientCertIfGiven and ClientCAs).
+	ClientCertJWT *CertJWT
 }
 
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
@@ -112,8 +117,9 @@ type Gateway struct {
 	log     *slog.Logger
 	started time.Time
 
-	forwardedFor   bool // Config.ForwardedFor
-	forwardedProto bool // Config.ForwardedProto
+	forwardedFor   bool        // Config.ForwardedFor
+	forwardedProto bool        // Config.ForwardedProto
+	certJWT        *certMinter // Config.ClientCertJWT; nil without
 
 	draining atomic.Bool
 	serving  serving // the requests in flight, for a drain
@@ -154,6 +160,11 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.reach = newReach(cfg.Client, cfg.TLS, cfg.Flavour, cfg.StandardTransport)
 	g.forwardedFor, g.forwardedProto = cfg.ForwardedFor, cfg.ForwardedProto
+	if cfg.ClientCertJWT != nil {
+		if g.certJWT, err = newCertMinter(*cfg.ClientCertJWT); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {

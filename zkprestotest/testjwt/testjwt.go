@@ -26,11 +26,18 @@ type Key struct {
 	// PublicKeyFile holds the public key, PEM "PUBLIC KEY" (PKIX), as
 	// Trino's http-server.authentication.jwt.key-file reads it.
 	PublicKeyFile string
-	private       *rsa.PrivateKey
+	// PrivateKeyFile holds the private key, PEM "PRIVATE KEY" (PKCS#8),
+	// mode 0600, for a signer that reads a file (the gateway's
+	// --jwt-signing-key).
+	PrivateKeyFile string
+	private        *rsa.PrivateKey
 }
 
+// Signer returns the private key.
+func (k *Key) Signer() crypto.Signer { return k.private }
+
 // Generate makes a 2048-bit RSA key and writes its public key into dir as
-// name.pub.pem.
+// name.pub.pem, its private key as name.key.pem.
 func Generate(dir, name string) (*Key, error) {
 	private, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -44,7 +51,15 @@ func Generate(dir, name string) (*Key, error) {
 	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
 		return nil, fmt.Errorf("testjwt: %w", err)
 	}
-	return &Key{PublicKeyFile: file, private: private}, nil
+	privDER, err := x509.MarshalPKCS8PrivateKey(private)
+	if err != nil {
+		return nil, fmt.Errorf("testjwt: private key: %w", err)
+	}
+	privFile := filepath.Join(dir, name+".key.pem")
+	if err := os.WriteFile(privFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600); err != nil {
+		return nil, fmt.Errorf("testjwt: %w", err)
+	}
+	return &Key{PublicKeyFile: file, PrivateKeyFile: privFile, private: private}, nil
 }
 
 // Sign returns an RS256 JWT whose subject (sub, the principal Trino takes

@@ -1,15 +1,22 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkpresto/zkpresto/gateway"
+	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -99,5 +106,90 @@ func TestGatewayAffinityCookieAcrossReplicas(t *testing.T) {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("the metrics do not show %s", want)
 		}
+	}
+}
+
+// pythonClients returns the python of the virtual environment that
+// scripts/install-python-clients.sh makes (make test-deps runs it).
+func pythonClients(t *testing.T) string {
+	t.Helper()
+	venv := os.Getenv("ZKPRESTO_PYTHON_CLIENTS")
+	if venv == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		venv = filepath.Join(cache, "zkpresto", "python-clients")
+	}
+	_, err := os.Stat(filepath.Join(venv, "zkpresto-requirements.txt"))
+	testutil.RequireTool(t, "the Python clients (scripts/install-python-clients.sh)", err)
+	return filepath.Join(venv, "bin", "python")
+}
+
+// affinityPy runs statements on one trino-python-client connection, whose
+// requests.Session keeps cookies, as dbt-trino's does.
+const affinityPy = `
+import sys, trino
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+conn = trino.dbapi.connect(host=host, port=port, user="dbt", http_scheme="http")
+cur = conn.cursor()
+for i in range(n):
+    cur.execute("SELECT * FROM rows(%d)" % (3 + i))
+    assert len(cur.fetchall()) == 3 + i
+print("ok")
+`
+
+// trino-python-client, as dbt-trino runs it, through two replicas behind
+// a round-robin balancer: with --affinity-cookie one connection's
+// statements all reach one coordinator; without, they spread.
+func TestGatewayAffinityCookieWithTrinoPythonClient(t *testing.T) {
+	python := pythonClients(t)
+	for _, cookie := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cookie=%t", cookie), func(t *testing.T) {
+			var hosts []string
+			var cs []*coordinator.Coordinator
+			for range 3 {
+				c, err := coordinator.Start(coordinator.Options{Flavour: coordinator.Trino, BatchRows: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				cs = append(cs, c)
+				hosts = append(hosts, c.Addr())
+			}
+			secret := writeGatewaySecret(t, t.TempDir())
+			args := []string{"gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", "trino://" + strings.Join(hosts, ",") + "/;zooKeeperStrategy=poll"}
+			if cookie {
+				args = append(args, "--affinity-cookie", "5m")
+			}
+			var replicas []string
+			for range 2 {
+				replicas = append(replicas, announcedAddr(t, start(t, args...), "http"))
+			}
+			front, addr := startFront(t, replicas...)
+			host, port, _ := net.SplitHostPort(addr)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, python, "-c", affinityPy, host, port, "8").CombinedOutput()
+			if err != nil || strings.TrimSpace(string(out)) != "ok" {
+				t.Fatalf("trino-python-client: %v\n%s", err, out)
+			}
+			var got []int64
+			busy := 0
+			for _, c := range cs {
+				got = append(got, c.Statements())
+				if c.Statements() > 0 {
+					busy++
+				}
+			}
+			if cookie && busy != 1 || !cookie && busy < 2 {
+				t.Errorf("statements per coordinator %v; want all on one with the cookie, spread without", got)
+			}
+			for _, r := range replicas {
+				if n := front.served[r].Load(); n == 0 {
+					t.Errorf("replica %s served no request: the test needs both", r)
+				}
+			}
+		})
 	}
 }

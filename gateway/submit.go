@@ -43,6 +43,9 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer groups.release()
+	if pinned != nil {
+		req.Prefer = "" // the transaction's coordinator, whatever a cookie says
+	}
 	router, rc := group.Router, g.reachOf(groups, group)
 	// The submission outlives the client's request: a client that goes
 	// away after the statement may have reached a coordinator must not

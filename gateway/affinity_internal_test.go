@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/gateway/token"
+	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
 )
 
 // The affinity cookies are taken out of the header sent on to the
@@ -82,6 +85,44 @@ func TestAffinityVerify(t *testing.T) {
 	for name, v := range map[string]string{"routing token": tok, "payload without fields": noSpace, "expiry not a number": badExp, "empty": ""} {
 		if _, _, outcome := a.verify(v); outcome != affinityInvalid {
 			t.Errorf("%s: outcome %d, want invalid", name, outcome)
+		}
+	}
+}
+
+// What chose a statement's coordinator: its transaction before anything,
+// the cookie when its coordinator took the statement, the routing key
+// only where the strategy hashes it, else the strategy alone.
+func TestChosenBy(t *testing.T) {
+	router := func(name string) *routing.Router {
+		r, err := routing.New(routing.Config{Discoverer: discovery.NewStatic("test", []discovery.Node{{Addr: "a:1"}}), Strategy: strategy.Named(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	hash, poll := router("consistent_hash"), router("poll")
+	took := &routing.Attempt{Node: &discovery.Node{Addr: "a:1"}}
+	d := Decision{By: "selectors[1]"}
+	for _, tc := range []struct {
+		req    strategy.Request
+		pinned bool
+		a      *routing.Attempt
+		router *routing.Router
+		want   string
+	}{
+		{strategy.Request{Prefer: "a:1", Key: "k"}, true, took, hash, "transaction"},
+		{strategy.Request{Prefer: "a:1", Key: "k"}, false, took, hash, "affinity cookie"},
+		{strategy.Request{Prefer: "b:1", Key: "k"}, false, took, hash, "routing key"},
+		{strategy.Request{Prefer: "a:1"}, false, nil, poll, ""},
+		{strategy.Request{Key: "k"}, false, took, poll, ""},
+	} {
+		var pinned *discovery.Node
+		if tc.pinned {
+			pinned = took.Node
+		}
+		if got := chosenBy(d, &tc.req, pinned, tc.a, tc.router); got.group != "selectors[1]" || got.coordinator != tc.want {
+			t.Errorf("%+v pinned %t attempt %v on %s: %+v, want %q", tc.req, tc.pinned, tc.a != nil, tc.router.StrategyName(), got, tc.want)
 		}
 	}
 }

@@ -427,8 +427,10 @@ func answerError(err error) string {
 	switch {
 	case errors.As(err, &syn):
 		return fmt.Sprintf("not JSON (at byte %d)", syn.Offset)
+	case errors.As(err, &typ) && typ.Field == "":
+		return "not a JSON object"
 	case errors.As(err, &typ):
-		return fmt.Sprintf("%s where %s is wanted", typ.Value, typ.Type)
+		return fmt.Sprintf("%s: %s where %s is wanted", typ.Field, typ.Value, typ.Type)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "cut short"
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

@@ -107,10 +107,11 @@ type Decision struct {
 }
 
 // decide is the routing of in: the routing group it names, where its
-// user or source may name one; else the first selector that matches;
-// else Group is empty and the weights choose. A group named that does not
-// exist, or named by a user or source the config does not let, is a
-// *RouteError.
+// user or source may name one; else the group the external routing hook
+// answered (in.hooked); else the first selector that matches; else Group
+// is empty and the weights choose. A group named that does not exist, or
+// named by a user or source the config does not let, or the hook's
+// refusal, is a *RouteError.
 func (gs *Groups) decide(in routeInput) (Decision, error) {
 	d := Decision{Selector: -1, Key: in.key}
 	if in.group != "" {

@@ -55,7 +55,7 @@ func TestGatewayExplainShowsTheHook(t *testing.T) {
     {"name": "etl", "members": ["` + cs[1].URL() + `"], "weight": 0}
   ],
   "selectors": [{"user": "bob|slow|junk", "targetGroup": "a"}],
-  "externalRouting": {"url": "` + hook.URL + `", "timeout": "1s"}
+  "externalRouting": {"url": "` + hook.URL + `", "timeout": "2s"}
 }`
 	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestGatewayExplainShowsTheHook(t *testing.T) {
 		{"etl_x", `hook: answered group "etl"`, "coordinators: " + strings.TrimPrefix(cs[1].URL(), "http://")},
 		{"bob", "hook: answered nothing; the selectors decide", "coordinators: " + strings.TrimPrefix(cs[0].URL(), "http://")},
 		{"mallory", "hook: answered a refusal: not today", "refused: 403"},
-		{"slow", "hook: failed open: no answer within its budget of 1s; the selectors decide", "coordinators: " + strings.TrimPrefix(cs[0].URL(), "http://")},
+		{"slow", "hook: failed open: no answer within its budget of 2s; the selectors decide", "coordinators: " + strings.TrimPrefix(cs[0].URL(), "http://")},
 		{"junk", `hook: failed open (bad_answer): want {"group": "name"}, {"refuse": "message"} or {}: unknown field "grp"; the selectors decide`, "coordinators: " + strings.TrimPrefix(cs[0].URL(), "http://")},
 	} {
 		out, _, err := run([]string{"gateway", "--config", config, "--explain", "SELECT 1", "--explain-user", tc.user}, "")

@@ -130,7 +130,8 @@ type StatementRecord struct {
 	// Group is the group it was routed in.
 	Group string `json:"group"`
 	// ChosenBy says what chose the group: "selectors[N]" (the config's
-	// selector of that index), "routing group header" or "weights" (no
+	// selector of that index), "routing group header", "routing hook"
+	// (the config's external routing hook answered it) or "weights" (no
 	// selector claimed it; also the one group of a gateway without a
 	// config).
 	ChosenBy string `json:"chosenBy"`

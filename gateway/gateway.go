@@ -105,6 +105,14 @@ type Config struct {
 	// the gateway signs for it (see CertJWT); the listener must ask for
 	// client certificates (tls.VerifyClientCertIfGiven and ClientCAs).
 	ClientCertJWT *CertJWT
+	// AffinityCookie, when positive, is the Max-Age of the affinity cookie
+	// the answer to every accepted statement sets (AffinityCookieName,
+	// signed with keys derived from Keys): a client that keeps cookies
+	// (python's requests, as dbt-trino's sessions) sends its next
+	// statements to the same coordinator, through any replica, while that
+	// coordinator is listed, ready and usable in the group the routing
+	// chooses. 0 sets none; at most MaxAffinityCookieAge.
+	AffinityCookie time.Duration
 }
 
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
@@ -120,6 +128,7 @@ type Gateway struct {
 	forwardedFor   bool        // Config.ForwardedFor
 	forwardedProto bool        // Config.ForwardedProto
 	certJWT        *certMinter // Config.ClientCertJWT; nil without
+	affinity       *affinity
 
 	draining atomic.Bool
 	serving  serving // the requests in flight, for a drain
@@ -130,6 +139,7 @@ type Gateway struct {
 	recent   statementLog // the last statements, for the status page
 	outages  *outages     // the groups without a coordinator, since when
 	latency  latencies    // how long requests took, by kind
+	hook     hookStats    // what the external routing hooks did
 	checks   dispatchChecks
 
 	submitTimeout time.Duration // SubmitTimeout; shorter in tests
@@ -164,6 +174,9 @@ func New(cfg Config) (*Gateway, error) {
 		if g.certJWT, err = newCertMinter(*cfg.ClientCertJWT); err != nil {
 			return nil, err
 		}
+	}
+	if g.affinity, err = newAffinity(keys, cfg.AffinityCookie); err != nil {
+		return nil, err
 	}
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,10 @@ type routeInput struct {
 	now          time.Time
 	group        string // the routing group the request names
 	key          string // its routing key
+	catalog      string // the session's, for the hook
+	schema       string // see catalog
+	header       http.Header
+	hooked       hookAnswer // what the external routing hook answered
 }
 
 // input reads what routing needs of a statement: its header (either
@@ -42,6 +47,9 @@ func (gs *Groups) input(h http.Header, sql string) routeInput {
 		now:        gs.now(),
 		group:      strings.TrimSpace(clientHeader(h, "Routing-Group")),
 		key:        h.Get(gs.keyHeader),
+		catalog:    clientHeader(h, "Catalog"),
+		schema:     clientHeader(h, "Schema"),
+		header:     h,
 	}
 	if gs.needEstimates {
 		in.estimates = resourceEstimates(h)
@@ -66,12 +74,16 @@ func clientTags(h http.Header) []string {
 }
 
 // RouteError is a statement the routing refuses: it names a routing group
-// that does not exist, or one its user or source may not name.
+// that does not exist, or one its user or source may not name, or the
+// external routing hook refuses it.
 type RouteError struct {
 	// Status is the HTTP status the client gets.
 	Status int
 	// Message says why.
 	Message string
+	// Name is the error name the client gets; empty means
+	// ZKPRESTO_ROUTING_GROUP.
+	Name string
 }
 
 func (e *RouteError) Error() string { return e.Message }
@@ -84,37 +96,54 @@ type Decision struct {
 	// Selector is the index of the selector that chose the group, -1 when
 	// none did (the routing group header, or the weights).
 	Selector int
-	// Why says what chose the group, for --explain and the status page.
+	// Why says what chose the group, for --explain.
 	Why string
+	// By says in short what chose the group, for the status page:
+	// "selectors[N]", "routing group header", "routing hook" or "weights".
+	By string
 	// Key is the statement's routing key, which consistent_hash hashes
 	// instead of the user; empty when it has none.
 	Key string
+	// Hook says what the config's external routing hook answered (or
+	// that it failed open); empty when it has none, or was not asked.
+	Hook string
 }
 
 // decide is the routing of in: the routing group it names, where its
-// user or source may name one; else the first selector that matches;
-// else Group is empty and the weights choose. A group named that does not
-// exist, or named by a user or source the config does not let, is a
-// *RouteError.
+// user or source may name one; else the group the external routing hook
+// answered (in.hooked); else the first selector that matches; else Group
+// is empty and the weights choose. A group named that does not exist, or
+// named by a user or source the config does not let, or the hook's
+// refusal, is a *RouteError.
 func (gs *Groups) decide(in routeInput) (Decision, error) {
 	d := Decision{Selector: -1, Key: in.key}
 	if in.group != "" {
 		if !gs.mayNameGroup(in) {
-			return d, &RouteError{http.StatusForbidden, fmt.Sprintf("zkpresto gateway: user %q (source %q) may not choose a routing group (X-Trino-Routing-Group/X-Presto-Routing-Group); the router config's routingGroupHeader says who may", in.user, in.source)}
+			return d, &RouteError{Status: http.StatusForbidden, Message: fmt.Sprintf("zkpresto gateway: user %q (source %q) may not choose a routing group (X-Trino-Routing-Group/X-Presto-Routing-Group); the router config's routingGroupHeader says who may", in.user, in.source)}
 		}
 		if gs.byName[in.group] == nil {
-			return d, &RouteError{http.StatusBadRequest, fmt.Sprintf("zkpresto gateway: no routing group named %q (groups: %s)", in.group, strings.Join(gs.names(), ", "))}
+			return d, &RouteError{Status: http.StatusBadRequest, Message: fmt.Sprintf("zkpresto gateway: no routing group named %q (groups: %s)", in.group, strings.Join(gs.names(), ", "))}
 		}
-		d.Group, d.Why = in.group, "the request's routing group header names it"
+		d.Group, d.Why, d.By = in.group, "the request's routing group header names it", "routing group header"
 		return d, nil
 	}
-	for i := range gs.selectors {
-		if why, ok := gs.selectors[i].match(in); ok {
-			d.Group, d.Selector, d.Why = gs.selectors[i].Group, i, fmt.Sprintf("selectors[%d] matches: %s", i, why)
+	if gs.hook != nil {
+		d.Hook = in.hooked.describe(gs.hook.budget)
+		switch {
+		case in.hooked.refuse != "":
+			return d, hookRefusal(in.hooked.refuse)
+		case in.hooked.group != "":
+			d.Group, d.Why, d.By = in.hooked.group, "the external routing hook answers it", "routing hook"
 			return d, nil
 		}
 	}
-	d.Why = "no selector matches: the groups' weights choose"
+	for i := range gs.selectors {
+		if why, ok := gs.selectors[i].match(in); ok {
+			d.Group, d.Selector, d.Why, d.By = gs.selectors[i].Group, i, fmt.Sprintf("selectors[%d] matches: %s", i, why), fmt.Sprintf("selectors[%d]", i)
+			return d, nil
+		}
+	}
+	d.Why, d.By = "no selector matches: the groups' weights choose", "weights"
 	return d, nil
 }
 
@@ -133,27 +162,33 @@ func (gs *Groups) names() []string {
 	return out
 }
 
-// route returns what the strategy sees of a statement, and the group its
+// route returns what the strategy sees of a statement, the group its
 // routing sends it to, from the groups in force, which the caller releases
-// when the statement is done with them. When ok is false the client was
+// when the statement is done with them, and the decision. The affinity
+// cookie, taken out of header, makes its coordinator req.Prefer when it
+// is of that group (affinity.go). When ok is false the client was
 // answered (a *RouteError, counted as a request of kind) and there is
 // nothing to release.
-func (g *Gateway) route(w http.ResponseWriter, header http.Header, body []byte, kind string) (req *strategy.Request, gr *Group, gs *Groups, ok bool) {
+func (g *Gateway) route(w http.ResponseWriter, header http.Header, body []byte, kind string) (req *strategy.Request, gr *Group, gs *Groups, d Decision, ok bool) {
 	gs = g.acquire()
 	var sql string
 	if gs.needSQL {
 		sql = string(body)
 	}
 	in := gs.input(header, sql)
+	// The hook's budget bounds its wait, whether the client waits or not.
+	in.hooked = gs.askHook(context.Background(), in, &g.hook, g.log)
 	d, err := gs.decide(in)
 	var re *RouteError
 	if errors.As(err, &re) {
 		gs.release()
 		g.stats.add(kind, re.Status)
-		writeError(w, re.Status, errRouting, "", re.Message)
-		return nil, nil, nil, false
+		writeError(w, re.Status, cmp.Or(re.Name, errRouting), "", re.Message)
+		return nil, nil, nil, d, false
 	}
-	return &strategy.Request{User: in.user, Source: in.source, Key: d.Key}, gs.pickGroup(d), gs, true
+	gr = gs.pickGroup(d)
+	req = &strategy.Request{User: in.user, Source: in.source, Key: d.Key, Prefer: g.affinity.preferred(header, gr.Name)}
+	return req, gr, gs, d, true
 }
 
 // pickGroup is d's group, or the next by weight when d names none (smooth
@@ -402,13 +437,16 @@ type Explanation struct {
 // Explain says where the gateway would route a statement with header and
 // text sql at time at (now, when zero), and why, by the same rules it
 // routes by; it lists the coordinators the group has now, opening its
-// discovery within ctx. A request the gateway would refuse gets its
-// *RouteError. It picks no coordinator and moves no weight.
+// discovery within ctx. It asks the config's external routing hook, as
+// the gateway does (Decision.Hook says what it answered). A request the
+// gateway would refuse gets its *RouteError. It picks no coordinator and
+// moves no weight.
 func (gs *Groups) Explain(ctx context.Context, header http.Header, sql string, at time.Time) (Explanation, error) {
 	in := gs.input(header, sql)
 	if !at.IsZero() {
 		in.now = at
 	}
+	in.hooked = gs.askHook(ctx, in, nil, nil)
 	d, err := gs.decide(in)
 	if err != nil {
 		return Explanation{Decision: d}, err

@@ -2,9 +2,13 @@ package realservers
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -14,6 +18,7 @@ import (
 	"time"
 
 	zkdriver "github.com/zkpresto/zkpresto/driver"
+	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	"github.com/zkpresto/zkpresto/zkprestotest/realserver"
 	"github.com/zkpresto/zkpresto/zkprestotest/testjwt"
@@ -32,6 +37,8 @@ type jwtFleet struct {
 	// token is signed by the key the coordinator trusts, forged by
 	// another one; both name passwordUser.
 	token, forged string
+	// key signs token; the coordinator trusts its public half.
+	key *testjwt.Key
 }
 
 // startJWTFleet starts the JWT coordinator, closed when t ends.
@@ -76,6 +83,7 @@ func startJWTFleet(t *testing.T) *jwtFleet {
 	}
 	jf.server = jf.cluster.Servers()[0]
 	jf.sf.server = jf.server
+	jf.key = key
 	return jf
 }
 
@@ -203,6 +211,8 @@ func TestJWTAuthentication(t *testing.T) {
 		}
 	})
 
+	t.Run("client certificate", func(t *testing.T) { testClientCertJWT(t, jf) })
+
 	t.Run("jdbc", func(t *testing.T) {
 		driverJar := jar(t, realserver.TrinoJDBC)
 		jdbcURL := func(addr, ca, token string) string {
@@ -272,4 +282,100 @@ func runPythonJWT(t *testing.T, python, addr, ca, token string) pythonJWT {
 		t.Fatalf("python_jwt.py printed %q: %v", out, err)
 	}
 	return p
+}
+
+// A gateway with ClientCertJWT signing with the key the coordinator
+// trusts, as `zkpresto gateway --client-ca --jwt-signing-key` runs: a
+// client that presents a certificate from the accepted CA, and sends no
+// credential and no user, runs as the certificate's common name (Trino
+// takes the user from the token's principal); the same client without its
+// certificate is refused by the coordinator, and one whose own forged
+// token the certificate's token replaces runs as the certificate says.
+func testClientCertJWT(t *testing.T, jf *jwtFleet) {
+	cfg, err := zkdriver.ParseDSN(jf.cluster.DSN(";ssl_ca=" + jf.certs.CAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	group, err := gateway.DSNGroup(gateway.DefaultGroup, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := gateway.NewGroups([]*gateway.Group{group}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := gateway.LoadSigningKey(jf.key.PrivateKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(gateway.Config{Groups: groups, Keys: gatewayKeys, Flavour: gateway.Trino, ClientCertJWT: &gateway.CertJWT{Key: signer}})
+	if err != nil {
+		groups.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	gc := jf.sf.gatewayCerts
+	pair, err := tls.LoadX509KeyPair(gc.ServerKeyStore, gc.ServerKeyStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(gc.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := gateway.NewServer(g, nil, gateway.ServerLimits{})
+	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"},
+		ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool}
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { _ = srv.Close(); <-served })
+	base := "https://" + ln.Addr().String()
+
+	clientPair, err := tls.LoadX509KeyPair(gc.ClientCertFile, gc.ClientKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cert bool
+		auth string
+		want string // current_user, or "401"
+	}{
+		{"certificate", true, "", "zkpresto client"},
+		{"certificate and a forged token", true, "Bearer " + jf.forged, "zkpresto client"},
+		{"no certificate", false, "", "401"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tlsConfig := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+			if tc.cert {
+				tlsConfig.Certificates = []tls.Certificate{clientPair}
+			}
+			tr := &http.Transport{TLSClientConfig: tlsConfig}
+			defer tr.CloseIdleConnections()
+			header := http.Header{}
+			if tc.auth != "" {
+				header.Set("Authorization", tc.auth)
+			}
+			res, err := realserver.QueryWith(ctx(t), &http.Client{Transport: tr}, base, coordinator.Trino, "", "SELECT current_user", header)
+			if tc.want == "401" {
+				if err == nil || !strings.Contains(err.Error(), "401") {
+					t.Fatalf("without a certificate: %v, %v; want the coordinator's 401", res, err)
+				}
+				t.Logf("without a certificate: %v", err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Rows) != 1 || res.Rows[0][0] != tc.want {
+				t.Fatalf("ran as %v, want %q", res.Rows, tc.want)
+			}
+		})
+	}
 }

@@ -15,6 +15,10 @@ import sys
 
 client, host, port, cafile, statement = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 user, password = "alice", os.environ["ZKPRESTO_PASSWORD"]
+# requests prefers these to a session's verify (Session.merge_environment_settings),
+# so with one of them set trino-python-client's verify=CAFILE would be ignored.
+for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+    os.environ.pop(name, None)
 if client == "trino":
     import trino
 

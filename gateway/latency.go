@@ -61,7 +61,14 @@ func (l *latencies) observe(kind string, d time.Duration) {
 func requestKind(r *http.Request) string {
 	path := r.URL.Path
 	switch {
-	case strings.HasPrefix(path, token.PathPrefix), strings.HasPrefix(path, failedQueryPrefix):
+	case path == OAuth2CallbackPath:
+		return "oauth2"
+	case strings.HasPrefix(path, token.PathPrefix):
+		if _, rest, ok := token.Split(path); ok && isOAuth2TokenPath(rest) {
+			return "oauth2"
+		}
+		return "followup"
+	case strings.HasPrefix(path, failedQueryPrefix):
 		return "followup"
 	case path == "/v1/statement" && r.Method == http.MethodPost:
 		return "submit"

@@ -103,7 +103,7 @@ func (g *Gateway) rewriteChallenge(h http.Header, public, base string) {
 		}
 		out = append(out, g.rewriteChallengeValue(v, public, base))
 	}
-	h["WWW-Authenticate"] = out
+	h[http.CanonicalHeaderKey("WWW-Authenticate")] = out
 }
 
 // rewriteChallengeValue rewrites one challenge: its parameters are read

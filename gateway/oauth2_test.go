@@ -102,11 +102,14 @@ type oauth2Setup struct {
 	coords   []*coordinator.Coordinator
 	gateways []*gateway.Gateway
 	front    *httptest.Server
+	client   *http.Client // trusts the front
 	hits     [2]atomic.Int64
 	logs     *testutil.Buffer
 }
 
-func newOAuth2Setup(t *testing.T) *oauth2Setup {
+// newOAuth2Setup starts it all, the front on https when tls, where the
+// coordinators also send Trino's nonce cookie, which is Secure.
+func newOAuth2Setup(t *testing.T, tls bool) *oauth2Setup {
 	t.Helper()
 	s := &oauth2Setup{idp: newFakeIdP(t), logs: &testutil.Buffer{}}
 	disc := &changing{}
@@ -117,6 +120,7 @@ func newOAuth2Setup(t *testing.T) *oauth2Setup {
 			OAuth2: &coordinator.OAuth2{
 				AuthURL: s.idp.srv.URL + "/authorize", TokenURL: s.idp.srv.URL + "/token",
 				ClientID: "trino", ClientSecret: "s3cret", Accept: s.idp.accept, PollWait: 50 * time.Millisecond,
+				Nonce: tls,
 			},
 		})
 		if err != nil {
@@ -129,13 +133,26 @@ func newOAuth2Setup(t *testing.T) *oauth2Setup {
 	disc.setNodes(nodes)
 	logger := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var fronts [2]*url.URL
+	var next atomic.Int64
+	s.front = httptest.NewUnstartedServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(fronts[next.Add(1)%2])
+		pr.Out.Host = pr.In.Host
+	}})
+	if tls {
+		s.front.StartTLS()
+	} else {
+		s.front.Start()
+	}
+	t.Cleanup(s.front.Close)
+	s.client = s.front.Client()
+	s.client.Timeout = 10 * time.Second
 	for i := range 2 {
 		r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("round_robin")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { r.Close() })
-		g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: gateway.Trino, Logger: logger, StandardTransport: standardTransport})
+		g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: gateway.Trino, Logger: logger, StandardTransport: standardTransport, PublicURL: s.front.URL})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,24 +164,18 @@ func newOAuth2Setup(t *testing.T) *oauth2Setup {
 		s.gateways = append(s.gateways, g)
 		fronts[i], _ = url.Parse(srv.URL)
 	}
-	var next atomic.Int64
-	s.front = httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
-		pr.SetURL(fronts[next.Add(1)%2])
-		pr.Out.Host = pr.In.Host
-	}})
-	t.Cleanup(s.front.Close)
 	return s
 }
 
 // browser is a browser's HTTP client: it keeps cookies and lets the test
 // follow each redirect itself.
-func browser(t *testing.T) *http.Client {
+func (s *oauth2Setup) browser(t *testing.T) *http.Client {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &http.Client{Transport: s.client.Transport, Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 func fetch(t *testing.T, c *http.Client, method, uri string, header http.Header, body string) (*http.Response, string) {
@@ -191,7 +202,7 @@ var challengeParam = regexp.MustCompile(`(x_redirect_server|x_token_server)="([^
 // the 401's challenge.
 func (s *oauth2Setup) challenge(t *testing.T) (redirect, tokenURI string) {
 	t.Helper()
-	resp, body := fetch(t, http.DefaultClient, http.MethodPost, s.front.URL+"/v1/statement", http.Header{"X-Trino-User": {"alice"}}, "SELECT 1")
+	resp, body := fetch(t, s.client, http.MethodPost, s.front.URL+"/v1/statement", http.Header{"X-Trino-User": {"alice"}}, "SELECT 1")
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a statement without a token: %s %s, want 401", resp.Status, body)
 	}
@@ -214,9 +225,9 @@ func (s *oauth2Setup) challenge(t *testing.T) (redirect, tokenURI string) {
 }
 
 // poll GETs the token URI once.
-func poll(t *testing.T, uri string) (int, map[string]string) {
+func (s *oauth2Setup) poll(t *testing.T, uri string) (int, map[string]string) {
 	t.Helper()
-	resp, body := fetch(t, http.DefaultClient, http.MethodGet, uri, nil, "")
+	resp, body := fetch(t, s.client, http.MethodGet, uri, nil, "")
 	var m map[string]string
 	_ = json.Unmarshal([]byte(body), &m)
 	return resp.StatusCode, m
@@ -238,13 +249,19 @@ func (s *oauth2Setup) signIn(t *testing.T, b *http.Client, redirect string) (cal
 	if got, want := loc.Query().Get("redirect_uri"), s.front.URL+"/oauth2/callback"; got != want {
 		t.Fatalf("the coordinator's redirect_uri is %q, want the gateway's %q", got, want)
 	}
+	nonce := false
 	for _, c := range resp.Cookies() {
 		if strings.HasPrefix(c.Name, "zkpresto_oauth2_") {
 			cookie = c
 		}
+		nonce = nonce || c.Name == "__Secure-Trino-Nonce"
 	}
-	if cookie == nil || !cookie.HttpOnly || cookie.Path != "/oauth2/callback" || cookie.SameSite != http.SameSiteLaxMode || cookie.MaxAge <= 0 || cookie.MaxAge > 600 {
-		t.Fatalf("the routing cookie %+v: want HttpOnly, Path=/oauth2/callback, SameSite=Lax, at most 10 minutes", cookie)
+	if https := strings.HasPrefix(s.front.URL, "https:"); nonce != https {
+		t.Fatalf("the coordinator's nonce cookie relayed: %v, on https: %v", nonce, https)
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.Path != "/oauth2/callback" || cookie.SameSite != http.SameSiteLaxMode || cookie.MaxAge <= 0 || cookie.MaxAge > 600 ||
+		cookie.Secure != strings.HasPrefix(s.front.URL, "https:") {
+		t.Fatalf("the routing cookie %+v: want HttpOnly, Path=/oauth2/callback, SameSite=Lax, at most 10 minutes, Secure on https", cookie)
 	}
 	resp, body = fetch(t, b, http.MethodGet, loc.String(), nil, "")
 	if resp.StatusCode != http.StatusFound {
@@ -258,17 +275,27 @@ func (s *oauth2Setup) signIn(t *testing.T, b *http.Client, redirect string) (cal
 // callback reaches the coordinator that began the sign-in, the token poll
 // gets the token there, and the token runs a statement.
 func TestOAuth2ThroughTwoReplicas(t *testing.T) {
-	s := newOAuth2Setup(t)
+	for _, tls := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http", true: "https"}[tls], func(t *testing.T) { testOAuth2ThroughTwoReplicas(t, tls) })
+	}
+}
+
+// testOAuth2ThroughTwoReplicas is TestOAuth2ThroughTwoReplicas with the
+// front on https or not: on https the coordinators also set Trino's nonce
+// cookie, which the browser must bring back to the callback through the
+// gateway.
+func testOAuth2ThroughTwoReplicas(t *testing.T, tls bool) {
+	s := newOAuth2Setup(t, tls)
 	redirect, tokenURI := s.challenge(t)
 
 	// Before the callback, the poll's nextUri stays on the gateway.
-	code, m := poll(t, tokenURI)
+	code, m := s.poll(t, tokenURI)
 	if code != http.StatusOK || !strings.HasPrefix(m["nextUri"], s.front.URL+"/_zk/") {
 		t.Fatalf("poll before the callback: %d %v, want a nextUri on the gateway", code, m)
 	}
 	tokenURI = m["nextUri"]
 
-	b := browser(t)
+	b := s.browser(t)
 	callback, _ := s.signIn(t, b, redirect)
 	if !strings.HasPrefix(callback, s.front.URL+"/oauth2/callback?") {
 		t.Fatalf("the identity provider calls back %q, not the gateway", callback)
@@ -285,7 +312,7 @@ func TestOAuth2ThroughTwoReplicas(t *testing.T) {
 		}
 	}
 
-	code, m = poll(t, tokenURI)
+	code, m = s.poll(t, tokenURI)
 	tok := m["token"]
 	if code != http.StatusOK || !strings.HasPrefix(tok, "token-") {
 		t.Fatalf("poll after the callback: %d %v, want the token", code, m)
@@ -308,7 +335,7 @@ func TestOAuth2ThroughTwoReplicas(t *testing.T) {
 
 	// The token runs a statement, through either replica.
 	auth := http.Header{"X-Trino-User": {"alice"}, "Authorization": {"Bearer " + tok}}
-	resp, body = fetch(t, http.DefaultClient, http.MethodPost, s.front.URL+"/v1/statement", auth, "SELECT 1")
+	resp, body = fetch(t, s.client, http.MethodPost, s.front.URL+"/v1/statement", auth, "SELECT 1")
 	for resp.StatusCode == http.StatusOK {
 		var page map[string]any
 		if err := json.Unmarshal([]byte(body), &page); err != nil {
@@ -321,7 +348,7 @@ func TestOAuth2ThroughTwoReplicas(t *testing.T) {
 			}
 			break
 		}
-		resp, body = fetch(t, http.DefaultClient, http.MethodGet, next, auth, "")
+		resp, body = fetch(t, s.client, http.MethodGet, next, auth, "")
 	}
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("a statement with the token: %s %s", resp.Status, body)
@@ -339,7 +366,7 @@ func TestOAuth2ThroughTwoReplicas(t *testing.T) {
 // expired; and token URIs whose routing token was tampered with. Nothing
 // of a code, token, state or cookie is in any answer or log line.
 func TestOAuth2HostileCallbacks(t *testing.T) {
-	s := newOAuth2Setup(t)
+	s := newOAuth2Setup(t, false)
 	var shown []string
 	refused := func(name string, c *http.Client, uri string, want int) {
 		t.Helper()
@@ -359,15 +386,15 @@ func TestOAuth2HostileCallbacks(t *testing.T) {
 	}
 
 	redirect, tokenURI := s.challenge(t)
-	b := browser(t)
+	b := s.browser(t)
 	callback, cookie := s.signIn(t, b, redirect)
 
 	// No cookie: another browser.
-	refused("no cookie", browser(t), callback, http.StatusBadRequest)
+	refused("no cookie", s.browser(t), callback, http.StatusBadRequest)
 	untouched("no cookie")
 
 	// A forged cookie: the right name, a value not made with the key.
-	forger := browser(t)
+	forger := s.browser(t)
 	cu, _ := url.Parse(callback)
 	exp := fmt.Sprint(time.Now().Add(time.Minute).Unix())
 	forger.Jar.SetCookies(cu, []*http.Cookie{{Name: cookie.Name, Value: exp + ".k1.aHR0cDovLzEyNy4wLjAuMTo5.AAAAAAAAAAAAAAAAAAAAAA" + oauth2Canary, Path: "/oauth2/callback"}})

@@ -45,8 +45,8 @@ import (
 //
 // The base of a request honours the forwarding headers when
 // Options.HonourForwarded is set (http-server.process-forwarded=true), so
-// behind a proxy the redirect_uri is the proxy's. The nonce of an openid
-// scope (Trino's __Secure-Trino-Nonce cookie) is not simulated.
+// behind a proxy the redirect_uri is the proxy's. With Nonce, the nonce of
+// the openid scope is simulated too.
 type OAuth2 struct {
 	// AuthURL is the identity provider's authorization endpoint.
 	AuthURL string
@@ -71,6 +71,14 @@ type OAuth2 struct {
 	// ChallengeTimeout is how long a state is good for; default 15m
 	// (http-server.authentication.oauth2.challenge-timeout).
 	ChallengeTimeout time.Duration
+	// Nonce makes the initiate step send a nonce's hash with the
+	// authorization request and the nonce in Trino's cookie
+	// __Secure-Trino-Nonce (Secure, HttpOnly, Path=/oauth2/callback) with
+	// its 303, and the callback refuse a browser that does not bring the
+	// cookie back, as Trino does when its scopes hold openid
+	// (OAuth2Service.startOAuth2Challenge, NonceCookie; Trino checks the
+	// nonce against the ID token, the simulator against its state).
+	Nonce bool
 }
 
 // OAuth2Counts is what a coordinator's OAuth2 resources served.
@@ -192,6 +200,17 @@ type stateClaims struct {
 	Audience     string `json:"aud"`
 	HandlerState string `json:"handler_state"`
 	Expiry       int64  `json:"exp"`
+	// NonceHash is the simulator's: Trino finds it in the ID token.
+	NonceHash string `json:"nonce_hash,omitempty"`
+}
+
+// nonceCookie is Trino's NonceCookie.NONCE_COOKIE.
+const nonceCookie = "__Secure-Trino-Nonce"
+
+// hashNonce is Trino's OAuth2Service.hashNonce: SHA-256 in hex.
+func hashNonce(nonce string) string {
+	sum := sha256.Sum256([]byte(nonce))
+	return hex.EncodeToString(sum[:])
 }
 
 func (o *oauth2State) signState(claims stateClaims) string {
@@ -223,13 +242,24 @@ func (o *oauth2State) parseState(state string) (stateClaims, bool) {
 
 func (o *oauth2State) initiate(c *Coordinator, w http.ResponseWriter, r *http.Request) {
 	o.counts.initiates.Add(1)
-	state := o.signState(stateClaims{Audience: "trino_oauth_ui", HandlerState: r.PathValue("hash"), Expiry: time.Now().Add(o.cfg.ChallengeTimeout).Unix()})
+	expiry := time.Now().Add(o.cfg.ChallengeTimeout)
+	claims := stateClaims{Audience: "trino_oauth_ui", HandlerState: r.PathValue("hash"), Expiry: expiry.Unix()}
+	var nonce string
+	if o.cfg.Nonce {
+		nonce = rand.Text()
+		claims.NonceHash = hashNonce(nonce)
+		http.SetCookie(w, &http.Cookie{Name: nonceCookie, Value: nonce, Path: "/oauth2/callback", Expires: expiry, Secure: true, HttpOnly: true})
+	}
+	state := o.signState(claims)
 	q := url.Values{
 		"response_type": {"code"},
 		"client_id":     {o.cfg.ClientID},
 		"redirect_uri":  {c.origin(r) + "/oauth2/callback"},
 		"state":         {state},
 		"scope":         {"openid"},
+	}
+	if nonce != "" {
+		q.Set("nonce", hashNonce(nonce))
 	}
 	sep := "?"
 	if strings.Contains(o.cfg.AuthURL, "?") {
@@ -247,6 +277,10 @@ func failureHTML(msg string) string {
 
 func (o *oauth2State) callback(c *Coordinator, w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if o.cfg.Nonce {
+		// Every answer of Trino's callback deletes the nonce cookie.
+		http.SetCookie(w, &http.Cookie{Name: nonceCookie, Value: "delete", Path: "/oauth2/callback", MaxAge: -1, Secure: true, HttpOnly: true})
+	}
 	claims, ok := o.parseState(q.Get("state"))
 	if !ok {
 		o.counts.refused.Add(1)
@@ -259,6 +293,15 @@ func (o *oauth2State) callback(c *Coordinator, w http.ResponseWriter, r *http.Re
 		o.finish(result, "", "Authentication response could not be verified: error="+e)
 		writeHTML(w, http.StatusOK, failureHTML("OAuth2 server denied the login"))
 		return
+	}
+	if claims.NonceHash != "" {
+		if ck, err := r.Cookie(nonceCookie); err != nil || hashNonce(ck.Value) != claims.NonceHash {
+			// Trino: "Cannot validate nonce parameter", a failed challenge.
+			o.counts.refused.Add(1)
+			o.finish(result, "", "Authentication response could not be verified")
+			writeHTML(w, http.StatusBadRequest, failureHTML("Authentication response could not be verified"))
+			return
+		}
 	}
 	tok, err := o.exchange(r.Context(), q.Get("code"), c.origin(r)+"/oauth2/callback")
 	if err != nil {

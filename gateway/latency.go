@@ -19,7 +19,7 @@ var LatencyBounds = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 // RequestLatency is how long the gateway took to serve the requests of one
 // kind, as a histogram over LatencyBounds.
 type RequestLatency struct {
-	// Kind is submit, followup, query, info or other (RequestCount's kinds).
+	// Kind is submit, followup, query, info, oauth2 or other (RequestCount's kinds).
 	Kind string `json:"kind"`
 	// Count is the number of requests; Sum their latencies in seconds.
 	Count uint64  `json:"count"`

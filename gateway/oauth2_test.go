@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -324,6 +325,10 @@ func testOAuth2ThroughTwoReplicas(t *testing.T, tls bool) {
 		callbacks += n.Callbacks
 		if n.Callbacks > 0 && n.Initiates != 1 {
 			t.Fatalf("%s got the callback but not the initiate step: %+v", c.Name(), n)
+		}
+		if n.Callbacks > 0 && (slices.ContainsFunc(n.CallbackCookies, func(name string) bool { return strings.HasPrefix(name, "zkpresto_oauth2_") }) ||
+			slices.Contains(n.CallbackCookies, "__Secure-Trino-Nonce") != tls) {
+			t.Fatalf("the callback brought %s the cookies %q: want the nonce on https, never the gateway's", c.Name(), n.CallbackCookies)
 		}
 		if n.RefusedCallbacks != 0 {
 			t.Fatalf("%s refused a callback: %+v", c.Name(), n)

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,6 +95,9 @@ type OAuth2Counts struct {
 	RefusedCallbacks int64
 	// Polls counts the token polls.
 	Polls int64
+	// CallbackCookies are the names of the cookies the last callback
+	// brought.
+	CallbackCookies []string
 }
 
 // oauth2State is a coordinator's OAuth2 mode.
@@ -102,9 +106,10 @@ type oauth2State struct {
 	key    []byte
 	counts struct{ challenges, initiates, callbacks, refused, polls atomic.Int64 }
 
-	mu       sync.Mutex
-	results  map[string]*tokenResult // by authIdHash
-	accepted map[string]bool         // tokens obtained, when cfg.Accept is nil
+	mu              sync.Mutex
+	results         map[string]*tokenResult // by authIdHash
+	accepted        map[string]bool         // tokens obtained, when cfg.Accept is nil
+	callbackCookies []string                // see OAuth2Counts
 }
 
 // tokenResult is the outcome of one sign-in, once its callback came.
@@ -145,9 +150,12 @@ func (c *Coordinator) OAuth2Counts() OAuth2Counts {
 	if o == nil {
 		return OAuth2Counts{}
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	return OAuth2Counts{
 		Challenges: o.counts.challenges.Load(), Initiates: o.counts.initiates.Load(),
 		Callbacks: o.counts.callbacks.Load(), RefusedCallbacks: o.counts.refused.Load(), Polls: o.counts.polls.Load(),
+		CallbackCookies: slices.Clone(o.callbackCookies),
 	}
 }
 
@@ -277,6 +285,13 @@ func failureHTML(msg string) string {
 
 func (o *oauth2State) callback(c *Coordinator, w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	var names []string
+	for _, ck := range r.Cookies() {
+		names = append(names, ck.Name)
+	}
+	o.mu.Lock()
+	o.callbackCookies = names
+	o.mu.Unlock()
 	if o.cfg.Nonce {
 		// Every answer of Trino's callback deletes the nonce cookie.
 		http.SetCookie(w, &http.Cookie{Name: nonceCookie, Value: "delete", Path: "/oauth2/callback", MaxAge: -1, Secure: true, HttpOnly: true})

@@ -13,13 +13,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/gateway"
+	"github.com/zkpresto/zkpresto/internal/testrig/gatewayrig"
 	"github.com/zkpresto/zkpresto/internal/testrig/testutil"
 	"github.com/zkpresto/zkpresto/routing"
 	"github.com/zkpresto/zkpresto/strategy"
@@ -31,75 +31,11 @@ import (
 // of the gateway's own.
 const oauth2Canary = "CANARY-0a7f-oauth2"
 
-// fakeIdP is an identity provider for one client: its authorization
-// endpoint sends the browser straight back with a code (the user is
-// signed in), its token endpoint trades a code for an access token once,
-// and only for the redirect_uri the code was issued for.
-type fakeIdP struct {
-	srv *httptest.Server
-
-	mu        sync.Mutex
-	codes     map[string]string // code → redirect_uri
-	issued    map[string]bool   // access tokens
-	redirects []string          // the redirect_uris seen at authorization
-	seq       atomic.Int64
-}
-
-func newFakeIdP(t *testing.T) *fakeIdP {
-	t.Helper()
-	idp := &fakeIdP{codes: map[string]string{}, issued: map[string]bool{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		if q.Get("client_id") != "trino" || q.Get("response_type") != "code" || q.Get("state") == "" {
-			http.Error(w, "bad authorization request", http.StatusBadRequest)
-			return
-		}
-		code := fmt.Sprintf("code-%s-%d", oauth2Canary, idp.seq.Add(1))
-		idp.mu.Lock()
-		idp.codes[code] = q.Get("redirect_uri")
-		idp.redirects = append(idp.redirects, q.Get("redirect_uri"))
-		idp.mu.Unlock()
-		http.Redirect(w, r, q.Get("redirect_uri")+"?"+url.Values{"code": {code}, "state": {q.Get("state")}}.Encode(), http.StatusFound)
-	})
-	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
-		id, secret, ok := r.BasicAuth()
-		if !ok || id != "trino" || secret != "s3cret" || r.ParseForm() != nil {
-			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
-			return
-		}
-		code := r.PostForm.Get("code")
-		idp.mu.Lock()
-		defer idp.mu.Unlock()
-		redirect, ok := idp.codes[code]
-		delete(idp.codes, code)
-		if !ok || redirect != r.PostForm.Get("redirect_uri") {
-			http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
-			return
-		}
-		tok := fmt.Sprintf("token-%s-%d", oauth2Canary, idp.seq.Add(1))
-		idp.issued[tok] = true
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
-	})
-	idp.srv = httptest.NewServer(mux)
-	t.Cleanup(idp.srv.Close)
-	return idp
-}
-
-// accept is what every coordinator trusts: the tokens the identity
-// provider issued (a real Trino checks their signature).
-func (idp *fakeIdP) accept(tok string) bool {
-	idp.mu.Lock()
-	defer idp.mu.Unlock()
-	return idp.issued[tok]
-}
-
 // oauth2Setup is two Trino coordinators in OAuth2 mode behind two gateway
 // replicas behind a round-robin front, which sends each request to the
 // other replica than the one before.
 type oauth2Setup struct {
-	idp      *fakeIdP
+	idp      *gatewayrig.IdP
 	coords   []*coordinator.Coordinator
 	gateways []*gateway.Gateway
 	front    *httptest.Server
@@ -112,17 +48,13 @@ type oauth2Setup struct {
 // coordinators also send Trino's nonce cookie, which is Secure.
 func newOAuth2Setup(t *testing.T, tls bool) *oauth2Setup {
 	t.Helper()
-	s := &oauth2Setup{idp: newFakeIdP(t), logs: &testutil.Buffer{}}
+	s := &oauth2Setup{idp: gatewayrig.StartIdP(t, oauth2Canary), logs: &testutil.Buffer{}}
 	disc := &changing{}
 	var nodes []discovery.Node
 	for i := range 2 {
 		c, err := coordinator.Start(coordinator.Options{
 			Name: fmt.Sprintf("c%d", i+1), Flavour: coordinator.Trino, HonourForwarded: true,
-			OAuth2: &coordinator.OAuth2{
-				AuthURL: s.idp.srv.URL + "/authorize", TokenURL: s.idp.srv.URL + "/token",
-				ClientID: "trino", ClientSecret: "s3cret", Accept: s.idp.accept, PollWait: 50 * time.Millisecond,
-				Nonce: tls,
-			},
+			OAuth2: s.idp.Coordinator(tls),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -244,7 +176,7 @@ func (s *oauth2Setup) signIn(t *testing.T, b *http.Client, redirect string) (cal
 		t.Fatalf("initiate: %s %s, want 303 to the identity provider", resp.Status, body)
 	}
 	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || !strings.HasPrefix(loc.String(), s.idp.srv.URL+"/authorize") {
+	if err != nil || !strings.HasPrefix(loc.String(), s.idp.URL+"/authorize") {
 		t.Fatalf("initiate redirects to %q, not the identity provider", resp.Header.Get("Location"))
 	}
 	if got, want := loc.Query().Get("redirect_uri"), s.front.URL+"/oauth2/callback"; got != want {

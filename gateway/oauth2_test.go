@@ -293,6 +293,19 @@ func testOAuth2ThroughTwoReplicas(t *testing.T, tls bool) {
 	if s.hits[0].Load() == 0 || s.hits[1].Load() == 0 {
 		t.Fatalf("requests per replica %d/%d: both should have served steps", s.hits[0].Load(), s.hits[1].Load())
 	}
+	// The forwarding headers go with /oauth2/* only, never a statement.
+	statements := 0
+	for _, c := range s.coords {
+		statements += len(c.Requests())
+		for _, req := range c.Requests() {
+			if len(req.Forwarded) != 0 {
+				t.Fatalf("a statement reached %s with forwarding headers %v", c.Name(), req.Forwarded)
+			}
+		}
+	}
+	if statements == 0 {
+		t.Fatal("no statement reached a coordinator")
+	}
 	if strings.Contains(s.logs.String(), oauth2Canary) {
 		t.Fatalf("a code or token is in the gateway's log:\n%s", s.logs.String())
 	}

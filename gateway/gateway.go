@@ -100,6 +100,14 @@ type Config struct {
 	// as ForwardedFor. A gateway behind a proxy that terminates TLS for it
 	// sees plain http and sends nothing.
 	ForwardedProto bool
+	// AffinityCookie, when positive, is the Max-Age of the affinity cookie
+	// the answer to every accepted statement sets (AffinityCookieName,
+	// signed with keys derived from Keys): a client that keeps cookies
+	// (python's requests, as dbt-trino's sessions) sends its next
+	// statements to the same coordinator, through any replica, while that
+	// coordinator is listed, ready and usable in the group the routing
+	// chooses. 0 sets none; at most MaxAffinityCookieAge.
+	AffinityCookie time.Duration
 }
 
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
@@ -114,6 +122,7 @@ type Gateway struct {
 
 	forwardedFor   bool // Config.ForwardedFor
 	forwardedProto bool // Config.ForwardedProto
+	affinity       *affinity
 
 	draining atomic.Bool
 	serving  serving // the requests in flight, for a drain
@@ -156,6 +165,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.reach = newReach(cfg.Client, cfg.TLS, cfg.Flavour, cfg.StandardTransport)
 	g.forwardedFor, g.forwardedProto = cfg.ForwardedFor, cfg.ForwardedProto
+	if g.affinity, err = newAffinity(keys, cfg.AffinityCookie); err != nil {
+		return nil, err
+	}
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {

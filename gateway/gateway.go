@@ -113,12 +113,15 @@ type Config struct {
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
 // to the coordinators its Router picks. It is safe for concurrent use.
 type Gateway struct {
-	groups  atomic.Pointer[Groups]
-	reach   reach // the coordinators', unless their group has its own
-	keys    *token.Keys
-	public  *url.URL
-	log     *slog.Logger
-	started time.Time
+	groups atomic.Pointer[Groups]
+	reach  reach // the coordinators', unless their group has its own
+	keys   *token.Keys
+	// oauth2Keys sign the OAuth2 callback cookies: derived from keys, so
+	// that a cookie is no routing token and a routing token no cookie.
+	oauth2Keys *token.Keys
+	public     *url.URL
+	log        *slog.Logger
+	started    time.Time
 
 	forwardedFor   bool // Config.ForwardedFor
 	forwardedProto bool // Config.ForwardedProto
@@ -156,7 +159,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: routing-token secret: %w", err)
 	}
-	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace), submitTimeout: SubmitTimeout, now: time.Now}
+	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace), submitTimeout: SubmitTimeout, now: time.Now, oauth2Keys: keys.Derive(oauth2CookiePurpose)}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}

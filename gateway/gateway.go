@@ -118,12 +118,15 @@ type Config struct {
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
 // to the coordinators its Router picks. It is safe for concurrent use.
 type Gateway struct {
-	groups  atomic.Pointer[Groups]
-	reach   reach // the coordinators', unless their group has its own
-	keys    *token.Keys
-	public  *url.URL
-	log     *slog.Logger
-	started time.Time
+	groups atomic.Pointer[Groups]
+	reach  reach // the coordinators', unless their group has its own
+	keys   *token.Keys
+	// oauth2Keys sign the OAuth2 callback cookies: derived from keys, so
+	// that a cookie is no routing token and a routing token no cookie.
+	oauth2Keys *token.Keys
+	public     *url.URL
+	log        *slog.Logger
+	started    time.Time
 
 	forwardedFor   bool        // Config.ForwardedFor
 	forwardedProto bool        // Config.ForwardedProto
@@ -142,7 +145,8 @@ type Gateway struct {
 	hook     hookStats    // what the external routing hooks did
 	checks   dispatchChecks
 
-	submitTimeout time.Duration // SubmitTimeout; shorter in tests
+	submitTimeout time.Duration    // SubmitTimeout; shorter in tests
+	now           func() time.Time // time.Now; the OAuth2 cookies' clock, set by tests
 }
 
 // New returns a Gateway for cfg. It does no network I/O.
@@ -161,7 +165,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: routing-token secret: %w", err)
 	}
-	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace), submitTimeout: SubmitTimeout}
+	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace), submitTimeout: SubmitTimeout, now: time.Now, oauth2Keys: keys.Derive(oauth2CookiePurpose)}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -228,6 +232,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveInfo(w, r)
 	case path == "/v1/info/state" && r.Method == http.MethodGet:
 		g.serveInfoState(w, r)
+	case path == OAuth2CallbackPath:
+		g.serveOAuth2Callback(w, r)
 	default:
 		g.stats.add("other", http.StatusNotFound)
 		writeError(w, http.StatusNotFound, errGatewayName, "", "zkpresto gateway: no such resource: "+r.Method+" "+shownPath(path))

@@ -143,6 +143,10 @@ type Options struct {
 	// replay cache: a token is good for one request). Any other Authorization is accepted
 	// as it is: the simulator checks no password and no signature.
 	RequireAuthorization bool
+	// OAuth2, when set, makes the coordinator authenticate statements and
+	// queries with OAuth2 external authentication, as Trino does (and
+	// PrestoDB, which took it from Trino); see OAuth2.
+	OAuth2 *OAuth2
 }
 
 func (o Options) withDefaults() Options {
@@ -288,8 +292,9 @@ type Coordinator struct {
 	strict    bool
 	forwarded bool // honour forwarding headers
 	gzip      bool
-	tls       *tls.Config // serve https with it, when set
-	spool     *spooler    // nil unless Options.Spooling
+	tls       *tls.Config  // serve https with it, when set
+	spool     *spooler     // nil unless Options.Spooling
+	oauth     *oauth2State // nil unless Options.OAuth2
 
 	latency        atomic.Int64 // nanoseconds
 	answerDelay    atomic.Int64 // nanoseconds a submission's answer waits after acceptance
@@ -396,6 +401,13 @@ func Start(opts Options) (*Coordinator, error) {
 	}
 	if c.requiredWorkersWait <= 0 {
 		c.requiredWorkersWait = 5 * time.Minute
+	}
+	if opts.OAuth2 != nil {
+		o, err := newOAuth2State(*opts.OAuth2)
+		if err != nil {
+			return nil, err
+		}
+		c.oauth = o
 	}
 	if opts.Spooling != SpoolingOff {
 		c.spool = newSpooler(opts.Spooling)

@@ -99,8 +99,9 @@ func startJWTFleet(t *testing.T) *jwtFleet {
 // coordinator serves every subtest: a start costs a minute.
 func TestJWTAuthentication(t *testing.T) {
 	jf := startJWTFleet(t)
-	gw1, log1 := startPasswordGateway(t, jf.sf, jf.cluster.DSN(";ssl_ca="+jf.certs.CAFile))
-	gw2, log2 := startPasswordGateway(t, jf.sf, jf.cluster.DSN(";ssl_ca="+jf.certs.CAFile))
+	log1, log2 := &lockedLog{}, &lockedLog{}
+	gw1 := startPasswordGateway(t, jf.sf, jf.cluster.DSN(";ssl_ca="+jf.certs.CAFile), log1)
+	gw2 := startPasswordGateway(t, jf.sf, jf.cluster.DSN(";ssl_ca="+jf.certs.CAFile), log2)
 	defer func() {
 		noSecretIn(t, "the gateways' logs", log1.String()+log2.String(), jf.token, jf.forged)
 	}()

@@ -124,9 +124,11 @@ type Gateway struct {
 	recent   statementLog // the last statements, for the status page
 	outages  *outages     // the groups without a coordinator, since when
 	latency  latencies    // how long requests took, by kind
+	hook     hookStats    // what the external routing hooks did
 	checks   dispatchChecks
 
-	submitTimeout time.Duration // SubmitTimeout; shorter in tests
+	submitTimeout time.Duration    // SubmitTimeout; shorter in tests
+	now           func() time.Time // time.Now; the OAuth2 cookies' clock, set by tests
 }
 
 // New returns a Gateway for cfg. It does no network I/O.
@@ -145,7 +147,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: routing-token secret: %w", err)
 	}
-	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace), submitTimeout: SubmitTimeout}
+	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace), submitTimeout: SubmitTimeout, now: time.Now}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -204,6 +206,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveInfo(w, r)
 	case path == "/v1/info/state" && r.Method == http.MethodGet:
 		g.serveInfoState(w, r)
+	case path == OAuth2CallbackPath:
+		g.serveOAuth2Callback(w, r)
 	default:
 		g.stats.add("other", http.StatusNotFound)
 		writeError(w, http.StatusNotFound, errGatewayName, "", "zkpresto gateway: no such resource: "+r.Method+" "+shownPath(path))

@@ -337,7 +337,7 @@ func (c *counters) add(kind string, status int) {
 
 // RequestCount is how many requests of one kind got one status.
 type RequestCount struct {
-	// Kind is submit, followup, query, info or other.
+	// Kind is submit, followup, query, info, oauth2 or other.
 	Kind string `json:"kind"`
 	// Status is the HTTP status answered.
 	Status int `json:"status"`

@@ -27,7 +27,7 @@ func NewGatewayCollector(src GatewaySource) *GatewayCollector {
 	return &GatewayCollector{
 		src: src,
 		requests: prometheus.NewDesc("zkpresto_gateway_requests_total",
-			"Requests the gateway answered, by kind (submit, followup, query, info, other) and HTTP status.", []string{"kind", "status"}, nil),
+			"Requests the gateway answered, by kind (submit, followup, query, info, oauth2, other) and HTTP status.", []string{"kind", "status"}, nil),
 		latency: prometheus.NewDesc("zkpresto_gateway_request_duration_seconds",
 			"How long the gateway took to serve a request, until its answer was relayed whole, by kind.", []string{"kind"}, nil),
 		cut: prometheus.NewDesc("zkpresto_gateway_drain_cut_requests_total",

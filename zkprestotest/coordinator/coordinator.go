@@ -130,6 +130,10 @@ type Options struct {
 	// dispatcher/QueuedStatementResource.java answers QUEUED until the query is
 	// dispatched). 0: the first GET dispatches the query and points to executing token 0.
 	QueuedPolls int
+	// OAuth2, when set, makes the coordinator authenticate statements and
+	// queries with OAuth2 external authentication, as Trino does (and
+	// PrestoDB, which took it from Trino); see OAuth2.
+	OAuth2 *OAuth2
 }
 
 func (o Options) withDefaults() Options {
@@ -275,8 +279,9 @@ type Coordinator struct {
 	strict    bool
 	forwarded bool // honour forwarding headers
 	gzip      bool
-	tls       *tls.Config // serve https with it, when set
-	spool     *spooler    // nil unless Options.Spooling
+	tls       *tls.Config  // serve https with it, when set
+	spool     *spooler     // nil unless Options.Spooling
+	oauth     *oauth2State // nil unless Options.OAuth2
 
 	latency        atomic.Int64 // nanoseconds
 	answerDelay    atomic.Int64 // nanoseconds a submission's answer waits after acceptance
@@ -378,6 +383,13 @@ func Start(opts Options) (*Coordinator, error) {
 	}
 	if c.requiredWorkersWait <= 0 {
 		c.requiredWorkersWait = 5 * time.Minute
+	}
+	if opts.OAuth2 != nil {
+		o, err := newOAuth2State(*opts.OAuth2)
+		if err != nil {
+			return nil, err
+		}
+		c.oauth = o
 	}
 	if opts.Spooling != SpoolingOff {
 		c.spool = newSpooler(opts.Spooling)

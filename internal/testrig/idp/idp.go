@@ -117,20 +117,23 @@ func (p *Provider) Tokens() int64 { return p.tokens.Load() }
 
 // Browser is a user's browser in the external authentication: an
 // http.Client with a cookie jar that follows redirects, trusting the CA
-// file given to NewBrowser on https.
+// files given to NewBrowser on https.
 type Browser struct {
 	client *http.Client
 }
 
-// NewBrowser returns a browser trusting caFile's certificates (PEM).
-func NewBrowser(caFile string) (*Browser, error) {
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("idp: browser: %w", err)
-	}
+// NewBrowser returns a browser trusting caFiles' certificates (PEM): the
+// coordinator's, or a gateway's in front of it.
+func NewBrowser(caFiles ...string) (*Browser, error) {
 	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("idp: browser: %s holds no certificate", caFile)
+	for _, caFile := range caFiles {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("idp: browser: %w", err)
+		}
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("idp: browser: %s holds no certificate", caFile)
+		}
 	}
 	jar, err := cookiejar.New(nil)
 	if err != nil {

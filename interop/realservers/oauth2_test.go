@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkpresto/zkpresto/internal/testrig/gatewayrig"
 	"github.com/zkpresto/zkpresto/internal/testrig/idp"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	"github.com/zkpresto/zkpresto/zkprestotest/realserver"
@@ -44,6 +45,10 @@ func startOAuth2Fleet(t *testing.T) *oauth2Fleet {
 		Flavour: coordinator.Trino, Servers: 1, Namespace: "trino-oauth2", ZooKeeper: zkServer,
 		Server: realserver.Options{
 			Name: "trino-oauth2", HTTPSKeyStore: certs.ServerKeyStore, OAuth2: provider.OAuth2(),
+			// Through the gateway, the forwarding headers it sends on
+			// /oauth2/* make the redirect URI the gateway's callback;
+			// the direct clients send none.
+			Config: map[string]string{"http-server.process-forwarded": "true"},
 			// Started while the shared servers run: see startSecureFleet.
 			StartTimeout: 8 * time.Minute,
 		},
@@ -59,23 +64,59 @@ func startOAuth2Fleet(t *testing.T) *oauth2Fleet {
 // took from the access token's subject.
 const whoAmIOAuth2 = "SELECT current_user"
 
+// oauth2Target is where the OAuth2 clients connect: the coordinator's
+// https port, or the https front of two gateway replicas.
+type oauth2Target struct {
+	// base is the https base URL, caFile the CA its certificate is from,
+	// client an http.Client trusting it.
+	base, caFile string
+	client       *http.Client
+	// rig is the gateway deployment, nil for the coordinator.
+	rig *gatewayrig.Rig
+}
+
+func (tg oauth2Target) addr() string { return strings.TrimPrefix(tg.base, "https://") }
+
 // OAuth2 external authentication end to end, on a real Trino 476 with
 // http-server.authentication.type=OAUTH2 and a test identity provider
 // (mockoidc) that approves every authorization at once: the protocol by
 // hand, then Trino JDBC's externalAuthentication, trino-python-client's
-// OAuth2Authentication, each with the test as the user's browser. One
+// OAuth2Authentication, each with the test as the user's browser; first
+// straight to the coordinator, then through two gateway replicas behind a
+// round-robin https front (every request on the other replica than the
+// one before), whose /oauth2/callback is the redirect URI. One
 // coordinator serves every subtest (a start costs a minute).
 func TestOAuth2Authentication(t *testing.T) {
 	fleet(t, coordinator.Trino)
 	of := startOAuth2Fleet(t)
-	browser, err := idp.NewBrowser(of.certs.CAFile)
+	rig := gatewayrig.Start(t, gatewayrig.Options{
+		Addrs: []string{of.server.HTTPSAddr()}, CoordinatorCA: of.certs.CAFile, TLS: true,
+		Coordinator: coordinator.Options{Flavour: coordinator.Trino},
+	})
+	direct := &http.Client{Transport: browserlessTransport(t, of.certs)}
+	defer direct.CloseIdleConnections()
+	browser, err := idp.NewBrowser(of.certs.CAFile, rig.FrontCAFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer browser.CloseIdleConnections()
-	t.Run("protocol", func(t *testing.T) { testOAuth2Protocol(t, of, browser, of.server.HTTPSURL()) })
-	t.Run("jdbc", func(t *testing.T) { testOAuth2JDBC(t, of, browser, of.server.HTTPSAddr()) })
-	t.Run("python", func(t *testing.T) { testOAuth2Python(t, of, browser, of.server.HTTPSAddr()) })
+	for _, c := range []struct {
+		name string
+		tg   oauth2Target
+	}{
+		{"direct", oauth2Target{base: of.server.HTTPSURL(), caFile: of.certs.CAFile, client: direct}},
+		{"gateway", oauth2Target{base: rig.Front, caFile: rig.FrontCAFile, client: rig.Client, rig: rig}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Run("protocol", func(t *testing.T) { testOAuth2Protocol(t, of, browser, c.tg) })
+			t.Run("jdbc", func(t *testing.T) { testOAuth2JDBC(t, of, browser, c.tg) })
+			t.Run("python", func(t *testing.T) { testOAuth2Python(t, of, browser, c.tg) })
+		})
+	}
+	hits := rig.Hits()
+	if hits[0] == 0 || hits[1] == 0 {
+		t.Errorf("the replicas served %v requests; want both some", hits)
+	}
 }
 
 // challenge is the external authentication challenge of a 401.
@@ -223,9 +264,8 @@ func runWithToken(t *testing.T, client *http.Client, base, sql, token string) st
 // back to the coordinator's /oauth2/callback; x_token_server then gives
 // the token, with which the statement runs as the identity provider's
 // user. A token the coordinator did not mint is refused.
-func testOAuth2Protocol(t *testing.T, of *oauth2Fleet, browser *idp.Browser, base string) {
-	client := &http.Client{Transport: browserlessTransport(t, of.certs)}
-	defer client.CloseIdleConnections()
+func testOAuth2Protocol(t *testing.T, of *oauth2Fleet, browser *idp.Browser, tg oauth2Target) {
+	base, client := tg.base, tg.client
 	resp, body := postStatement(t, client, base, whoAmIOAuth2, "")
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a statement without a token: HTTP %d %.300s; want 401", resp.StatusCode, body)
@@ -235,8 +275,11 @@ func testOAuth2Protocol(t *testing.T, of *oauth2Fleet, browser *idp.Browser, bas
 		t.Fatal(err)
 	}
 	for name, u := range map[string]string{"x_redirect_server": c.redirect, "x_token_server": c.token} {
-		if !strings.HasPrefix(u, base+"/oauth2/") {
-			t.Errorf("%s is %q; want under %s/oauth2/", name, u, base)
+		if !strings.HasPrefix(u, base+"/") {
+			t.Errorf("%s is %q; want on %s", name, u, base)
+		}
+		if tg.rig != nil && strings.Contains(u, of.server.HTTPSAddr()) {
+			t.Errorf("%s through the gateway names the coordinator: %q", name, u)
 		}
 	}
 
@@ -250,8 +293,9 @@ func testOAuth2Protocol(t *testing.T, of *oauth2Fleet, browser *idp.Browser, bas
 	if visit.Status != http.StatusOK || of.idp.Authorizations() != before+1 {
 		t.Fatalf("the browser: HTTP %d after %d steps, %d authorizations; want 200 and one authorization\n%.500s", visit.Status, len(visit.Path), of.idp.Authorizations()-before, visit.Body)
 	}
-	if last := visit.Path[len(visit.Path)-1]; !strings.HasPrefix(last, base+"/oauth2/callback?") {
-		t.Errorf("the browser's last step is not the coordinator's callback")
+	callback := visit.Path[len(visit.Path)-1]
+	if !strings.HasPrefix(callback, base+"/oauth2/callback?") {
+		t.Errorf("the browser's last step is not %s/oauth2/callback", base)
 	}
 	token, err := pollToken(ctx(t), client, c.token)
 	if err != nil {
@@ -264,6 +308,24 @@ func testOAuth2Protocol(t *testing.T, of *oauth2Fleet, browser *idp.Browser, bas
 	resp, body = postStatement(t, client, base, whoAmIOAuth2, "Bearer not-a-token-"+user)
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a token the coordinator did not mint: HTTP %d %.300s; want 401", resp.StatusCode, body)
+	}
+	if tg.rig == nil {
+		return
+	}
+	// The callback replayed by another browser, without the gateway's
+	// cookie: the gateway cannot tell which coordinator began the
+	// sign-in, and refuses it.
+	other, err := idp.NewBrowser(tg.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.CloseIdleConnections()
+	replay, err := other.Open(ctx(t), callback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replay.Status != http.StatusBadRequest {
+		t.Errorf("the callback replayed without the gateway's cookie: HTTP %d %.300s; want 400", replay.Status, replay.Body)
 	}
 }
 
@@ -319,14 +381,14 @@ func followPrinted(t *testing.T, browser *idp.Browser, cmd *exec.Cmd) (out strin
 // prints the URI to open (the default, OPEN, would start a desktop
 // browser), the test opens it, the driver polls the token server and runs
 // the statement with the token.
-func testOAuth2JDBC(t *testing.T, of *oauth2Fleet, browser *idp.Browser, addr string) {
+func testOAuth2JDBC(t *testing.T, of *oauth2Fleet, browser *idp.Browser, tg oauth2Target) {
 	of.idp.QueueUser(passwordUser) // JdbcProbe's user
 	before := of.idp.Authorizations()
 	bin, err := realserver.Java(coordinator.Trino)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jdbcURL := "jdbc:trino://" + addr + "/tpch/tiny?SSL=true&SSLTrustStorePath=" + url.QueryEscape(of.certs.CAFile) +
+	jdbcURL := "jdbc:trino://" + tg.addr() + "/tpch/tiny?SSL=true&SSLTrustStorePath=" + url.QueryEscape(tg.caFile) +
 		"&externalAuthentication=true&externalAuthenticationRedirectHandlers=PRINT&externalAuthenticationTimeout=2m"
 	c, cancel := context.WithTimeout(ctx(t), 2*time.Minute)
 	defer cancel()
@@ -354,15 +416,15 @@ func visitStatuses(vs []idp.Visit) []int {
 // trino-python-client's OAuth2Authentication with a redirect handler that
 // prints the URL (testdata/python_oauth2.py): the test opens it, the
 // client polls the token server and runs the statement with the token.
-func testOAuth2Python(t *testing.T, of *oauth2Fleet, browser *idp.Browser, addr string) {
+func testOAuth2Python(t *testing.T, of *oauth2Fleet, browser *idp.Browser, tg oauth2Target) {
 	python := pythonClients(t)
 	const user = "oauth2-python-user"
 	of.idp.QueueUser(user)
 	before := of.idp.Authorizations()
-	host, port, _ := strings.Cut(addr, ":")
+	host, port, _ := strings.Cut(tg.addr(), ":")
 	c, cancel := context.WithTimeout(ctx(t), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(c, python, "testdata/python_oauth2.py", host, port, of.certs.CAFile, user)
+	cmd := exec.CommandContext(c, python, "testdata/python_oauth2.py", host, port, tg.caFile, user)
 	// requests takes REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE over a
 	// Session's verify (Session.merge_environment_settings), so where
 	// either is set the client's verify=CA_FILE would be ignored.

@@ -31,8 +31,9 @@
 // relay of an answer with its URIs rewritten (relay.go), the follow-ups a
 // token routes (followup.go) and /v1/query/{id} (query.go), transactions
 // (transaction.go: the wrapped ids and the coordinator they pin), the
-// credential check HEAD /v1/statement (statementhead.go), OAuth2's token
-// exchange and callback (oauth2.go). What the
+// credential check HEAD /v1/statement (statementhead.go), the opt-in
+// affinity cookie that keeps a client's statements on one coordinator
+// (affinity.go), OAuth2's token exchange and callback (oauth2.go). What the
 // replica knows of the coordinators is in members.go; the status page,
 // /v1/info and the request figures in status.go, statementlog.go,
 // queryend.go and latency.go; the HTTP server, its limits and the drain

@@ -18,3 +18,6 @@ func SetClock(g *Gateway, now func() time.Time) { g.now = now }
 func RewriteChallenge(g *Gateway, h http.Header, public, base string) {
 	g.rewriteChallenge(h, public, base)
 }
+
+// SetAffinityClock makes g's affinity cookies read the time from now.
+func SetAffinityClock(g *Gateway, now func() time.Time) { g.affinity.now = now }

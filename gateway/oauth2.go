@@ -69,6 +69,9 @@ const (
 	// oauth2CookiePrefix begins the name of the routing cookie, whose
 	// rest tells the sign-ins of one browser apart (oauth2StateTag).
 	oauth2CookiePrefix = "zkpresto_oauth2_"
+	// oauth2CookiePurpose labels the keys the callback cookies are signed
+	// with (token.Keys.Derive).
+	oauth2CookiePurpose = "oauth2 callback cookie v1"
 	// maxOAuth2Body bounds the answers of the OAuth2 resources the
 	// gateway relays (a token, a redirect, a page).
 	maxOAuth2Body = 1 << 20
@@ -350,13 +353,14 @@ func oauth2CookieBinding(expiry int64, tag string) string {
 }
 
 // oauth2Cookie is the routing cookie of a sign-in the coordinator at base
-// began, whose state is state: {expiry}.{routing token}, HttpOnly, Secure
+// began, whose state is state: {expiry}.{token of the derived keys
+// oauth2Keys}, HttpOnly, Secure
 // when the gateway's public address is https, for the callback's path
 // only, sent on the identity provider's top-level redirect (SameSite=Lax).
 func (g *Gateway) oauth2Cookie(r *http.Request, base, state string) *http.Cookie {
 	tag := oauth2StateTag(state)
 	expiry := g.now().Add(OAuth2CookieTTL).Unix()
-	tok, err := g.keys.Sign(base, oauth2CookieBinding(expiry, tag))
+	tok, err := g.oauth2Keys.Sign(base, oauth2CookieBinding(expiry, tag))
 	if err != nil {
 		tok = "" // a coordinator address too long to sign: the callback is refused
 	}
@@ -379,7 +383,7 @@ func (g *Gateway) verifyOAuth2Cookie(value, state string) (string, error) {
 	if !ok || err != nil || len(value) > token.MaxTokenLen+32 {
 		return "", fmt.Errorf("is malformed")
 	}
-	base, err := g.keys.Verify(tok, oauth2CookieBinding(expiry, oauth2StateTag(state)))
+	base, err := g.oauth2Keys.Verify(tok, oauth2CookieBinding(expiry, oauth2StateTag(state)))
 	if err != nil {
 		return "", fmt.Errorf("was not made by this gateway for this sign-in")
 	}

@@ -54,6 +54,10 @@
 // dropped fails with ErrUnknownKey: tokens carry no expiry, so retiring a
 // key is what ends them.
 //
+// Derive makes keys for another purpose from the same secret (the
+// gateway's affinity cookie): the kids are the same, the secrets differ, so
+// a token of one purpose never verifies as another's.
+//
 // # What Verify does not do
 //
 // A verified token proves this gateway once sent a client to that

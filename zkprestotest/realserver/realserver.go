@@ -85,6 +85,12 @@ type Options struct {
 	// not with Passwords. Query then runs over https as JWT.User with
 	// JWT.Token.
 	JWT *JWT
+	// OAuth2, when set, turns on OAuth2 authentication with its identity
+	// provider (Trino only, and with HTTPSKeyStore: Trino authenticates
+	// only on https). The http port keeps taking a user without
+	// credentials (allow-insecure-over-http), which Query and the
+	// readiness check use.
+	OAuth2 *OAuth2
 	// TimeZone is the JVM's zone (user.timezone), the session zone of a
 	// statement that names none; default the machine's.
 	TimeZone string
@@ -205,6 +211,9 @@ var jvmOpens = []string{
 // Start starts a server and returns once it has run a statement.
 func Start(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
+	if err := checkOAuth2(opts); err != nil {
+		return nil, err
+	}
 	in, err := findInstall(opts.Cache, opts.Flavour)
 	if err != nil {
 		return nil, err

@@ -50,6 +50,10 @@ func (s *Server) secureEtc(opts Options, etc string, config, files map[string]st
 	if opts.JWT != nil {
 		return s.jwtEtc(opts, config)
 	}
+	if opts.OAuth2 != nil {
+		oauth2Etc(opts.OAuth2, config)
+		return sharedSecret(opts, config)
+	}
 	if len(opts.Passwords) == 0 {
 		return nil
 	}
@@ -65,16 +69,17 @@ func (s *Server) secureEtc(opts Options, etc string, config, files map[string]st
 		"file.password-file=" + filepath.Join(etc, passwordFileName) + "\n"
 	files[passwordFileName] = db
 	config["http-server.authentication.type"] = "PASSWORD"
-	if opts.Flavour == coordinator.Trino {
-		return sharedSecret(opts, config)
-	}
-	return nil
+	return sharedSecret(opts, config)
 }
 
-// sharedSecret sets a random internal-communication.shared-secret: Trino
-// refuses to start with authentication and no secret for its internal
-// requests (ServerSecurityModule).
+// sharedSecret gives a Trino coordinator with authentication a random
+// internal-communication.shared-secret: Trino refuses to start with
+// authentication and no secret for its internal requests
+// (ServerSecurityModule).
 func sharedSecret(opts Options, config map[string]string) error {
+	if opts.Flavour != coordinator.Trino {
+		return nil
+	}
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return fmt.Errorf("realserver: %s: %w", opts.Name, err)
@@ -93,8 +98,8 @@ func (s *Server) jwtEtc(opts Options, config map[string]string) error {
 		return fmt.Errorf("realserver: %s: JWT authentication is Trino's (PrestoDB 0.287 has none)", opts.Name)
 	case opts.HTTPSKeyStore == "":
 		return fmt.Errorf("realserver: %s: JWT needs HTTPSKeyStore: Trino checks tokens on https only", opts.Name)
-	case len(opts.Passwords) > 0:
-		return fmt.Errorf("realserver: %s: JWT and Passwords: keep one", opts.Name)
+	case len(opts.Passwords) > 0 || opts.OAuth2 != nil:
+		return fmt.Errorf("realserver: %s: JWT beside Passwords or OAuth2: keep one", opts.Name)
 	case !filepath.IsAbs(j.KeyFile):
 		return fmt.Errorf("realserver: %s: JWT.KeyFile %q must be an absolute path", opts.Name, j.KeyFile)
 	case j.User == "" || j.Token == "":

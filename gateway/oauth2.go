@@ -109,25 +109,39 @@ func (g *Gateway) rewriteChallenge(h http.Header, public, base string) {
 	h[http.CanonicalHeaderKey("WWW-Authenticate")] = out
 }
 
-// rewriteChallengeValue rewrites one challenge: its parameters are read
-// as Trino writes them, name="value" separated by commas.
+// rewriteChallengeValue rewrites one value of WWW-Authenticate: its
+// parameters are read as Trino writes them, name="value" separated by
+// commas. The value may hold several challenges (a proxy may join them,
+// RFC 9110 section 11.6.1): a parameter that begins another challenge
+// reads "Scheme name=value", and its scheme is kept before it.
 func (g *Gateway) rewriteChallengeValue(v, public, base string) string {
 	scheme, params, _ := strings.Cut(strings.TrimSpace(v), " ")
 	var kept []string
+	lead := "" // the scheme of a challenge whose first parameter was dropped
 	for _, p := range splitParams(params) {
 		name, val, ok := strings.Cut(p, "=")
 		name = strings.TrimSpace(name)
+		next := ""
+		if i := strings.LastIndexAny(name, " \t"); i >= 0 {
+			next, name = name[:i+1], name[i+1:]
+		}
 		if !ok || (name != "x_redirect_server" && name != "x_token_server") {
-			kept = append(kept, strings.TrimSpace(p))
+			kept = append(kept, lead+strings.TrimSpace(p))
+			lead = ""
 			continue
 		}
+		lead += next
 		uri := strings.Trim(strings.TrimSpace(val), `"`)
 		rewritten, err := g.oauth2URI(public, base, uri)
 		if err != nil {
 			g.log.Warn("an OAuth2 challenge's URI is not one of the token exchange's; dropped", "node", hostOf(base), "param", name)
 			continue
 		}
-		kept = append(kept, name+`="`+rewritten+`"`)
+		kept = append(kept, lead+name+`="`+rewritten+`"`)
+		lead = ""
+	}
+	if lead = strings.TrimSpace(lead); lead != "" {
+		kept = append(kept, lead)
 	}
 	return scheme + " " + strings.Join(kept, ", ")
 }

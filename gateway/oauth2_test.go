@@ -437,3 +437,26 @@ func newRouterFor(t *testing.T) *routing.Router {
 	t.Cleanup(func() { r.Close() })
 	return r
 }
+
+// Two challenges in one WWW-Authenticate value (RFC 9110 lets a proxy
+// join them with a comma): the Bearer challenge's URIs after another
+// scheme's parameters are rewritten too, never relayed with the
+// coordinator's address, and the other challenge passes unchanged.
+func TestOAuth2ChallengeRewriteJoined(t *testing.T) {
+	g, err := gateway.New(gateway.Config{Router: newRouterFor(t), Keys: testKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{
+		`Basic realm="Trino", Bearer x_redirect_server="http://10.0.0.7:8080/oauth2/token/initiate/abc", x_token_server="http://10.0.0.7:8080/oauth2/token/abc"`,
+		`Basic realm="Trino",Bearer x_token_server="http://10.0.0.7:8080/oauth2/token/abc", x_redirect_server="http://10.0.0.7:8080/oauth2/token/initiate/abc"`,
+		`Basic realm="Trino", Bearer x_redirect_server="http://10.0.0.7:8080/v1/query/x", x_token_server="http://10.0.0.7:8080/oauth2/token/abc"`,
+	} {
+		h := http.Header{"Www-Authenticate": {v}}
+		gateway.RewriteChallenge(g, h, "https://gw.example", "http://10.0.0.7:8080")
+		got := h.Get("WWW-Authenticate")
+		if strings.Contains(got, "10.0.0.7") || !strings.HasPrefix(got, `Basic realm="Trino", Bearer x_`) || !strings.Contains(got, `x_token_server="https://gw.example/_zk/k1.`) {
+			t.Fatalf("%s\nrewritten as %s", v, got)
+		}
+	}
+}

@@ -227,6 +227,13 @@ func (g *Gateway) serveOAuth2Token(w http.ResponseWriter, r *http.Request, tok s
 			panic(http.ErrAbortHandler)
 		}
 		g.reportFailure(r.Context(), base, err)
+		if state == memberDeparted {
+			// Left discovery and failed since: gone, as for a query's
+			// follow-ups, on every request from now on.
+			g.markGone(base)
+			g.oauth2Refused(w, http.StatusGone, fmt.Sprintf("zkpresto gateway: the sign-in began on coordinator %s, which is gone; sign in again", hostOf(base)))
+			return
+		}
 		g.oauth2Refused(w, http.StatusBadGateway, fmt.Sprintf("zkpresto gateway: coordinator %s did not answer an OAuth2 token exchange request", hostOf(base)))
 		return
 	}
@@ -328,6 +335,11 @@ func (g *Gateway) serveOAuth2Callback(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 		g.reportFailure(r.Context(), base, err)
+		if st == memberDeparted {
+			g.markGone(base) // as for a token poll
+			g.oauth2Page(w, http.StatusGone, fmt.Sprintf("This sign-in began on coordinator %s, which is gone. Sign in again from your client.", hostOf(base)))
+			return
+		}
 		g.oauth2Page(w, http.StatusBadGateway, fmt.Sprintf("Coordinator %s did not answer this sign-in's callback. Sign in again from your client.", hostOf(base)))
 		return
 	}

@@ -42,6 +42,7 @@ type oauth2Setup struct {
 	client   *http.Client // trusts the front
 	hits     [2]atomic.Int64
 	logs     *testutil.Buffer
+	disc     *changing // lists the coordinators
 }
 
 // newOAuth2Setup starts it all, the front on https when tls, where the
@@ -50,6 +51,7 @@ func newOAuth2Setup(t *testing.T, tls bool) *oauth2Setup {
 	t.Helper()
 	s := &oauth2Setup{idp: gatewayrig.StartIdP(t, oauth2Canary), logs: &testutil.Buffer{}}
 	disc := &changing{}
+	s.disc = disc
 	var nodes []discovery.Node
 	for i := range 2 {
 		c, err := coordinator.Start(coordinator.Options{
@@ -457,6 +459,62 @@ func TestOAuth2ChallengeRewriteJoined(t *testing.T) {
 		got := h.Get("WWW-Authenticate")
 		if strings.Contains(got, "10.0.0.7") || !strings.HasPrefix(got, `Basic realm="Trino", Bearer x_`) || !strings.Contains(got, `x_token_server="https://gw.example/_zk/k1.`) {
 			t.Fatalf("%s\nrewritten as %s", v, got)
+		}
+	}
+}
+
+// The coordinator that began a sign-in stops answering: while it is
+// listed, its token poll gets 502 and its callback a 502 page; once it
+// has left discovery and failed again, as a query's follow-up, it is gone
+// for both replicas: 410, and a page saying to sign in again. No answer
+// quotes a code, state or cookie.
+func TestOAuth2CoordinatorFailedOrGone(t *testing.T) {
+	s := newOAuth2Setup(t, false)
+	redirect, tokenURI := s.challenge(t)
+	b := s.browser(t)
+	callback, cookie := s.signIn(t, b, redirect)
+	var minter, other *coordinator.Coordinator
+	for _, c := range s.coords {
+		if c.OAuth2Counts().Challenges == 1 {
+			minter = c
+		} else {
+			other = c
+		}
+	}
+	if minter == nil || other == nil {
+		t.Fatal("no single coordinator minted the challenge")
+	}
+	var shown []string
+	answer := func(name string, c *http.Client, uri string, want int, says string) {
+		t.Helper()
+		resp, body := fetch(t, c, http.MethodGet, uri, nil, "")
+		if resp.StatusCode != want || !strings.Contains(body, says) {
+			t.Fatalf("%s: %s %s, want %d saying %q", name, resp.Status, body, want, says)
+		}
+		shown = append(shown, body)
+	}
+	if err := minter.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 { // each replica
+		answer(fmt.Sprintf("poll, listed but stopped (%d)", i), s.client, tokenURI, http.StatusBadGateway, "did not answer")
+		answer(fmt.Sprintf("callback, listed but stopped (%d)", i), b, callback, http.StatusBadGateway, "did not answer")
+	}
+	s.disc.set(other)
+	for i := range 4 { // each replica, twice: the first failure of a departed coordinator is its end
+		answer(fmt.Sprintf("poll, left and stopped (%d)", i), s.client, tokenURI, http.StatusGone, "gone")
+		answer(fmt.Sprintf("callback, left and stopped (%d)", i), b, callback, http.StatusGone, "Sign in again")
+	}
+	if n := other.OAuth2Counts(); n.Initiates != 0 || n.Callbacks != 0 || n.RefusedCallbacks != 0 || n.Polls != 0 {
+		t.Fatalf("the other coordinator got a step of the sign-in: %+v", other.OAuth2Counts())
+	}
+	cu, _ := url.Parse(callback)
+	shown = append(shown, s.logs.String())
+	for _, text := range shown {
+		for _, secret := range []string{oauth2Canary, cookie.Value, cu.Query().Get("state")} {
+			if strings.Contains(text, secret) {
+				t.Fatalf("a secret is shown in:\n%s", text)
+			}
 		}
 	}
 }

@@ -268,28 +268,35 @@ func (g *Gateway) serveOAuth2Token(w http.ResponseWriter, r *http.Request, tok s
 
 // rewriteTokenPoll rewrites the nextUri of a token poll's answer (Trino's
 // pending answer is {"nextUri": the poll's own URL}); a token or an error
-// passes as it came.
+// passes as it came. A key of any case is a nextUri: Go's encoding/json
+// (trino-go-client's) reads "NextURI" as "nextUri".
 func (g *Gateway) rewriteTokenPoll(body []byte, public, base string) []byte {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil {
 		return body
 	}
-	raw, ok := m["nextUri"]
-	if !ok {
-		return body
+	changed := false
+	for k, raw := range m {
+		if !strings.EqualFold(k, "nextUri") {
+			continue
+		}
+		changed = true
+		var next string
+		rewritten, err := "", json.Unmarshal(raw, &next)
+		if err == nil {
+			rewritten, err = g.oauth2URI(public, base, next)
+		}
+		if err != nil {
+			// Never the coordinator's own address: the client would leave
+			// the gateway.
+			delete(m, k)
+			m["error"], _ = json.Marshal("zkpresto gateway: the coordinator's token poll answered a nextUri that is not a token URI")
+			continue
+		}
+		m[k], _ = json.Marshal(rewritten)
 	}
-	var next string
-	if json.Unmarshal(raw, &next) != nil {
+	if !changed {
 		return body
-	}
-	rewritten, err := g.oauth2URI(public, base, next)
-	if err != nil {
-		// Never the coordinator's own address: the client would leave
-		// the gateway.
-		delete(m, "nextUri")
-		m["error"], _ = json.Marshal("zkpresto gateway: the coordinator's token poll answered a nextUri that is not a token URI")
-	} else {
-		m["nextUri"], _ = json.Marshal(rewritten)
 	}
 	out, err := json.Marshal(m)
 	if err != nil {

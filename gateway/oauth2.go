@@ -100,7 +100,7 @@ func (g *Gateway) rewriteChallenge(h http.Header, public, base string) {
 	}
 	out := make([]string, 0, len(values))
 	for _, v := range values {
-		if !strings.Contains(v, "x_redirect_server") && !strings.Contains(v, "x_token_server") {
+		if lower := strings.ToLower(v); !strings.Contains(lower, "x_redirect_server") && !strings.Contains(lower, "x_token_server") {
 			out = append(out, v)
 			continue
 		}
@@ -111,7 +111,7 @@ func (g *Gateway) rewriteChallenge(h http.Header, public, base string) {
 
 // rewriteChallengeValue rewrites one value of WWW-Authenticate: its
 // parameters are read as Trino writes them, name="value" separated by
-// commas. The value may hold several challenges (a proxy may join them,
+// commas, names of any case (RFC 9110 section 11.2). The value may hold several challenges (a proxy may join them,
 // RFC 9110 section 11.6.1): a parameter that begins another challenge
 // reads "Scheme name=value", and its scheme is kept before it.
 func (g *Gateway) rewriteChallengeValue(v, public, base string) string {
@@ -125,7 +125,7 @@ func (g *Gateway) rewriteChallengeValue(v, public, base string) string {
 		if i := strings.LastIndexAny(name, " \t"); i >= 0 {
 			next, name = name[:i+1], name[i+1:]
 		}
-		if !ok || (name != "x_redirect_server" && name != "x_token_server") {
+		if !ok || (!strings.EqualFold(name, "x_redirect_server") && !strings.EqualFold(name, "x_token_server")) {
 			kept = append(kept, lead+strings.TrimSpace(p))
 			lead = ""
 			continue

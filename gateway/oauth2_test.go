@@ -518,3 +518,19 @@ func TestOAuth2CoordinatorFailedOrGone(t *testing.T) {
 		}
 	}
 }
+
+// A challenge's parameter names are read without regard to case (RFC 9110
+// section 11.2: auth-param names are case-insensitive), so a coordinator's
+// URI under X_Redirect_Server is rewritten too, never relayed.
+func TestOAuth2ChallengeRewriteAnyCase(t *testing.T) {
+	g, err := gateway.New(gateway.Config{Router: newRouterFor(t), Keys: testKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{"Www-Authenticate": {`Bearer X_Redirect_Server="http://10.0.0.7:8080/oauth2/token/initiate/abc", X_TOKEN_SERVER="http://10.0.0.7:8080/oauth2/token/abc"`}}
+	gateway.RewriteChallenge(g, h, "https://gw.example", "http://10.0.0.7:8080")
+	got := h.Get("WWW-Authenticate")
+	if strings.Contains(got, "10.0.0.7") || strings.Count(got, `="https://gw.example/_zk/k1.`) != 2 {
+		t.Fatalf("rewritten as %s", got)
+	}
+}

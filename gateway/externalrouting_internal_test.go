@@ -195,3 +195,40 @@ func TestReadAnswer(t *testing.T) {
 		t.Errorf("a refusal of %d bytes, want at most %d", len(long.refuse), maxRefusalMessage)
 	}
 }
+
+// Many statements ask at once, through a cache smaller than their inputs
+// (run with -race): every answer is the hook's, the cache stays within
+// its bound, and every ask is counted once, as a call or a hit.
+func TestExternalRoutingCacheConcurrentUse(t *testing.T) {
+	srv, calls := countingHook(t, `{"group": "etl"}`)
+	gs := hookGroups(t, `{"url": "`+srv.URL+`", "timeout": "5s", "cacheTTL": "1h", "cacheSize": 4}`)
+	var stats hookStats
+	const workers, asks = 6, 50
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range asks {
+				in := gs.input(userHeader(fmt.Sprint("u", (w+i)%9)), "SELECT 1")
+				if a := gs.askHook(context.Background(), in, &stats, nil); a.group != "etl" {
+					errs <- fmt.Errorf("worker %d ask %d: %+v", w, i, a)
+					return
+				}
+				if n := gs.hook.cache.len(); n > 4 {
+					errs <- fmt.Errorf("%d answers cached, want at most 4", n)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats.mu.Lock()
+	defer stats.mu.Unlock()
+	if got := stats.hits + stats.latency.Count; got != workers*asks || stats.latency.Count != uint64(calls.Load()) || stats.answers["group"] != workers*asks {
+		t.Errorf("%d hits + %d calls (hook saw %d), %v answers; want %d asks in all", stats.hits, stats.latency.Count, calls.Load(), stats.answers, workers*asks)
+	}
+}

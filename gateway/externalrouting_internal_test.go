@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // hookGroups builds groups a and etl with the hook at url, spec's other
@@ -193,6 +194,11 @@ func TestReadAnswer(t *testing.T) {
 	long := readAnswer([]byte(`{"refuse": "` + strings.Repeat("x", 5000) + `"}`))
 	if len(long.refuse) > maxRefusalMessage+len("…") {
 		t.Errorf("a refusal of %d bytes, want at most %d", len(long.refuse), maxRefusalMessage)
+	}
+	// Cut at a character's boundary: the client's error is UTF-8.
+	wide := readAnswer([]byte(`{"refuse": "x` + strings.Repeat("é", 2000) + `"}`))
+	if !utf8.ValidString(wide.refuse) || len(wide.refuse) > maxRefusalMessage+len("…") {
+		t.Errorf("a refusal cut to %d bytes, valid UTF-8 %v", len(wide.refuse), utf8.ValidString(wide.refuse))
 	}
 }
 

@@ -534,3 +534,58 @@ func TestOAuth2ChallengeRewriteAnyCase(t *testing.T) {
 		t.Fatalf("rewritten as %s", got)
 	}
 }
+
+// The initiate step reaches the coordinator with the gateway's public
+// address in X-Forwarded-Proto, -Host, -Port and, when --public-url has a
+// path, -Prefix; never the client's own forwarding headers.
+func TestOAuth2InitiateForwardedHeaders(t *testing.T) {
+	var got atomic.Pointer[http.Header]
+	coord := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/oauth2/token/initiate/") {
+			h := r.Header.Clone()
+			got.Store(&h)
+			http.Redirect(w, r, "http://127.0.0.1:9/authorize?state=s1", http.StatusSeeOther)
+			return
+		}
+		base := "http://" + r.Host
+		w.Header().Set("WWW-Authenticate", `Bearer x_redirect_server="`+base+`/oauth2/token/initiate/h1", x_token_server="`+base+`/oauth2/token/a1"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(coord.Close)
+	disc := &changing{}
+	disc.setNodes([]discovery.Node{{Addr: strings.TrimPrefix(coord.URL, "http://")}})
+	r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("round_robin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	for _, tc := range []struct{ public, proto, host, port, prefix string }{
+		{"https://gw.example/trino", "https", "gw.example", "443", "/trino"},
+		{"http://gw.example:8080", "http", "gw.example:8080", "8080", ""},
+	} {
+		g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: gateway.Trino, StandardTransport: standardTransport, PublicURL: tc.public})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := serveGateway(t, g)
+		resp, body := fetch(t, http.DefaultClient, http.MethodPost, srv.URL+"/v1/statement", http.Header{"X-Trino-User": {"alice"}}, "SELECT 1")
+		m := challengeParam.FindStringSubmatch(resp.Header.Get("WWW-Authenticate"))
+		if resp.StatusCode != http.StatusUnauthorized || m == nil || m[1] != "x_redirect_server" || !strings.HasPrefix(m[2], tc.public+"/_zk/") {
+			t.Fatalf("%s: the challenge %s %q %s", tc.public, resp.Status, resp.Header.Get("WWW-Authenticate"), body)
+		}
+		initiate := srv.URL + strings.TrimPrefix(m[2], tc.public)
+		resp, body = fetch(t, noRedirects, http.MethodGet, initiate, http.Header{"X-Forwarded-Host": {"evil.example"}, "X-Forwarded-Prefix": {"/evil"}}, "")
+		h := got.Load()
+		if resp.StatusCode != http.StatusSeeOther || h == nil {
+			t.Fatalf("%s: initiate %s %s", tc.public, resp.Status, body)
+		}
+		if h.Get("X-Forwarded-Proto") != tc.proto || h.Values("X-Forwarded-Host")[0] != tc.host || len(h.Values("X-Forwarded-Host")) != 1 ||
+			h.Get("X-Forwarded-Port") != tc.port || h.Get("X-Forwarded-Prefix") != tc.prefix || len(h.Values("X-Forwarded-Prefix")) > 1 {
+			t.Errorf("%s: the coordinator got forwarding headers %v %v %v %v", tc.public, h.Values("X-Forwarded-Proto"), h.Values("X-Forwarded-Host"), h.Values("X-Forwarded-Port"), h.Values("X-Forwarded-Prefix"))
+		}
+		got.Store(nil)
+	}
+}
+
+// noRedirects is a client that hands back redirects.
+var noRedirects = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -238,7 +239,7 @@ func (g *Gateway) serveOAuth2Token(w http.ResponseWriter, r *http.Request, tok s
 		return
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxOAuth2Body+1))
+	body, err := readOAuth2Body(resp)
 	if err != nil || len(body) > maxOAuth2Body {
 		if r.Context().Err() != nil {
 			panic(http.ErrAbortHandler)
@@ -264,6 +265,23 @@ func (g *Gateway) serveOAuth2Token(w http.ResponseWriter, r *http.Request, tok s
 	g.stats.add("oauth2", resp.StatusCode)
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
+}
+
+// readOAuth2Body reads the answer of a coordinator's OAuth2 resource, at
+// most maxOAuth2Body+1 bytes of it, decoded when it came in gzip though
+// the gateway asked for identity (as relayAnswer decodes a statement's):
+// the client gets it without its Content-Encoding.
+func readOAuth2Body(resp *http.Response) ([]byte, error) {
+	var body io.Reader = resp.Body
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		gz, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		defer gz.Close()
+		body = gz
+	}
+	return io.ReadAll(io.LimitReader(body, maxOAuth2Body+1))
 }
 
 // rewriteTokenPoll rewrites the nextUri of a token poll's answer (Trino's
@@ -351,7 +369,7 @@ func (g *Gateway) serveOAuth2Callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxOAuth2Body+1))
+	body, err := readOAuth2Body(resp)
 	if err != nil || len(body) > maxOAuth2Body {
 		if r.Context().Err() != nil {
 			panic(http.ErrAbortHandler)

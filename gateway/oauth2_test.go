@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -589,3 +590,52 @@ func TestOAuth2InitiateForwardedHeaders(t *testing.T) {
 
 // noRedirects is a client that hands back redirects.
 var noRedirects = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// A coordinator that answers a token poll in gzip though asked for
+// identity (as the relay of a statement's answers allows for): the
+// client gets the answer decoded, its nextUri rewritten onto the gateway.
+func TestOAuth2TokenPollGzipAnswer(t *testing.T) {
+	coord := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		base := "http://" + r.Host
+		if r.URL.Path == "/oauth2/token/a1" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Encoding", "gzip")
+			gz := gzip.NewWriter(w)
+			_, _ = io.WriteString(gz, `{"nextUri": "`+base+`/oauth2/token/a1"}`)
+			_ = gz.Close()
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer x_redirect_server="`+base+`/oauth2/token/initiate/h1", x_token_server="`+base+`/oauth2/token/a1"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(coord.Close)
+	disc := &changing{}
+	disc.setNodes([]discovery.Node{{Addr: strings.TrimPrefix(coord.URL, "http://")}})
+	r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("round_robin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: gateway.Trino, StandardTransport: standardTransport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveGateway(t, g)
+	resp, _ := fetch(t, http.DefaultClient, http.MethodPost, srv.URL+"/v1/statement", http.Header{"X-Trino-User": {"alice"}}, "SELECT 1")
+	var tokenURI string
+	for _, m := range challengeParam.FindAllStringSubmatch(resp.Header.Get("WWW-Authenticate"), -1) {
+		if m[1] == "x_token_server" {
+			tokenURI = m[2]
+		}
+	}
+	if !strings.HasPrefix(tokenURI, srv.URL+"/_zk/") {
+		t.Fatalf("the challenge %q", resp.Header.Get("WWW-Authenticate"))
+	}
+	// The transport would decode a gzip answer it asked for itself: ask
+	// for identity, as the gateway does.
+	resp, body := fetch(t, http.DefaultClient, http.MethodGet, tokenURI, http.Header{"Accept-Encoding": {"identity"}}, "")
+	var m map[string]string
+	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &m) != nil || m["nextUri"] != tokenURI || resp.Header.Get("Content-Encoding") != "" {
+		t.Fatalf("a gzip poll answer: %s %q %q, want JSON with the nextUri %s", resp.Status, resp.Header.Get("Content-Encoding"), body, tokenURI)
+	}
+}

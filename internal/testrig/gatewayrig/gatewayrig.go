@@ -7,6 +7,9 @@
 package gatewayrig
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"log"
 	"log/slog"
@@ -15,6 +18,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,6 +63,10 @@ type Options struct {
 	// headers (with Trino's nonce cookie when TLS is set); for real
 	// coordinators, configure them with Rig.IdP's URLs yourself.
 	OAuth2 bool
+	// CoordinatorCA, when set, is a PEM CA file: the replicas reach the
+	// coordinators (Addrs) over https, trusting it, as real coordinators
+	// with authentication need.
+	CoordinatorCA string
 }
 
 // Rig is a running deployment. Everything in it stops when the test that
@@ -77,6 +86,10 @@ type Rig struct {
 	Client *http.Client
 	// IdP is the stub identity provider, with Options.OAuth2.
 	IdP *IdP
+	// FrontCAFile is, with Options.TLS, a PEM file of the front's
+	// certificate, for clients that are not Go (JDBC's
+	// SSLTrustStorePath, Python's verify).
+	FrontCAFile string
 
 	hits     [2]atomic.Int64
 	gateways [2]*gateway.Gateway
@@ -140,6 +153,20 @@ func Start(tb testing.TB, opts Options) *Rig {
 		ln.Close() // nothing listens there any more: every dial is refused
 	}
 	disc := discovery.NewStatic("gatewayrig", nodes)
+	var client *http.Client
+	if opts.CoordinatorCA != "" {
+		pemData, err := os.ReadFile(opts.CoordinatorCA)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pemData) {
+			tb.Fatalf("gatewayrig: no certificate in %s", opts.CoordinatorCA)
+		}
+		transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+		tb.Cleanup(transport.CloseIdleConnections)
+		client = &http.Client{Transport: transport}
+	}
 	for i := range fronts {
 		// Each replica has its own Router over the same discovery, as two
 		// processes watching one ZooKeeper namespace would.
@@ -148,7 +175,8 @@ func Start(tb testing.TB, opts Options) *Rig {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { r.Close() })
-		g, err := gateway.New(gateway.Config{Router: r, Keys: Keys, Flavour: opts.Flavour, NoCoordinatorGrace: opts.NoCoordinatorGrace, PublicURL: public})
+		g, err := gateway.New(gateway.Config{Router: r, Keys: Keys, Flavour: opts.Flavour, NoCoordinatorGrace: opts.NoCoordinatorGrace, PublicURL: public,
+			TLS: client != nil, Client: client})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -168,6 +196,13 @@ func Start(tb testing.TB, opts Options) *Rig {
 		front.Start()
 	}
 	rig.Front = front.URL
+	if opts.TLS {
+		rig.FrontCAFile = filepath.Join(tb.TempDir(), "front-ca.pem")
+		certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: front.Certificate().Raw})
+		if err := os.WriteFile(rig.FrontCAFile, certPEM, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	rig.Client = front.Client()
 	tb.Cleanup(rig.Client.CloseIdleConnections)
 	return rig

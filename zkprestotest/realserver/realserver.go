@@ -82,8 +82,9 @@ type Options struct {
 	// JWT, when set, turns on access-token authentication
 	// (http-server.authentication.type=JWT) with its public key; Trino
 	// only, with HTTPSKeyStore (Trino checks tokens on https only), and
-	// not with Passwords. Query then runs over https as JWT.User with
-	// JWT.Token.
+	// not with OAuth2. With Passwords too, the coordinator takes either
+	// (http-server.authentication.type=PASSWORD,JWT). Query then runs
+	// over https as JWT.User with JWT.Token.
 	JWT *JWT
 	// OAuth2, when set, turns on OAuth2 authentication with its identity
 	// provider (Trino only, and with HTTPSKeyStore: Trino authenticates

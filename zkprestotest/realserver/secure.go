@@ -48,7 +48,9 @@ func (s *Server) secureEtc(opts Options, etc string, config, files map[string]st
 		config["http-server.https.keystore.path"] = opts.HTTPSKeyStore
 	}
 	if opts.JWT != nil {
-		return s.jwtEtc(opts, config)
+		if err := s.jwtEtc(opts, config); err != nil || len(opts.Passwords) == 0 {
+			return err
+		}
 	}
 	if opts.OAuth2 != nil {
 		oauth2Etc(opts.OAuth2, config)
@@ -68,6 +70,14 @@ func (s *Server) secureEtc(opts Options, etc string, config, files map[string]st
 	files["password-authenticator.properties"] = "password-authenticator.name=file\n" +
 		"file.password-file=" + filepath.Join(etc, passwordFileName) + "\n"
 	files[passwordFileName] = db
+	if opts.JWT != nil {
+		// Both, password first: Trino tries each authenticator in turn
+		// and lets in the first that takes the request; when none does,
+		// its 401 joins their messages with " | " and carries each one's
+		// challenge (AuthenticationFilter).
+		config["http-server.authentication.type"] = "PASSWORD,JWT"
+		return nil
+	}
 	config["http-server.authentication.type"] = "PASSWORD"
 	return sharedSecret(opts, config)
 }
@@ -98,8 +108,8 @@ func (s *Server) jwtEtc(opts Options, config map[string]string) error {
 		return fmt.Errorf("realserver: %s: JWT authentication is Trino's (PrestoDB 0.287 has none)", opts.Name)
 	case opts.HTTPSKeyStore == "":
 		return fmt.Errorf("realserver: %s: JWT needs HTTPSKeyStore: Trino checks tokens on https only", opts.Name)
-	case len(opts.Passwords) > 0 || opts.OAuth2 != nil:
-		return fmt.Errorf("realserver: %s: JWT beside Passwords or OAuth2: keep one", opts.Name)
+	case opts.OAuth2 != nil:
+		return fmt.Errorf("realserver: %s: JWT beside OAuth2: keep one", opts.Name)
 	case !filepath.IsAbs(j.KeyFile):
 		return fmt.Errorf("realserver: %s: JWT.KeyFile %q must be an absolute path", opts.Name, j.KeyFile)
 	case j.User == "" || j.Token == "":

@@ -82,8 +82,9 @@ func TestPasswordsWithoutThePluginSayHowToFetch(t *testing.T) {
 }
 
 // Options.JWT writes Trino's JWT authentication with the key file and a
-// shared secret, and refuses what cannot work: PrestoDB, no https, with
-// passwords, a relative key file, no token for the kit's own statements.
+// shared secret, with Passwords both authenticators (password first), and
+// refuses what cannot work: PrestoDB, no https, with OAuth2, a relative key
+// file, no token for the kit's own statements.
 func TestJWTOptions(t *testing.T) {
 	ks := "/keys/coordinator.pem"
 	j := &JWT{KeyFile: "/keys/jwt.pub.pem", User: "alice", Token: "t"}
@@ -96,10 +97,18 @@ func TestJWTOptions(t *testing.T) {
 		len(config["internal-communication.shared-secret"]) != 64 || config["http-server.https.enabled"] != "true" {
 		t.Fatalf("config %v", config)
 	}
+	config, files := map[string]string{}, map[string]string{}
+	if err := s.secureEtc(Options{Flavour: coordinator.Trino, HTTPSKeyStore: ks, JWT: j, Passwords: map[string]string{"a": "b"}}, "/etc", config, files); err != nil {
+		t.Fatal(err)
+	}
+	if config["http-server.authentication.type"] != "PASSWORD,JWT" || config["http-server.authentication.jwt.key-file"] != j.KeyFile ||
+		len(config["internal-communication.shared-secret"]) != 64 || files[passwordFileName] == "" || files["password-authenticator.properties"] == "" {
+		t.Fatalf("with Passwords: config %v, files %v", config, files)
+	}
 	for _, o := range []Options{
 		{Flavour: coordinator.Presto, HTTPSKeyStore: ks, JWT: j},
 		{Flavour: coordinator.Trino, JWT: j},
-		{Flavour: coordinator.Trino, HTTPSKeyStore: ks, JWT: j, Passwords: map[string]string{"a": "b"}},
+		{Flavour: coordinator.Trino, HTTPSKeyStore: ks, JWT: j, OAuth2: &OAuth2{Issuer: "http://127.0.0.1:1/oidc", ClientID: "trino", ClientSecret: "s"}},
 		{Flavour: coordinator.Trino, HTTPSKeyStore: ks, JWT: &JWT{KeyFile: "jwt.pem", User: "a", Token: "t"}},
 		{Flavour: coordinator.Trino, HTTPSKeyStore: ks, JWT: &JWT{KeyFile: j.KeyFile}},
 	} {

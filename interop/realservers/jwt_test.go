@@ -25,8 +25,8 @@ import (
 	"github.com/zkpresto/zkpresto/zkprestotest/testtls"
 )
 
-// jwtFleet is a Trino coordinator with https and JWT authentication,
-// registered at its https address under a namespace of its own.
+// jwtFleet is the Trino coordinator with https that takes access tokens
+// (JWT) beside passwords: the password tests' (startSecureFleet).
 type jwtFleet struct {
 	cluster *realserver.Cluster
 	server  *realserver.Server
@@ -41,62 +41,25 @@ type jwtFleet struct {
 	key *testjwt.Key
 }
 
-// startJWTFleet starts the JWT coordinator, closed when t ends.
+// startJWTFleet returns Trino's secure fleet as the JWT tests see it.
 func startJWTFleet(t *testing.T) *jwtFleet {
 	t.Helper()
-	dir := t.TempDir()
-	certs, err := testtls.Generate(dir, "coordinators")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gatewayCerts, err := testtls.Generate(dir, "gateway")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := testjwt.Generate(dir, "issuer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := testjwt.Generate(dir, "forger")
-	if err != nil {
-		t.Fatal(err)
-	}
-	jf := &jwtFleet{certs: certs, sf: &secureFleet{flavour: coordinator.Trino, gatewayCerts: gatewayCerts}}
-	if jf.token, err = key.Sign(passwordUser, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if jf.forged, err = other.Sign(passwordUser, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	jf.cluster, err = realserver.StartCluster(realserver.ClusterOptions{
-		Flavour: coordinator.Trino, Servers: 1, Namespace: "trino-jwt", ZooKeeper: zkServer,
-		Server: realserver.Options{
-			HTTPSKeyStore: certs.ServerKeyStore, StartTimeout: 8 * time.Minute,
-			JWT: &realserver.JWT{KeyFile: key.PublicKeyFile, User: passwordUser, Token: jf.token},
-		},
-	})
-	if jf.cluster != nil {
-		t.Cleanup(func() { _ = jf.cluster.Close() })
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	jf.server = jf.cluster.Servers()[0]
-	jf.sf.server = jf.server
-	jf.key = key
-	return jf
+	sf := startSecureFleet(t, coordinator.Trino)
+	return &jwtFleet{cluster: sf.cluster, server: sf.server, certs: sf.certs, sf: sf, token: sf.token, forged: sf.forged, key: sf.jwtKey}
 }
 
 // Access tokens (JWT) end to end, on a Trino 476 with https and
-// http-server.authentication.type=JWT whose key file is the public key of
-// a key the test made: a token signed by that key runs a statement as its
+// http-server.authentication.type=PASSWORD,JWT (the password tests'
+// coordinator, shared: startSecureFleet) whose key file is the public key
+// of a key the test made: a token signed by that key runs a statement as its
 // subject, straight and through two gateway replicas, with the zkpresto
 // driver (the DSN's accessToken and driver.WithAccessTokenSource),
 // trino-jdbc (accessToken=) and trino-python-client (JWTAuthentication);
 // a token signed by another key is refused by the coordinator (trino
 // server/security/jwt JwtAuthenticator), its reason reaching the client,
 // and no token shows in an error or in the gateways' logs. One
-// coordinator serves every subtest: a start costs a minute.
+// coordinator serves every subtest and TestPasswordAuthentication: a start
+// costs a minute.
 func TestJWTAuthentication(t *testing.T) {
 	jf := startJWTFleet(t)
 	log1, log2 := &lockedLog{}, &lockedLog{}

@@ -108,6 +108,9 @@ func run(m *testing.M) int {
 	for i, flavour := range flavours {
 		fleets[flavour] = &flavourFleet{flavour: flavour, cluster: clusters[i], servers: clusters[i].Servers()}
 	}
+	// What tests share and start for the first that asks
+	// (startSecureFleet), before the servers and ZooKeeper above.
+	defer closers.closeAll()
 	return m.Run()
 }
 

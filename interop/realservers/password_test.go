@@ -32,6 +32,7 @@ import (
 	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	"github.com/zkpresto/zkpresto/zkprestotest/realserver"
+	"github.com/zkpresto/zkpresto/zkprestotest/testjwt"
 	"github.com/zkpresto/zkpresto/zkprestotest/testtls"
 )
 
@@ -54,23 +55,112 @@ type secureFleet struct {
 	// plain is, for Trino, a coordinator with the same password file and
 	// no https: where a password meets plain http.
 	plain *realserver.Server
+	// jwtKey signs the tokens Trino's coordinator takes beside passwords;
+	// token is signed by it, forged by another key, both naming
+	// passwordUser.
+	jwtKey        *testjwt.Key
+	token, forged string
 }
 
-// startSecureFleet starts f's password coordinator, closed when t ends,
-// and for Trino beside it one with passwords on plain http only.
+// startSecureFleet returns f's password coordinator, and for Trino beside
+// it one with passwords on plain http only. PrestoDB's starts for t and is
+// closed when t ends; Trino's, which takes access tokens too
+// (PASSWORD,JWT) and which TestJWTAuthentication shares, starts once, for
+// the first test that asks, and is closed when every test has run (run):
+// a coordinator start costs a minute or more of CI on two cores.
 func startSecureFleet(t *testing.T, f coordinator.Flavour) *secureFleet {
 	t.Helper()
-	dir := t.TempDir()
-	certs, err := testtls.Generate(dir, "coordinators")
+	if f == coordinator.Trino {
+		trinoSecure.once.Do(func() {
+			dir, err := os.MkdirTemp("", "zkpresto-secure-")
+			if err != nil {
+				trinoSecure.err = err
+				return
+			}
+			trinoSecure.fleet, trinoSecure.err = newSecureFleet(dir, f)
+			closers.add(func() {
+				trinoSecure.fleet.close()
+				_ = os.RemoveAll(dir)
+			})
+		})
+		if trinoSecure.err != nil {
+			t.Fatal(trinoSecure.err)
+		}
+		return trinoSecure.fleet
+	}
+	sf, err := newSecureFleet(t.TempDir(), f)
+	t.Cleanup(sf.close)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return sf
+}
+
+// trinoSecure is Trino's secure fleet, shared (startSecureFleet).
+var trinoSecure struct {
+	once  sync.Once
+	fleet *secureFleet
+	err   error
+}
+
+// closers are what run closes once every test has run.
+var closers closeList
+
+// closeList is a list of closing functions, run last added first.
+type closeList struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+func (c *closeList) add(fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fns = append(c.fns, fn)
+}
+
+func (c *closeList) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.fns) - 1; i >= 0; i-- {
+		c.fns[i]()
+	}
+	c.fns = nil
+}
+
+// newSecureFleet starts f's secure fleet, its files under dir; what
+// started is in the fleet returned, which close ends, with the error.
+func newSecureFleet(dir string, f coordinator.Flavour) (*secureFleet, error) {
+	certs, err := testtls.Generate(dir, "coordinators")
+	if err != nil {
+		return &secureFleet{}, err
 	}
 	gatewayCerts, err := testtls.Generate(dir, "gateway")
 	if err != nil {
-		t.Fatal(err)
+		return &secureFleet{}, err
 	}
-	sf := &secureFleet{flavour: f, certs: certs, gatewayCerts: gatewayCerts, password: randomPassword(t)}
+	password, err := newPassword()
+	if err != nil {
+		return &secureFleet{}, err
+	}
+	sf := &secureFleet{flavour: f, certs: certs, gatewayCerts: gatewayCerts, password: password}
 	passwords := map[string]string{passwordUser: sf.password}
+	var jwt *realserver.JWT
+	if f == coordinator.Trino {
+		if sf.jwtKey, err = testjwt.Generate(dir, "issuer"); err != nil {
+			return sf, err
+		}
+		other, err := testjwt.Generate(dir, "forger")
+		if err != nil {
+			return sf, err
+		}
+		if sf.token, err = sf.jwtKey.Sign(passwordUser, time.Hour); err != nil {
+			return sf, err
+		}
+		if sf.forged, err = other.Sign(passwordUser, time.Hour); err != nil {
+			return sf, err
+		}
+		jwt = &realserver.JWT{KeyFile: sf.jwtKey.PublicKeyFile, User: passwordUser, Token: sf.token}
+	}
 	// These start while the shared servers run, two or three JVMs more
 	// on two cores: a wider bound than a lone start needs.
 	const startTimeout = 8 * time.Minute
@@ -86,31 +176,44 @@ func startSecureFleet(t *testing.T, f coordinator.Flavour) *secureFleet {
 	var clusterErr error
 	sf.cluster, clusterErr = realserver.StartCluster(realserver.ClusterOptions{
 		Flavour: f, Servers: 1, Namespace: string(f) + "-password", ZooKeeper: zkServer,
-		Server: realserver.Options{HTTPSKeyStore: certs.ServerKeyStore, Passwords: passwords, StartTimeout: startTimeout},
+		Server: realserver.Options{HTTPSKeyStore: certs.ServerKeyStore, Passwords: passwords, JWT: jwt, StartTimeout: startTimeout},
 	})
 	<-plainStarted
-	if sf.cluster != nil {
-		t.Cleanup(func() { _ = sf.cluster.Close() })
-	}
-	if sf.plain != nil {
-		t.Cleanup(func() { _ = sf.plain.Close() })
-	}
 	if err := errors.Join(clusterErr, plainErr); err != nil {
-		t.Fatal(err)
+		return sf, err
 	}
 	sf.server = sf.cluster.Servers()[0]
-	return sf
+	return sf, nil
+}
+
+// close ends what of sf started.
+func (sf *secureFleet) close() {
+	if sf.cluster != nil {
+		_ = sf.cluster.Close()
+	}
+	if sf.plain != nil {
+		_ = sf.plain.Close()
+	}
 }
 
 // randomPassword holds the characters a DSN's user info must carry as
 // they are (';', '@', ':'), so that their parsing is tested too.
 func randomPassword(t *testing.T) string {
 	t.Helper()
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
+	p, err := newPassword()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return "pw;" + hex.EncodeToString(b) + "@x:y"
+	return p
+}
+
+// newPassword is randomPassword's password, or why there is none.
+func newPassword() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return "pw;" + hex.EncodeToString(b) + "@x:y", nil
 }
 
 // noSecretIn fails t when text holds either password.
@@ -159,7 +262,8 @@ func queryWhoAmI(t *testing.T, db *sql.DB) (user, node string, err error) {
 
 // Password authentication end to end, on each flavour's coordinator with
 // https and the file authenticator (TLS in http-server.https.*, PASSWORD
-// in http-server.authentication.type, etc/password-authenticator.properties
+// in http-server.authentication.type, Trino's PASSWORD,JWT as
+// TestJWTAuthentication shares it, etc/password-authenticator.properties
 // naming the file authenticator and its password file): the driver
 // straight to the coordinators, the gateway in front of them for every
 // client, and what plain http does with a password. The servers check

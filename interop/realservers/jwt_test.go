@@ -54,7 +54,8 @@ func startJWTFleet(t *testing.T) *jwtFleet {
 // of a key the test made: a token signed by that key runs a statement as its
 // subject, straight and through two gateway replicas, with the zkpresto
 // driver (the DSN's accessToken and driver.WithAccessTokenSource),
-// trino-jdbc (accessToken=) and trino-python-client (JWTAuthentication);
+// trino-jdbc (accessToken=), trino-go-client v1.5.0 (accessToken=) and
+// trino-python-client (JWTAuthentication);
 // a token signed by another key is refused by the coordinator (trino
 // server/security/jwt JwtAuthenticator), its reason reaching the client,
 // and no token shows in an error or in the gateways' logs. One
@@ -195,6 +196,29 @@ func TestJWTAuthentication(t *testing.T) {
 				t.Errorf("JDBC with a forged token on %s: %.400s; want the 401", addr.addr, out)
 			}
 			noSecretIn(t, "JDBC's output", out, jf.forged, jf.token)
+		}
+	})
+
+	// trino-go-client v1.5.0, the version users have, with its DSN's
+	// accessToken: the interop/trino module's probe command (as the
+	// password tests run it), which starts no Trino of its own.
+	t.Run("trino-go-client v1.5.0 accessToken", func(t *testing.T) {
+		for _, addr := range []struct{ addr, ca string }{{jf.server.HTTPSAddr(), jf.certs.CAFile}, {gw1, jf.sf.gatewayCerts.CAFile}, {gw2, jf.sf.gatewayCerts.CAFile}} {
+			for _, token := range []string{jf.token, jf.forged} {
+				dsn := "https://" + passwordUser + "@" + addr.addr + "?catalog=tpch&schema=tiny&SSLCertPath=" + url.QueryEscape(addr.ca) + "&accessToken=" + url.QueryEscape(token)
+				out, errOut, err := runTrinoProbe(t, dsn)
+				noSecretIn(t, "trino-go-client v1.5.0's output", out+errOut, jf.forged, jf.token)
+				if token == jf.token {
+					if err != nil || out != passwordUser+"\t"+jf.server.Name()+"\n" {
+						t.Fatalf("trino-go-client v1.5.0 on %s: %q, %v\n%s\nwant %s on %s", addr.addr, out, err, errOut, passwordUser, jf.server.Name())
+					}
+					continue
+				}
+				if err == nil || !strings.Contains(errOut, "401") {
+					t.Fatalf("trino-go-client v1.5.0 with a forged token on %s: %q, %v\n%s\nwant the 401", addr.addr, out, err, errOut)
+				}
+				t.Logf("trino-go-client v1.5.0 with a forged token on %s: %.300s", addr.addr, errOut)
+			}
 		}
 	})
 

@@ -1,12 +1,13 @@
 // Command probe runs one statement with trino-go-client v1.5.0 and prints
 // its rows, one a line, the columns tab-separated. The DSN is read from
 // the environment variable TRINO_DSN, not the command line, because it
-// carries a password; the statement is the only argument. A failure is
-// printed on stderr and exits 1.
+// carries a password or a token; the statement is the only argument. A
+// failure is printed on stderr and exits 1.
 //
 // interop/realservers runs it (with GOTOOLCHAIN=go1.27.3) through two
-// gateway replicas to a real Trino with a password over TLS, so that the
-// client users have is tested there without starting a Trino of its own.
+// gateway replicas to a real Trino with a password, and with an access
+// token, over TLS, so that the client users have is tested there without
+// starting a Trino of its own.
 package main
 
 import (

@@ -388,10 +388,13 @@ type finishedQuery struct {
 	final    *answer
 	token    int64
 	anyToken bool // canceled or abandoned: every poll gets the final answer
-	req      Request
-	created  time.Time
-	ended    time.Time
-	rows     int64
+	// queuedTok is PrestoDB's last queued token once the executing resource has answered:
+	// the queued link that answers the executing resource's token 0 (pollQueued).
+	queuedTok int64
+	req       Request
+	created   time.Time
+	ended     time.Time
+	rows      int64
 }
 
 // Wire format of QueryResults, with the fields in the order Presto writes them.

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,17 +16,22 @@ import (
 // gateway itself, on a coordinator it has not seen dispatch, whose page
 // then comes as the POST's answer, or whose end it leaves to the client's
 // own GET; or the client, its GET relayed. Each statement reached the
-// coordinator once, and its first page came from the queued resource.
+// coordinator once, and its first page came from the queued resource, also
+// one larger than the gateway reads whole.
 func TestRowsOnThePrestoFirstGETReachTheClient(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
+		sql    string
 		rows   int
 		proven bool
 	}{
-		{"the gateway's first GET, the page pointing on", 5, false},
-		{"the gateway's first GET, the page the last", 2, false},
-		{"the client's first GET, the page pointing on", 5, true},
-		{"the client's first GET, the page the last", 2, true},
+		{"the gateway's first GET, the page pointing on", "SELECT * FROM rows(5)", 5, false},
+		{"the gateway's first GET, the page the last", "SELECT * FROM rows(2)", 2, false},
+		// More than the gateway reads whole (maxQueuedAnswer): the client's own
+		// GET of the same token gets it again.
+		{"the gateway's first GET, a page larger than it reads", "SELECT * FROM bigrows(4, 1048576)", 4, false},
+		{"the client's first GET, the page pointing on", "SELECT * FROM rows(5)", 5, true},
+		{"the client's first GET, the page the last", "SELECT * FROM rows(2)", 2, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := coordinator.Start(coordinator.Options{Flavour: coordinator.Presto, BatchRows: 3})
@@ -42,7 +46,7 @@ func TestRowsOnThePrestoFirstGETReachTheClient(t *testing.T) {
 					t.Fatalf("the statement that proves the coordinator: %d rows, %v", n, err)
 				}
 			}
-			sql := fmt.Sprintf("SELECT * FROM rows(%d)", tc.rows)
+			sql := tc.sql
 			if n, err := statementRowsInOrder(t, base, sql); err != nil || n != tc.rows {
 				t.Fatalf("%s: %d rows, %v; want %d", sql, n, err, tc.rows)
 			}

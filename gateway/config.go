@@ -44,6 +44,9 @@ type RouterConfig struct {
 	// consistent_hash hashes instead of the user; empty means
 	// DefaultRoutingKeyHeader.
 	RoutingKeyHeader string `json:"routingKeyHeader"`
+	// ExternalRouting, an extension of ours, is an HTTP hook asked for a
+	// statement's group before the selectors; nil means none.
+	ExternalRouting *ExternalRoutingSpec `json:"externalRouting"`
 }
 
 // HeaderRoutingSpec says whose requests may name their routing group: those
@@ -187,7 +190,7 @@ var schedulers = map[string]string{
 // that its files work as they are; any other field is refused, since a
 // mistyped one ("usr") would otherwise be dropped in silence.
 var (
-	topFields      = []string{"groups", "selectors", "scheduler", "routingGroupHeader", "routingKeyHeader"}
+	topFields      = []string{"groups", "selectors", "scheduler", "routingGroupHeader", "routingKeyHeader", "externalRouting"}
 	groupFields    = []string{"name", "members", "scheduler", "flavour", "weights", "weight"}
 	selectorFields = []string{"user", "source", "clientTags", "clientInfo", "statementKind", "catalog", "schema", "table",
 		"resourceEstimates", "timeOfDay", "timeZone", "targetGroup"}
@@ -234,11 +237,15 @@ func checkAllFields(data []byte, log *slog.Logger, file string) error {
 		Groups    []json.RawMessage `json:"groups"`
 		Selectors []json.RawMessage `json:"selectors"`
 		Header    json.RawMessage   `json:"routingGroupHeader"`
+		External  json.RawMessage   `json:"externalRouting"`
 	}
 	if json.Unmarshal(data, &top) != nil {
 		return nil // the typed decoding says why
 	}
 	if _, err := checkFields("routingGroupHeader", top.Header, headerFields, nil); err != nil {
+		return err
+	}
+	if _, err := checkFields("externalRouting", top.External, externalRoutingFields, nil); err != nil {
 		return err
 	}
 	for i, g := range top.Groups {
@@ -372,6 +379,11 @@ func ParseRouterConfig(file string, data []byte, log *slog.Logger) (*RouterConfi
 	}
 	if c.RoutingKeyHeader != "" && !validHeaderName(c.RoutingKeyHeader) {
 		return nil, fail("routingKeyHeader", "%q is no header name", c.RoutingKeyHeader)
+	}
+	if h := c.ExternalRouting; h != nil {
+		if field, err := h.check(); err != nil {
+			return nil, fail("externalRouting."+field, "%v", err)
+		}
 	}
 	return &c, nil
 }
@@ -530,6 +542,13 @@ func BuildGroups(c *RouterConfig, opts BuildOptions) (*Groups, error) {
 	}
 	if opts.Now != nil {
 		gs.now = opts.Now
+	}
+	if c.ExternalRouting != nil {
+		if gs.hook, err = newExternalRouting(c.ExternalRouting); err != nil {
+			_ = gs.Close()
+			return nil, fmt.Errorf("externalRouting: %w", err)
+		}
+		gs.needSQL = true // the hook gets the statement's kind and tables
 	}
 	return gs, nil
 }

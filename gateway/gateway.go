@@ -124,6 +124,7 @@ type Gateway struct {
 	recent   statementLog // the last statements, for the status page
 	outages  *outages     // the groups without a coordinator, since when
 	latency  latencies    // how long requests took, by kind
+	hook     hookStats    // what the external routing hooks did
 	checks   dispatchChecks
 
 	submitTimeout time.Duration // SubmitTimeout; shorter in tests

@@ -98,6 +98,7 @@ type Groups struct {
 	keyHeader                string           // the routing key's header
 	now                      func() time.Time // the clock of time of day selectors
 	needSQL, needEstimates   bool             // a selector reads them
+	hook                     *externalRouting // the external routing hook; nil without
 }
 
 // NewGroups returns the routing of groups and selectors. With own set, the
@@ -145,6 +146,9 @@ func (gs *Groups) Groups() []*Group { return gs.groups }
 // Clients, which stay usable: the queries of the groups' coordinators page
 // on through them (see members).
 func (gs *Groups) Close() error {
+	if gs.hook != nil {
+		gs.hook.close()
+	}
 	for _, t := range gs.transports {
 		if t.inline != nil {
 			t.inline.CloseIdleConnections()

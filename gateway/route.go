@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,10 @@ type routeInput struct {
 	now          time.Time
 	group        string // the routing group the request names
 	key          string // its routing key
+	catalog      string // the session's, for the hook
+	schema       string // see catalog
+	header       http.Header
+	hooked       hookAnswer // what the external routing hook answered
 }
 
 // input reads what routing needs of a statement: its header (either
@@ -42,6 +47,9 @@ func (gs *Groups) input(h http.Header, sql string) routeInput {
 		now:        gs.now(),
 		group:      strings.TrimSpace(clientHeader(h, "Routing-Group")),
 		key:        h.Get(gs.keyHeader),
+		catalog:    clientHeader(h, "Catalog"),
+		schema:     clientHeader(h, "Schema"),
+		header:     h,
 	}
 	if gs.needEstimates {
 		in.estimates = resourceEstimates(h)
@@ -66,12 +74,16 @@ func clientTags(h http.Header) []string {
 }
 
 // RouteError is a statement the routing refuses: it names a routing group
-// that does not exist, or one its user or source may not name.
+// that does not exist, or one its user or source may not name, or the
+// external routing hook refuses it.
 type RouteError struct {
 	// Status is the HTTP status the client gets.
 	Status int
 	// Message says why.
 	Message string
+	// Name is the error name the client gets; empty means
+	// ZKPRESTO_ROUTING_GROUP.
+	Name string
 }
 
 func (e *RouteError) Error() string { return e.Message }
@@ -89,24 +101,38 @@ type Decision struct {
 	// Key is the statement's routing key, which consistent_hash hashes
 	// instead of the user; empty when it has none.
 	Key string
+	// Hook says what the config's external routing hook answered (or
+	// that it failed open); empty when it has none, or was not asked.
+	Hook string
 }
 
 // decide is the routing of in: the routing group it names, where its
-// user or source may name one; else the first selector that matches;
-// else Group is empty and the weights choose. A group named that does not
-// exist, or named by a user or source the config does not let, is a
-// *RouteError.
+// user or source may name one; else the group the external routing hook
+// answered (in.hooked); else the first selector that matches; else Group
+// is empty and the weights choose. A group named that does not exist, or
+// named by a user or source the config does not let, or the hook's
+// refusal, is a *RouteError.
 func (gs *Groups) decide(in routeInput) (Decision, error) {
 	d := Decision{Selector: -1, Key: in.key}
 	if in.group != "" {
 		if !gs.mayNameGroup(in) {
-			return d, &RouteError{http.StatusForbidden, fmt.Sprintf("zkpresto gateway: user %q (source %q) may not choose a routing group (X-Trino-Routing-Group/X-Presto-Routing-Group); the router config's routingGroupHeader says who may", in.user, in.source)}
+			return d, &RouteError{Status: http.StatusForbidden, Message: fmt.Sprintf("zkpresto gateway: user %q (source %q) may not choose a routing group (X-Trino-Routing-Group/X-Presto-Routing-Group); the router config's routingGroupHeader says who may", in.user, in.source)}
 		}
 		if gs.byName[in.group] == nil {
-			return d, &RouteError{http.StatusBadRequest, fmt.Sprintf("zkpresto gateway: no routing group named %q (groups: %s)", in.group, strings.Join(gs.names(), ", "))}
+			return d, &RouteError{Status: http.StatusBadRequest, Message: fmt.Sprintf("zkpresto gateway: no routing group named %q (groups: %s)", in.group, strings.Join(gs.names(), ", "))}
 		}
 		d.Group, d.Why = in.group, "the request's routing group header names it"
 		return d, nil
+	}
+	if gs.hook != nil {
+		d.Hook = in.hooked.describe(gs.hook.budget)
+		switch {
+		case in.hooked.refuse != "":
+			return d, hookRefusal(in.hooked.refuse)
+		case in.hooked.group != "":
+			d.Group, d.Why = in.hooked.group, "the external routing hook answers it"
+			return d, nil
+		}
 	}
 	for i := range gs.selectors {
 		if why, ok := gs.selectors[i].match(in); ok {
@@ -145,12 +171,14 @@ func (g *Gateway) route(w http.ResponseWriter, header http.Header, body []byte, 
 		sql = string(body)
 	}
 	in := gs.input(header, sql)
+	// The hook's budget bounds its wait, whether the client waits or not.
+	in.hooked = gs.askHook(context.Background(), in, &g.hook, g.log)
 	d, err := gs.decide(in)
 	var re *RouteError
 	if errors.As(err, &re) {
 		gs.release()
 		g.stats.add(kind, re.Status)
-		writeError(w, re.Status, errRouting, "", re.Message)
+		writeError(w, re.Status, cmp.Or(re.Name, errRouting), "", re.Message)
 		return nil, nil, nil, false
 	}
 	return &strategy.Request{User: in.user, Source: in.source, Key: d.Key}, gs.pickGroup(d), gs, true
@@ -402,13 +430,16 @@ type Explanation struct {
 // Explain says where the gateway would route a statement with header and
 // text sql at time at (now, when zero), and why, by the same rules it
 // routes by; it lists the coordinators the group has now, opening its
-// discovery within ctx. A request the gateway would refuse gets its
-// *RouteError. It picks no coordinator and moves no weight.
+// discovery within ctx. It asks the config's external routing hook, as
+// the gateway does (Decision.Hook says what it answered). A request the
+// gateway would refuse gets its *RouteError. It picks no coordinator and
+// moves no weight.
 func (gs *Groups) Explain(ctx context.Context, header http.Header, sql string, at time.Time) (Explanation, error) {
 	in := gs.input(header, sql)
 	if !at.IsZero() {
 		in.now = at
 	}
+	in.hooked = gs.askHook(ctx, in, nil, nil)
 	d, err := gs.decide(in)
 	if err != nil {
 		return Explanation{Decision: d}, err

@@ -311,7 +311,7 @@ func (o gatewayOptions) handlers(gw *gateway.Gateway, stats metrics.StatsSource)
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	promReg.MustRegister(metrics.NewGatewayCollector(gw))
+	promReg.MustRegister(metrics.NewGatewayCollector(gw), metrics.NewExternalRoutingCollector(gw))
 	health := func(w http.ResponseWriter, r *http.Request) {
 		if gw.Draining() {
 			// Load balancers take the replica out; its queries go on.

@@ -54,6 +54,9 @@ func runExplain(ctx context.Context, out io.Writer, o gatewayOptions) error {
 	e, err := gs.Explain(ctx, header, o.explain, at)
 	var re *gateway.RouteError
 	if errors.As(err, &re) {
+		if e.Hook != "" {
+			fmt.Fprintf(out, "hook: %s\n", e.Hook)
+		}
 		fmt.Fprintf(out, "refused: %d %s\n", re.Status, re.Message)
 		return nil
 	}
@@ -66,6 +69,9 @@ func runExplain(ctx context.Context, out io.Writer, o gatewayOptions) error {
 
 // writeExplanation prints e, one fact a line.
 func writeExplanation(out io.Writer, e gateway.Explanation) {
+	if e.Hook != "" {
+		fmt.Fprintf(out, "hook: %s\n", e.Hook)
+	}
 	if e.Group == "" {
 		var ws []string
 		for _, name := range slices.Sorted(maps.Keys(e.Weights)) {

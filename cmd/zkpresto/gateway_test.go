@@ -352,6 +352,7 @@ func TestGatewayCommandOperatorPages(t *testing.T) {
 		`zkpresto_gateway_requests_total{kind="submit",status="200"} 1`,
 		`zkpresto_gateway_request_duration_seconds_bucket{kind="submit",le="+Inf"} 1`,
 		`zkpresto_gateway_request_duration_seconds_count{kind="followup"}`,
+		`zkpresto_gateway_external_routing_failures_total{kind="timeout"} 0`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the metrics lack %s:\n%s", want, body)

@@ -128,7 +128,9 @@ type Options struct {
 	// QueuedPolls is how many GETs of a query's queued nextUri answer QUEUED before its
 	// links move to /v1/statement/executing, as under a busy dispatcher (trino:
 	// dispatcher/QueuedStatementResource.java answers QUEUED until the query is
-	// dispatched). 0: the first GET dispatches the query and points to executing token 0.
+	// dispatched). 0: the first GET dispatches the query and points to executing token 0;
+	// on PrestoDB it answers the executing resource's first page itself, rows included,
+	// pointing to executing token 1 (see the package doc).
 	QueuedPolls int
 }
 

@@ -868,6 +868,7 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, s *serv
 			// that resource has answered nothing after it, 410 once it has (seen:
 			// interop/realservers TestDifferentialTokenRules).
 			q.queuedTok = token
+			q.queuedTokNow.Store(token)
 			c.pollExecuting(w, r, s, q, 0, queuedPageParams(params))
 			return
 		}
@@ -960,11 +961,13 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, s *serv
 		q.last, q.token = nil, 0
 		q.tokenNow.Store(0)
 		q.queuedTok = token
+		q.queuedTokNow.Store(token)
 		c.pollExecuting(w, r, s, q, 0, queuedPageParams(params))
 		return
 	} else {
 		ans = q.queuedAnswer(l, now, phaseExecuting, 0)
 		q.queuedLast, q.queuedTok = ans, token
+		q.queuedTokNow.Store(token)
 		q.last, q.token = nil, 0
 		q.tokenNow.Store(0)
 		q.executing.Store(true)

@@ -233,6 +233,7 @@ type query struct {
 	dispatched   atomic.Bool  // its queued nextUri was fetched once: the query exists for /v1/query
 	executing    atomic.Bool  // its links moved to /v1/statement/executing
 	tokenNow     atomic.Int64 // token of the current phase, readable by HEAD without a poll's lock
+	queuedTokNow atomic.Int64 // queuedTok, readable by Coordinator.end without a poll's lock
 	partial      atomic.Bool  // partialCancelUri was deleted: no more rows are produced
 	spool        *spooler     // set when the rows go out as spooled segments
 

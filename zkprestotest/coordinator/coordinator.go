@@ -862,7 +862,7 @@ func (c *Coordinator) endLocked(q *query, final *answer, token int64, anyToken b
 	}
 	f := &finishedQuery{
 		slug: q.slug, flavour: q.flavour, phase: phase, final: final, token: token, anyToken: anyToken,
-		queuedTok: q.queuedTokNow.Load(), req: q.req, created: q.created, ended: time.Now(), rows: q.sent.Load(),
+		queuedTok: q.queuedTokNow.Load(), queuedLast: q.queuedLastNow.Load(), req: q.req, created: q.created, ended: time.Now(), rows: q.sent.Load(),
 	}
 	if len(c.finOrder) < finishedLimit {
 		c.finOrder = append(c.finOrder, q.id)

@@ -968,6 +968,7 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, s *serv
 		ans = q.queuedAnswer(l, now, phaseExecuting, 0)
 		q.queuedLast, q.queuedTok = ans, token
 		q.queuedTokNow.Store(token)
+		q.queuedLastNow.Store(ans)
 		q.last, q.token = nil, 0
 		q.tokenNow.Store(0)
 		q.executing.Store(true)
@@ -1003,6 +1004,13 @@ func (c *Coordinator) replayFinished(w http.ResponseWriter, r *http.Request, pha
 		// PrestoDB's current queued link is the executing resource's token 0 (pollQueued),
 		// which ended the query.
 		c.writeAnswer(w, r, done.final)
+	case done.flavour == Trino && phase == phaseQueued && done.queuedLast != nil &&
+		(token == done.queuedTok || token == done.queuedTok+1):
+		// Trino's queued resource answers its last answer again, also once the
+		// query has ended (trino: QueuedStatementResource.Query.getQueryResults
+		// takes the last token or the next while the query is known; seen:
+		// interop/realservers TestDifferentialFirstGetCarriesRows).
+		c.writeAnswer(w, r, done.queuedLast)
 	case done.phase == phase && token > done.token:
 		c.refuse(w, r, http.StatusNotFound, fmt.Sprintf("query %s has finished; token %d is past its end", id, token))
 	default:

@@ -10,7 +10,11 @@
 // point at the gateway and carry a routing token: the coordinator's base
 // URL and the query id, authenticated with an HMAC. Any replica that has
 // the key routes a follow-up by verifying its token, so replicas share
-// nothing: no database, no cookies, no query table.
+// nothing: no database, no query table. OAuth2 external authentication
+// goes through any replica the same way (oauth2.go): the challenge's token
+// URIs carry routing tokens bound to their paths, and the identity
+// provider's callback to the gateway's fixed /oauth2/callback is routed by
+// a short-lived cookie that holds one.
 //
 // Failures follow the driver's rules. A submission that provably never
 // reached a coordinator goes to another one; one that may have is never
@@ -27,7 +31,9 @@
 // relay of an answer with its URIs rewritten (relay.go), the follow-ups a
 // token routes (followup.go) and /v1/query/{id} (query.go), transactions
 // (transaction.go: the wrapped ids and the coordinator they pin), the
-// credential check HEAD /v1/statement (statementhead.go). What the
+// credential check HEAD /v1/statement (statementhead.go), the opt-in
+// affinity cookie that keeps a client's statements on one coordinator
+// (affinity.go), OAuth2's token exchange and callback (oauth2.go). What the
 // replica knows of the coordinators is in members.go; the status page,
 // /v1/info and the request figures in status.go, statementlog.go,
 // queryend.go and latency.go; the HTTP server, its limits and the drain

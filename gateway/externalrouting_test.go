@@ -101,6 +101,16 @@ func TestExternalRoutingThroughTwoReplicas(t *testing.T) {
 	if answers != 24 || hits != 24-uint64(calls.Load()) {
 		t.Errorf("%d answers, %d from the cache, for 24 statements and %d calls", answers, hits, calls.Load())
 	}
+	// The status page says the hook chose the group of what it routed.
+	for _, gw := range rs.gateways {
+		for _, g := range gw.Status().Groups {
+			for _, rec := range g.Statements {
+				if g.Name == "etl" && rec.ChosenBy != "routing hook" || g.Name != "etl" && rec.ChosenBy == "routing hook" {
+					t.Errorf("a statement in group %s chosen by %q", g.Name, rec.ChosenBy)
+				}
+			}
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for _, s := range seen {

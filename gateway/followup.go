@@ -33,6 +33,10 @@ func (g *Gateway) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, errBadToken, "", "zkpresto gateway: malformed path after the routing token")
 		return
 	}
+	if isOAuth2TokenPath(restURL.Path) {
+		g.serveOAuth2Token(w, r, tok, restURL)
+		return
+	}
 	id := queryIDOf(restURL.Path, r.URL.RawQuery)
 	base, err := g.keys.Verify(tok, id)
 	if err != nil {

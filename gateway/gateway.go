@@ -100,20 +100,32 @@ type Config struct {
 	// as ForwardedFor. A gateway behind a proxy that terminates TLS for it
 	// sees plain http and sends nothing.
 	ForwardedProto bool
+	// AffinityCookie, when positive, is the Max-Age of the affinity cookie
+	// the answer to every accepted statement sets (AffinityCookieName,
+	// signed with keys derived from Keys): a client that keeps cookies
+	// (python's requests, as dbt-trino's sessions) sends its next
+	// statements to the same coordinator, through any replica, while that
+	// coordinator is listed, ready and usable in the group the routing
+	// chooses. 0 sets none; at most MaxAffinityCookieAge.
+	AffinityCookie time.Duration
 }
 
 // Gateway is an http.Handler that routes the Presto/Trino client protocol
 // to the coordinators its Router picks. It is safe for concurrent use.
 type Gateway struct {
-	groups  atomic.Pointer[Groups]
-	reach   reach // the coordinators', unless their group has its own
-	keys    *token.Keys
-	public  *url.URL
-	log     *slog.Logger
-	started time.Time
+	groups atomic.Pointer[Groups]
+	reach  reach // the coordinators', unless their group has its own
+	keys   *token.Keys
+	// oauth2Keys sign the OAuth2 callback cookies: derived from keys, so
+	// that a cookie is no routing token and a routing token no cookie.
+	oauth2Keys *token.Keys
+	public     *url.URL
+	log        *slog.Logger
+	started    time.Time
 
 	forwardedFor   bool // Config.ForwardedFor
 	forwardedProto bool // Config.ForwardedProto
+	affinity       *affinity
 
 	draining atomic.Bool
 	serving  serving // the requests in flight, for a drain
@@ -127,7 +139,8 @@ type Gateway struct {
 	hook     hookStats    // what the external routing hooks did
 	checks   dispatchChecks
 
-	submitTimeout time.Duration // SubmitTimeout; shorter in tests
+	submitTimeout time.Duration    // SubmitTimeout; shorter in tests
+	now           func() time.Time // time.Now; the OAuth2 cookies' clock, set by tests
 }
 
 // New returns a Gateway for cfg. It does no network I/O.
@@ -146,7 +159,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: routing-token secret: %w", err)
 	}
-	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace), submitTimeout: SubmitTimeout}
+	g := &Gateway{keys: keys, log: cfg.Logger, started: time.Now(), outages: newOutages(cfg.NoCoordinatorGrace), submitTimeout: SubmitTimeout, now: time.Now, oauth2Keys: keys.Derive(oauth2CookiePurpose)}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -155,6 +168,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.reach = newReach(cfg.Client, cfg.TLS, cfg.Flavour, cfg.StandardTransport)
 	g.forwardedFor, g.forwardedProto = cfg.ForwardedFor, cfg.ForwardedProto
+	if g.affinity, err = newAffinity(keys, cfg.AffinityCookie); err != nil {
+		return nil, err
+	}
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -205,6 +221,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveInfo(w, r)
 	case path == "/v1/info/state" && r.Method == http.MethodGet:
 		g.serveInfoState(w, r)
+	case path == OAuth2CallbackPath:
+		g.serveOAuth2Callback(w, r)
 	default:
 		g.stats.add("other", http.StatusNotFound)
 		writeError(w, http.StatusNotFound, errGatewayName, "", "zkpresto gateway: no such resource: "+r.Method+" "+shownPath(path))

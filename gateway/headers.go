@@ -19,7 +19,8 @@ var hopByHop = []string{
 
 // The gateway does not set the forwarding headers either (beyond
 // X-Forwarded-For and X-Forwarded-Proto, when Config.ForwardedFor and
-// Config.ForwardedProto ask for them), so coordinators never build the gateway's URIs
+// Config.ForwardedProto ask for them, and those of its public address on
+// requests to a coordinator's /oauth2/* resources, see oauth2Header), so coordinators never build the gateway's URIs
 // themselves: X-Forwarded-Prefix or X-Presto-Prefix-Url would have to hold
 // a routing token before the query id exists, so a coordinator-level one.
 // That token would be in every URI of every query on the coordinator, held

@@ -19,7 +19,7 @@ var LatencyBounds = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 // RequestLatency is how long the gateway took to serve the requests of one
 // kind, as a histogram over LatencyBounds.
 type RequestLatency struct {
-	// Kind is submit, followup, query, info or other (RequestCount's kinds).
+	// Kind is submit, followup, query, info, oauth2 or other (RequestCount's kinds).
 	Kind string `json:"kind"`
 	// Count is the number of requests; Sum their latencies in seconds.
 	Count uint64  `json:"count"`
@@ -61,7 +61,14 @@ func (l *latencies) observe(kind string, d time.Duration) {
 func requestKind(r *http.Request) string {
 	path := r.URL.Path
 	switch {
-	case strings.HasPrefix(path, token.PathPrefix), strings.HasPrefix(path, failedQueryPrefix):
+	case path == OAuth2CallbackPath:
+		return "oauth2"
+	case strings.HasPrefix(path, token.PathPrefix):
+		if _, rest, ok := token.Split(path); ok && isOAuth2TokenPath(rest) {
+			return "oauth2"
+		}
+		return "followup"
+	case strings.HasPrefix(path, failedQueryPrefix):
 		return "followup"
 	case path == "/v1/statement" && r.Method == http.MethodPost:
 		return "submit"

@@ -34,6 +34,10 @@ func TestRequestKindsAreTheCountersKinds(t *testing.T) {
 		{http.MethodGet, "/v1/info", "info"},
 		{http.MethodGet, "/v1/info/state", "info"},
 		{http.MethodGet, "/elsewhere", "other"},
+		{http.MethodGet, "/oauth2/callback", "oauth2"},
+		{http.MethodGet, token.PathPrefix + "abc/oauth2/token/x", "oauth2"},
+		{http.MethodGet, token.PathPrefix + "abc/oauth2/token/initiate/x", "oauth2"},
+		{http.MethodGet, "/oauth2/token/x", "other"},
 	} {
 		r, _ := http.NewRequest(tc.method, "http://gw"+tc.path, nil)
 		if got := requestKind(r); got != tc.want {

@@ -112,7 +112,7 @@ func TestStatusShowsEachStatementsOutcome(t *testing.T) {
 	for _, rec := range g.Statements {
 		bySource[rec.Source] = rec
 	}
-	if rec := bySource["finished"]; rec.Outcome != "finished" || rec.State != "FINISHED" || rec.ElapsedMillis <= 0 || rec.Ended.IsZero() || rec.Coordinator == "" {
+	if rec := bySource["finished"]; rec.Outcome != "finished" || rec.State != "FINISHED" || rec.ElapsedMillis <= 0 || rec.Ended.IsZero() || rec.Coordinator == "" || rec.ChosenBy != "weights" || rec.PickedBy != "" {
 		t.Errorf("the finished statement: %+v", rec)
 	}
 	if rec := bySource["failed"]; rec.Outcome != "failed" || rec.ErrorName != "GENERIC_USER_ERROR" || rec.ElapsedMillis <= 0 {
@@ -126,7 +126,7 @@ func TestStatusShowsEachStatementsOutcome(t *testing.T) {
 		t.Errorf("the coordinator shows weight %d, zone %q, version %q", c.Weight, c.Zone, c.Version)
 	}
 	_, page := get(t, srv.URL+"/_zk/status")
-	for _, want := range []string{">finished<", ">cancelled<", "GENERIC_USER_ERROR", ">eu-1<", ">0.289<", "Elapsed ms"} {
+	for _, want := range []string{">finished<", ">cancelled<", "GENERIC_USER_ERROR", ">eu-1<", ">0.289<", "Elapsed ms", "Chosen by", ">weights<"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the status page does not show %q", want)
 		}
@@ -140,7 +140,7 @@ func TestStatusOutcomesInChromium(t *testing.T) {
 	srv := outcomeGateway(t)
 	runOutcomes(t, srv)
 	dom := string(chromium(t, bin, srv.URL+"/_zk/status", "--dump-dom", "--virtual-time-budget=5000", "--window-size=1280,900"))
-	for _, want := range []string{`data-live="1"`, ">finished<", ">failed<", ">cancelled<", "GENERIC_USER_ERROR", ">eu-1<", ">0.289<", ">3<", "Elapsed ms"} {
+	for _, want := range []string{`data-live="1"`, ">finished<", ">failed<", ">cancelled<", "GENERIC_USER_ERROR", ">eu-1<", ">0.289<", ">3<", "Elapsed ms", "Chosen by", ">weights<"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the refreshed DOM does not show %q", want)
 		}

@@ -68,6 +68,10 @@ func (g *Gateway) relayAnswer(w http.ResponseWriter, r *http.Request, resp *http
 	h := w.Header()
 	copyAnswerHeader(h, resp.Header)
 	g.wrapTransaction(h, base)
+	if resp.StatusCode == http.StatusUnauthorized {
+		// An OAuth2 challenge names the coordinator's own token URIs.
+		g.rewriteChallenge(h, g.publicBase(r), base)
+	}
 	var body io.Reader = resp.Body
 	if resp.Header.Get("Content-Encoding") == "gzip" {
 		// Asked for identity, got gzip anyway: decode to rewrite.

@@ -96,8 +96,11 @@ type Decision struct {
 	// Selector is the index of the selector that chose the group, -1 when
 	// none did (the routing group header, or the weights).
 	Selector int
-	// Why says what chose the group, for --explain and the status page.
+	// Why says what chose the group, for --explain.
 	Why string
+	// By says in short what chose the group, for the status page:
+	// "selectors[N]", "routing group header", "routing hook" or "weights".
+	By string
 	// Key is the statement's routing key, which consistent_hash hashes
 	// instead of the user; empty when it has none.
 	Key string
@@ -121,7 +124,7 @@ func (gs *Groups) decide(in routeInput) (Decision, error) {
 		if gs.byName[in.group] == nil {
 			return d, &RouteError{Status: http.StatusBadRequest, Message: fmt.Sprintf("zkpresto gateway: no routing group named %q (groups: %s)", in.group, strings.Join(gs.names(), ", "))}
 		}
-		d.Group, d.Why = in.group, "the request's routing group header names it"
+		d.Group, d.Why, d.By = in.group, "the request's routing group header names it", "routing group header"
 		return d, nil
 	}
 	if gs.hook != nil {
@@ -130,17 +133,17 @@ func (gs *Groups) decide(in routeInput) (Decision, error) {
 		case in.hooked.refuse != "":
 			return d, hookRefusal(in.hooked.refuse)
 		case in.hooked.group != "":
-			d.Group, d.Why = in.hooked.group, "the external routing hook answers it"
+			d.Group, d.Why, d.By = in.hooked.group, "the external routing hook answers it", "routing hook"
 			return d, nil
 		}
 	}
 	for i := range gs.selectors {
 		if why, ok := gs.selectors[i].match(in); ok {
-			d.Group, d.Selector, d.Why = gs.selectors[i].Group, i, fmt.Sprintf("selectors[%d] matches: %s", i, why)
+			d.Group, d.Selector, d.Why, d.By = gs.selectors[i].Group, i, fmt.Sprintf("selectors[%d] matches: %s", i, why), fmt.Sprintf("selectors[%d]", i)
 			return d, nil
 		}
 	}
-	d.Why = "no selector matches: the groups' weights choose"
+	d.Why, d.By = "no selector matches: the groups' weights choose", "weights"
 	return d, nil
 }
 
@@ -159,12 +162,14 @@ func (gs *Groups) names() []string {
 	return out
 }
 
-// route returns what the strategy sees of a statement, and the group its
+// route returns what the strategy sees of a statement, the group its
 // routing sends it to, from the groups in force, which the caller releases
-// when the statement is done with them. When ok is false the client was
+// when the statement is done with them, and the decision. The affinity
+// cookie, taken out of header, makes its coordinator req.Prefer when it
+// is of that group (affinity.go). When ok is false the client was
 // answered (a *RouteError, counted as a request of kind) and there is
 // nothing to release.
-func (g *Gateway) route(w http.ResponseWriter, header http.Header, body []byte, kind string) (req *strategy.Request, gr *Group, gs *Groups, ok bool) {
+func (g *Gateway) route(w http.ResponseWriter, header http.Header, body []byte, kind string) (req *strategy.Request, gr *Group, gs *Groups, d Decision, ok bool) {
 	gs = g.acquire()
 	var sql string
 	if gs.needSQL {
@@ -179,9 +184,11 @@ func (g *Gateway) route(w http.ResponseWriter, header http.Header, body []byte, 
 		gs.release()
 		g.stats.add(kind, re.Status)
 		writeError(w, re.Status, cmp.Or(re.Name, errRouting), "", re.Message)
-		return nil, nil, nil, false
+		return nil, nil, nil, d, false
 	}
-	return &strategy.Request{User: in.user, Source: in.source, Key: d.Key}, gs.pickGroup(d), gs, true
+	gr = gs.pickGroup(d)
+	req = &strategy.Request{User: in.user, Source: in.source, Key: d.Key, Prefer: g.affinity.preferred(header, gr.Name)}
+	return req, gr, gs, d, true
 }
 
 // pickGroup is d's group, or the next by weight when d names none (smooth

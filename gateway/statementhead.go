@@ -22,7 +22,7 @@ func (g *Gateway) serveStatementHead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	header := g.outboundHeader(r)
-	req, group, groups, ok := g.route(w, header, nil, "info")
+	req, group, groups, _, ok := g.route(w, header, nil, "info")
 	if !ok {
 		return
 	}

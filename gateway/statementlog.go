@@ -12,8 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/internal/wire"
 	"github.com/zkpresto/zkpresto/routing"
+	"github.com/zkpresto/zkpresto/strategy"
 )
 
 // Bounds on what one statement's record holds.
@@ -93,11 +95,13 @@ func (rec *StatementRecord) readHead(head []byte, gzipped bool) {
 // is the routing's failure; otherwise resp is the coordinator at base's
 // answer, whose body is watched to find the query id in, and the record is
 // made when the body is closed (relayed or given up).
-func (g *Gateway) noteStatement(r *http.Request, group, base string, resp *http.Response, err error) {
+func (g *Gateway) noteStatement(r *http.Request, group string, by choice, base string, resp *http.Response, err error) {
 	rec := StatementRecord{
-		Group:  group,
-		User:   clip(clientHeader(r.Header, "User")),
-		Source: clip(clientHeader(r.Header, "Source")),
+		Group:    group,
+		ChosenBy: by.group,
+		PickedBy: by.coordinator,
+		User:     clip(clientHeader(r.Header, "User")),
+		Source:   clip(clientHeader(r.Header, "Source")),
 	}
 	if err != nil {
 		var se *routing.StatementError
@@ -123,6 +127,33 @@ func (g *Gateway) noteStatement(r *http.Request, group, base string, resp *http.
 	}
 	rec.Status = resp.StatusCode
 	resp.Body = &watchedBody{ReadCloser: resp.Body, g: g, r: r, rec: rec, gzipped: resp.Header.Get("Content-Encoding") == "gzip"}
+}
+
+// choice says what chose a statement's group and coordinator, for its
+// record.
+type choice struct {
+	group       string // Decision.By
+	coordinator string // see StatementRecord.PickedBy
+}
+
+// hashesKey are the strategies that hash a request's routing key.
+var hashesKey = map[string]bool{"consistent_hash": true, "user_hash": true}
+
+// chosenBy says what chose the group of a statement (d) and its
+// coordinator: the transaction it is in (pinned), the affinity cookie
+// when the preferred coordinator took it (a, nil when none did), the
+// routing key when router's strategy hashes it, else the strategy.
+func chosenBy(d Decision, req *strategy.Request, pinned *discovery.Node, a *routing.Attempt, router *routing.Router) choice {
+	c := choice{group: d.By}
+	switch {
+	case pinned != nil:
+		c.coordinator = "transaction"
+	case req.Prefer != "" && a != nil && a.Node.Addr == req.Prefer:
+		c.coordinator = "affinity cookie"
+	case req.Key != "" && hashesKey[router.StrategyName()]:
+		c.coordinator = "routing key"
+	}
+	return c
 }
 
 // watchedBody keeps the start of a coordinator's first answer and records

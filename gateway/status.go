@@ -129,6 +129,17 @@ type StatementRecord struct {
 	Time time.Time `json:"time"`
 	// Group is the group it was routed in.
 	Group string `json:"group"`
+	// ChosenBy says what chose the group: "selectors[N]" (the config's
+	// selector of that index), "routing group header", "routing hook"
+	// (the config's external routing hook answered it) or "weights" (no
+	// selector claimed it; also the one group of a gateway without a
+	// config).
+	ChosenBy string `json:"chosenBy"`
+	// PickedBy says what chose the coordinator, when the group's strategy
+	// did not alone: "affinity cookie" (the client's cookie named it),
+	// "routing key" (the strategy hashed the routing key header) or
+	// "transaction" (the statement's transaction is there).
+	PickedBy string `json:"pickedBy,omitempty"`
 	// User and Source are the client's X-Presto-/X-Trino-User and -Source.
 	User   string `json:"user"`
 	Source string `json:"source,omitempty"`
@@ -236,7 +247,13 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 		}
 		return t.UTC().Format("15:04:05")
 	},
-	"ms":     func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"ms": func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"chosen": func(s StatementRecord) string {
+		if s.PickedBy == "" {
+			return s.ChosenBy
+		}
+		return s.ChosenBy + "; " + s.PickedBy
+	},
 	"slug":   func(s string) string { return "s-" + strings.ReplaceAll(s, " ", "-") },
 	"uptime": func(s float64) string { return (time.Duration(s) * time.Second).String() },
 }).Parse(statusHTML))
@@ -337,7 +354,7 @@ func (c *counters) add(kind string, status int) {
 
 // RequestCount is how many requests of one kind got one status.
 type RequestCount struct {
-	// Kind is submit, followup, query, info or other.
+	// Kind is submit, followup, query, info, oauth2 or other.
 	Kind string `json:"kind"`
 	// Status is the HTTP status answered.
 	Status int `json:"status"`

@@ -38,11 +38,14 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, group, groups, ok := g.route(w, header, body, "submit")
+	req, group, groups, d, ok := g.route(w, header, body, "submit")
 	if !ok {
 		return
 	}
 	defer groups.release()
+	if pinned != nil {
+		req.Prefer = "" // the transaction's coordinator, whatever a cookie says
+	}
 	router, rc := group.Router, g.reachOf(groups, group)
 	// The submission outlives the client's request: a client that goes
 	// away after the statement may have reached a coordinator must not
@@ -82,7 +85,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 		return outcome.routing(), err
 	})
-	g.noteStatement(r, group.Name, base, resp, err)
+	g.noteStatement(r, group.Name, chosenBy(d, req, pinned, a, router), base, resp, err)
 	if err != nil {
 		if !g.noCoordinator(w, r, group, err) {
 			g.submitFailed(w, r, err)
@@ -92,6 +95,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	g.outages.ended(group.Name)
 	defer a.End(nil)
 	g.noteListed(base, rc)
+	g.affinityAnswer(r, req, resp, a.Node.Addr, group.Name)
 	if r.Context().Err() != nil {
 		// The client went away while the coordinator answered: cancel
 		// what it accepted, and cut the connection rather than answer an

@@ -210,7 +210,7 @@ func (r *Router) OpenSnapshot() (*discovery.Snapshot, bool) {
 }
 
 // Pick returns the strategy's choice for req among the usable coordinators
-// that are not in tried. When every usable coordinator was tried, it tries
+// that are not in tried, or req.Prefer where it is one of them and ready. When every usable coordinator was tried, it tries
 // the listed ones that are not (an ejected coordinator may have recovered);
 // when none is left it fails.
 func (r *Router) Pick(ctx context.Context, req *strategy.Request, tried []NodeFailure) (*discovery.Node, error) {
@@ -223,6 +223,13 @@ func (r *Router) Pick(ctx context.Context, req *strategy.Request, tried []NodeFa
 		return nil, r.noNodesError(d, snap)
 	}
 	ps := r.pickerFor(snap)
+	if req != nil && req.Prefer != "" && !wasTried(tried, req.Prefer) {
+		for i := range ps.nodes {
+			if ps.nodes[i].Addr == req.Prefer && ps.nodes[i].Ready() {
+				return &ps.nodes[i], nil
+			}
+		}
+	}
 	// A few picks skip tried nodes without knowing the strategy; then any
 	// untried candidate will do.
 	for range 2*len(tried) + 1 {

@@ -29,6 +29,11 @@ type Request struct {
 	// Key is an explicit routing key for hash-based strategies; empty means
 	// "use User".
 	Key string
+	// Prefer is the address of a coordinator the routing core picks
+	// before asking the strategy, when it is among the usable ones (listed,
+	// ready, not ejected) and was not yet tried for the statement: the
+	// gateway's affinity cookie. Strategies need not read it.
+	Prefer string
 }
 
 // Picker picks one node. A Picker is immutable once built and safe for

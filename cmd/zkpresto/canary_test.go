@@ -118,13 +118,18 @@ func TestCanaryNeverShown(t *testing.T) {
 		{http.MethodPost, "/v1/statement", "SELECT 1"},
 		{http.MethodGet, "/_zk/forged." + canary + "/v1/statement/executing/x/y/0", ""},
 		{http.MethodGet, "/oauth2/token/" + canary, ""},
+		// OAuth2: a callback with the canary as its code, state and
+		// cookie, and token URIs under forged routing tokens.
+		{http.MethodGet, "/oauth2/callback?code=" + canary + "&state=" + canary, ""},
+		{http.MethodGet, "/_zk/k1.aHR0cDovLzEyNy4wLjAuMTo5.AAAAAAAAAAAAAAAAAAAAAA/oauth2/token/" + canary, ""},
+		{http.MethodGet, "/_zk/k1.aHR0cDovLzEyNy4wLjAuMTo5.AAAAAAAAAAAAAAAAAAAAAA/oauth2/token/initiate/" + canary, ""},
 		{http.MethodDelete, "/v1/query/" + canary, ""},
 	} {
 		for _, auth := range []string{"Bearer " + canary, "Basic " + canary} {
 			req, _ := http.NewRequest(tc.method, "https://"+addr+tc.path, strings.NewReader(tc.body))
 			req.Header.Set("X-Trino-User", "alice")
 			req.Header.Set("Authorization", auth)
-			req.Header.Set("Cookie", "session="+canary)
+			req.Header.Set("Cookie", "session="+canary+"; zkpresto_oauth2_x="+canary)
 			resp, err := client.Do(req)
 			if err != nil {
 				shown = append(shown, err.Error())

@@ -48,6 +48,9 @@ type gatewayOptions struct {
 	drainTimeout   time.Duration
 	drainQuiet     time.Duration
 	noNodesGrace   time.Duration
+	// affinityCookie is --affinity-cookie: the affinity cookie's max age,
+	// 0 for none.
+	affinityCookie time.Duration
 	logLevel       string
 	// adminListen, when set, is where the operator pages are served
 	// instead of --listen; adminPasswordFile holds a credential they then
@@ -100,7 +103,10 @@ address with --admin-listen, or behind a password with
 --admin-password-file, or both. /_zk/health stays on --listen for load
 balancers. A group with no coordinator answers 503 for
 --no-coordinator-grace, then a NO_NODES_AVAILABLE query failure every client
-shows. On SIGTERM the gateway drains: /_zk/health answers 503 and new
+shows. With --affinity-cookie, the answer to each accepted statement sets a
+signed cookie naming its coordinator: a client that keeps cookies sends its
+next statements there, through any replica, while that coordinator is
+ready in the group the selectors choose. On SIGTERM the gateway drains: /_zk/health answers 503 and new
 statements get 503 with Connection: close (retried elsewhere), while the
 gateway keeps listening and serves the requests that come. It exits once
 no request is in flight and either the queries it relayed have ended or
@@ -152,6 +158,7 @@ replica now), or at --drain-timeout, cutting what is then in flight.`,
 	f.StringVar(&o.adminPasswordFile, "admin-password-file", "", "require this file's password for the operator pages (HTTP basic authentication, any user; or a bearer token)")
 	f.DurationVar(&o.noNodesGrace, "no-coordinator-grace", gateway.DefaultNoCoordinatorGrace,
 		"how long a group may have no coordinator before statements get a failed query (NO_NODES_AVAILABLE) instead of a 503 clients retry; 0 for at once")
+	f.DurationVar(&o.affinityCookie, "affinity-cookie", 0, "set a signed cookie naming the coordinator of each accepted statement, for this long (at most 24h; 0: none), so a client that keeps cookies (python's requests, dbt) stays on it through any replica")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.explain, "explain", "", "print where --config routes this SQL (with the --explain-* request) and why, and the group's coordinators, instead of serving")
 	f.StringVar(&o.explainUser, "explain-user", "", "--explain: the request's user")
@@ -240,11 +247,15 @@ func (o gatewayOptions) gatewayConfig(logOut io.Writer) (gateway.Config, *slog.L
 	case grace == 0:
 		grace = -1 // the Config's "none"
 	}
+	if o.affinityCookie != 0 && (o.affinityCookie < time.Second || o.affinityCookie > gateway.MaxAffinityCookieAge) {
+		return gateway.Config{}, nil, errors.New("--affinity-cookie: want 0 (no cookie) or 1s to 24h")
+	}
 	secret, err := o.secret()
 	if err != nil {
 		return gateway.Config{}, nil, err
 	}
-	return gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger, NoCoordinatorGrace: grace, ForwardedFor: o.forwardedFor, ForwardedProto: o.forwardedProto}, logger, nil
+	return gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger, NoCoordinatorGrace: grace, ForwardedFor: o.forwardedFor, ForwardedProto: o.forwardedProto,
+		AffinityCookie: o.affinityCookie}, logger, nil
 }
 
 // openGroups opens the groups statements are routed through: the one

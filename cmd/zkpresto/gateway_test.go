@@ -112,6 +112,8 @@ func TestGatewayCommandRefusesBadSetups(t *testing.T) {
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--no-coordinator-grace", "-1s"}, "--no-coordinator-grace must not be negative"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--drain-quiet", "0s"}, "--drain-timeout and --drain-quiet must be positive"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--drain-timeout", "-1s"}, "--drain-timeout and --drain-quiet must be positive"},
+		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--affinity-cookie", "48h"}, "--affinity-cookie: want 0 (no cookie) or 1s to 24h"},
+		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--affinity-cookie", "-1m"}, "--affinity-cookie: want 0 (no cookie) or 1s to 24h"},
 	} {
 		if _, _, err := run(tc.args, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error naming %s", tc.args, err, tc.want)

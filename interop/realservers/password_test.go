@@ -5,18 +5,26 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,10 +127,34 @@ func noSecretIn(t *testing.T, what, text string, passwords ...string) {
 // authenticated, and the node that ran it.
 const whoAmI = "SELECT current_user, node_id FROM system.runtime.nodes"
 
+// queryWhoAmI runs whoAmI on db and reads its result to the end, as every
+// client here does: a client follows the query's nextUri until an answer
+// has none, and through the gateway the answer to the POST always has one
+// (the gateway passes on no ended answer in its place), so the query
+// takes two requests at least, which the replicas' front sends to both.
+// QueryRow would stop at the first row, which presto-go-client can have
+// from the first answer.
 func queryWhoAmI(t *testing.T, db *sql.DB) (user, node string, err error) {
 	t.Helper()
-	err = db.QueryRowContext(ctx(t), whoAmI).Scan(&user, &node)
-	return user, node, err
+	rows, err := db.QueryContext(ctx(t), whoAmI)
+	if err != nil {
+		return "", "", err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(&user, &node); err != nil {
+			return "", "", err
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return "", "", err
+	}
+	if n != 1 {
+		t.Fatalf("%s: %d rows, want the one node", whoAmI, n)
+	}
+	return user, node, nil
 }
 
 // Password authentication end to end, on each flavour's coordinator with
@@ -205,15 +237,14 @@ func (l *lockedLog) String() string {
 
 // startPasswordGateway serves a gateway on https with the gateway's own
 // certificate, routing with dsnText as `zkpresto gateway --dsn` does, and
-// returns its host:port and its log (debug level and up, discovery's and
-// the routing's lines included).
-func startPasswordGateway(t *testing.T, sf *secureFleet, dsnText string) (string, *lockedLog) {
+// returns its host:port. It logs to log, debug level and up, discovery's
+// and the routing's lines included.
+func startPasswordGateway(t *testing.T, sf *secureFleet, dsnText string, log *lockedLog) string {
 	t.Helper()
 	cfg, err := zkdriver.ParseDSN(dsnText)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &lockedLog{}
 	logger := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	group, err := gateway.DSNGroup(gateway.DefaultGroup, cfg, logger)
 	if err != nil {
@@ -229,10 +260,7 @@ func startPasswordGateway(t *testing.T, sf *secureFleet, dsnText string) (string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Close() })
-	pair, err := tls.LoadX509KeyPair(sf.gatewayCerts.ServerKeyStore, sf.gatewayCerts.ServerKeyStore)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pair := gatewayPair(t, sf)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +276,84 @@ func startPasswordGateway(t *testing.T, sf *secureFleet, dsnText string) (string
 			t.Errorf("the gateway's server: %v", err)
 		}
 	})
-	return ln.Addr().String(), log
+	return ln.Addr().String()
+}
+
+// gatewayPair is the gateway's certificate and key.
+func gatewayPair(t *testing.T, sf *secureFleet) tls.Certificate {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(sf.gatewayCerts.ServerKeyStore, sf.gatewayCerts.ServerKeyStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
+}
+
+// passwordReplicas are two replicas of the gateway on https, sharing
+// their routing-token secret, behind a round-robin front on https with
+// the gateway's certificate, as a TLS-terminating load balancer that
+// re-encrypts to its backends runs: each request lands on the other
+// replica than the one before, so that a query's pages cross replicas
+// and each replica reads the other's tokens. Clients trust the gateway's
+// CA only.
+type passwordReplicas struct {
+	// addr is the front's host:port, where clients connect.
+	addr string
+	// log is both replicas' and the front's.
+	log  *lockedLog
+	hits [2]atomic.Int64
+}
+
+// startPasswordReplicas starts the replicas, routing with dsnText, and
+// their front, all closed when t ends.
+func startPasswordReplicas(t *testing.T, sf *secureFleet, dsnText string) *passwordReplicas {
+	t.Helper()
+	p := &passwordReplicas{log: &lockedLog{}}
+	var replicas [2]*url.URL
+	for i := range replicas {
+		replicas[i] = &url.URL{Scheme: "https", Host: startPasswordGateway(t, sf, dsnText, p.log)}
+	}
+	ca, err := os.ReadFile(sf.gatewayCerts.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		t.Fatalf("no certificate in %s", sf.gatewayCerts.CAFile)
+	}
+	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	var next atomic.Int64
+	front := httptest.NewUnstartedServer(&httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			i := next.Add(1) % 2
+			p.hits[i].Add(1)
+			pr.SetURL(replicas[i])
+			pr.Out.Host = pr.In.Host // the replicas hand out URIs on the front's host
+		},
+		Transport: transport,
+		ErrorLog:  stdlog.New(p.log, "front: ", 0),
+	})
+	front.TLS = &tls.Config{Certificates: []tls.Certificate{gatewayPair(t, sf)}, MinVersion: tls.VersionTLS12}
+	front.StartTLS()
+	t.Cleanup(func() {
+		front.Close()
+		transport.CloseIdleConnections()
+	})
+	p.addr = front.Listener.Addr().String()
+	return p
+}
+
+// Hits returns how many requests the front sent each replica.
+func (p *passwordReplicas) Hits() [2]int64 { return [2]int64{p.hits[0].Load(), p.hits[1].Load()} }
+
+// crossed fails t unless both replicas served requests since before, a
+// Hits of earlier: what names the client.
+func (p *passwordReplicas) crossed(t *testing.T, before [2]int64, what string) {
+	t.Helper()
+	after := p.Hits()
+	if after[0] == before[0] || after[1] == before[1] {
+		t.Errorf("%s: the replicas served %d and %d requests; want the query's requests on both", what, after[0]-before[0], after[1]-before[1])
+	}
 }
 
 // goClientThrough opens the flavour's own Go client (presto-go-client,
@@ -256,12 +361,11 @@ func startPasswordGateway(t *testing.T, sf *secureFleet, dsnText string) (string
 // gateway's CA, with password.
 func goClientThrough(t *testing.T, sf *secureFleet, addr, password string) *sql.DB {
 	t.Helper()
-	userinfo := url.UserPassword(passwordUser, password).String()
-	name, dsn := "presto", "presto://"+userinfo+"@"+addr+"/tpch/tiny?ssl_ca="+url.QueryEscape(sf.gatewayCerts.CAFile)
+	name := "presto"
 	if sf.flavour == coordinator.Trino {
-		name, dsn = "trino", "https://"+userinfo+"@"+addr+"?catalog=tpch&schema=tiny&SSLCertPath="+url.QueryEscape(sf.gatewayCerts.CAFile)
+		name = "trino"
 	}
-	db, err := sql.Open(name, dsn)
+	db, err := sql.Open(name, goClientDSN(sf, addr, password))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,19 +373,89 @@ func goClientThrough(t *testing.T, sf *secureFleet, addr, password string) *sql.
 	return db
 }
 
-// The gateway whose DSN reaches the coordinators over TLS (ssl_ca), on its
-// own https listener: a client's Basic authentication passes through it to
-// the coordinator, which checks it. The Go clients and the JDBC driver of
-// each flavour are let in with the right password and refused with a
-// wrong one; the gateway's own DSN carries no password.
+// goClientDSN is goClientThrough's DSN.
+func goClientDSN(sf *secureFleet, addr, password string) string {
+	userinfo := url.UserPassword(passwordUser, password).String()
+	if sf.flavour == coordinator.Trino {
+		return "https://" + userinfo + "@" + addr + "?catalog=tpch&schema=tiny&SSLCertPath=" + url.QueryEscape(sf.gatewayCerts.CAFile)
+	}
+	return "presto://" + userinfo + "@" + addr + "/tpch/tiny?ssl_ca=" + url.QueryEscape(sf.gatewayCerts.CAFile)
+}
+
+// runPythonPassword runs testdata/python_password.py: whoAmI with client's
+// Basic authentication as passwordUser over https to addr, trusting caFile.
+// It returns the rows, or the client's error.
+func runPythonPassword(t *testing.T, client, addr, caFile, password string) (rows [][]string, failure string) {
+	t.Helper()
+	python := pythonClients(t)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(c, python, "testdata/python_password.py", client, host, port, caFile, whoAmI)
+	cmd.Env = append(os.Environ(), "ZKPRESTO_PASSWORD="+password)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	noSecretIn(t, "the Python client's stderr", stderr.String(), password)
+	if err != nil {
+		t.Fatalf("python_password.py %s: %v\n%s", client, err, stderr.Bytes())
+	}
+	var res struct {
+		Rows  [][]string `json:"rows"`
+		Error string     `json:"error"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("python_password.py printed %q: %v", out, err)
+	}
+	return res.Rows, res.Error
+}
+
+// interopToolchain is the Go toolchain the interop/trino module needs
+// (the Makefile's INTEROP_TOOLCHAIN).
+const interopToolchain = "go1.27.3"
+
+// runTrinoProbe runs whoAmI with trino-go-client v1.5.0 on dsn: the
+// interop/trino module's probe command, on the Go toolchain that module
+// needs. It returns what the command printed on stdout and on stderr, and
+// its error.
+func runTrinoProbe(t *testing.T, dsn string) (stdout, stderr string, err error) {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command, to run trino-go-client v1.5.0: %v", err)
+	}
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(c, goCmd, "run", "./probe", whoAmI)
+	cmd.Dir = filepath.Join("..", "trino")
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+interopToolchain, "TRINO_DSN="+dsn)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// Two gateway replicas whose DSN reaches the coordinators over TLS
+// (ssl_ca), on https behind a round-robin front on https: a client's Basic
+// authentication passes through either replica to the coordinator, which
+// checks it. The Go clients, the JDBC driver and the Python client of each
+// flavour (and for Trino trino-go-client v1.5.0, the version users have)
+// are let in with the right password, each running a query whose requests
+// land on both replicas, and refused with a wrong one; the gateway's own
+// DSN carries no password, nor does any log.
 func testPasswordGateway(t *testing.T, sf *secureFleet) {
-	addr, log := startPasswordGateway(t, sf, sf.cluster.DSN(";ssl_ca="+sf.certs.CAFile))
+	p := startPasswordReplicas(t, sf, sf.cluster.DSN(";ssl_ca="+sf.certs.CAFile))
+	addr := p.addr
 	wrong := sf.password + "-wrong"
 	defer func() {
-		noSecretIn(t, "the gateway's log", log.String(), sf.password, wrong, basicAuth(passwordUser, sf.password), basicAuth(passwordUser, wrong))
+		noSecretIn(t, "the gateway's log", p.log.String(), sf.password, wrong, basicAuth(passwordUser, sf.password), basicAuth(passwordUser, wrong))
 	}()
 
 	t.Run("go client", func(t *testing.T) {
+		before := p.Hits()
 		user, node, err := queryWhoAmI(t, goClientThrough(t, sf, addr, sf.password))
 		if err != nil {
 			t.Fatalf("with the right password through the gateway: %v", err)
@@ -289,6 +463,7 @@ func testPasswordGateway(t *testing.T, sf *secureFleet) {
 		if user != passwordUser || node != sf.server.Name() {
 			t.Fatalf("ran as %q on %q, want %q on %q", user, node, passwordUser, sf.server.Name())
 		}
+		p.crossed(t, before, "the go client")
 		_, _, err = queryWhoAmI(t, goClientThrough(t, sf, addr, wrong))
 		if err == nil {
 			t.Fatal("a wrong password was let in through the gateway")
@@ -298,21 +473,73 @@ func testPasswordGateway(t *testing.T, sf *secureFleet) {
 	})
 
 	t.Run("zkpresto driver", func(t *testing.T) {
-		// The driver on a host list of one, the gateway: no discovery.
+		// The driver on a host list of one, the front: no discovery.
 		scheme := "presto://"
 		if sf.flavour == coordinator.Trino {
 			scheme = "trino://"
 		}
-		db, err := sql.Open("zkpresto", scheme+addr+"/tpch/tiny;ssl_ca="+sf.gatewayCerts.CAFile+"?user="+passwordUser+"&password="+url.QueryEscape(sf.password))
+		dsn := func(password string) string {
+			return scheme + addr + "/tpch/tiny;ssl_ca=" + sf.gatewayCerts.CAFile + "?user=" + passwordUser + "&password=" + url.QueryEscape(password)
+		}
+		db, err := sql.Open("zkpresto", dsn(sf.password))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
+		before := p.Hits()
 		user, _, err := queryWhoAmI(t, db)
 		if err != nil || user != passwordUser {
 			t.Fatalf("through the gateway: %q, %v", user, err)
 		}
+		p.crossed(t, before, "the driver")
+		bad, err := sql.Open("zkpresto", dsn(wrong))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bad.Close()
+		_, _, err = queryWhoAmI(t, bad)
+		if err == nil || !strings.Contains(err.Error(), "401") {
+			t.Fatalf("a wrong password through the gateway: %v; want the 401", err)
+		}
+		noSecretIn(t, "the wrong password's error", err.Error(), wrong, sf.password)
 	})
+
+	t.Run("python", func(t *testing.T) {
+		client := "presto"
+		if sf.flavour == coordinator.Trino {
+			client = "trino"
+		}
+		before := p.Hits()
+		rows, failure := runPythonPassword(t, client, addr, sf.gatewayCerts.CAFile, sf.password)
+		if failure != "" || len(rows) != 1 || rows[0][0] != passwordUser || rows[0][1] != sf.server.Name() {
+			t.Fatalf("%s-python-client through the gateway: %q %s; want %s on %s", client, rows, failure, passwordUser, sf.server.Name())
+		}
+		p.crossed(t, before, client+"-python-client")
+		_, failure = runPythonPassword(t, client, addr, sf.gatewayCerts.CAFile, wrong)
+		if !strings.Contains(failure, "401") {
+			t.Fatalf("%s-python-client with a wrong password through the gateway: %q; want the 401", client, failure)
+		}
+		noSecretIn(t, "the Python client's error", failure, wrong, sf.password)
+		t.Logf("%s-python-client with a wrong password: %.300s", client, failure)
+	})
+
+	if sf.flavour == coordinator.Trino {
+		t.Run("trino-go-client v1.5.0", func(t *testing.T) {
+			before := p.Hits()
+			out, errOut, err := runTrinoProbe(t, goClientDSN(sf, addr, sf.password))
+			noSecretIn(t, "trino-go-client v1.5.0's stderr", errOut, sf.password)
+			if err != nil || out != passwordUser+"\t"+sf.server.Name()+"\n" {
+				t.Fatalf("trino-go-client v1.5.0 through the gateway: %q, %v\n%s\nwant %s on %s", out, err, errOut, passwordUser, sf.server.Name())
+			}
+			p.crossed(t, before, "trino-go-client v1.5.0")
+			out, errOut, err = runTrinoProbe(t, goClientDSN(sf, addr, wrong))
+			if err == nil || !strings.Contains(errOut, "401") {
+				t.Fatalf("trino-go-client v1.5.0 with a wrong password through the gateway: %q, %v\n%s\nwant the 401", out, err, errOut)
+			}
+			noSecretIn(t, "trino-go-client v1.5.0's error", errOut, wrong, sf.password)
+			t.Logf("trino-go-client v1.5.0 with a wrong password: %.300s", errOut)
+		})
+	}
 
 	t.Run("jdbc", func(t *testing.T) {
 		driverJar, scheme := jar(t, realserver.PrestoJDBC), "jdbc:presto://"
@@ -322,7 +549,9 @@ func testPasswordGateway(t *testing.T, sf *secureFleet) {
 		jdbcURL := func(password string) string {
 			return scheme + addr + "/tpch/tiny?SSL=true&SSLTrustStorePath=" + url.QueryEscape(sf.gatewayCerts.CAFile) + "&password=" + url.QueryEscape(password)
 		}
+		before := p.Hits()
 		rows := probe(t, driverJar, []string{jdbcURL(sf.password), whoAmI})
+		p.crossed(t, before, "JDBC")
 		if len(rows[1]) != 1 || rows[1][0][0] != passwordUser || rows[1][0][1] != sf.server.Name() {
 			t.Fatalf("JDBC through the gateway: %q, want %s on %s", rows[1], passwordUser, sf.server.Name())
 		}
@@ -443,7 +672,7 @@ func testPasswordPlainHTTP(t *testing.T, sf *secureFleet) {
 	t.Logf("the driver over http: %v", err)
 	// The gateway with a DSN without ssl_* keys, in front of it: the
 	// client's password crosses the gateway's TLS and then plain http.
-	addr, _ := startPasswordGateway(t, sf, "trino://"+sf.plain.Addr()+"/")
+	addr := startPasswordGateway(t, sf, "trino://"+sf.plain.Addr()+"/", &lockedLog{})
 	_, _, err = queryWhoAmI(t, goClientThrough(t, sf, addr, sf.password))
 	if err == nil || !strings.Contains(err.Error(), passwordOverHTTPRefused) {
 		t.Fatalf("through a gateway on plain http to Trino: %v; want %q", err, passwordOverHTTPRefused)

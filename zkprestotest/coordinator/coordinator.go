@@ -132,6 +132,10 @@ type Options struct {
 	// on PrestoDB it answers the executing resource's first page itself, rows included,
 	// pointing to executing token 1 (see the package doc).
 	QueuedPolls int
+	// OAuth2, when set, makes the coordinator authenticate statements and
+	// queries with OAuth2 external authentication, as Trino does (and
+	// PrestoDB, which took it from Trino); see OAuth2.
+	OAuth2 *OAuth2
 }
 
 func (o Options) withDefaults() Options {
@@ -277,8 +281,9 @@ type Coordinator struct {
 	strict    bool
 	forwarded bool // honour forwarding headers
 	gzip      bool
-	tls       *tls.Config // serve https with it, when set
-	spool     *spooler    // nil unless Options.Spooling
+	tls       *tls.Config  // serve https with it, when set
+	spool     *spooler     // nil unless Options.Spooling
+	oauth     *oauth2State // nil unless Options.OAuth2
 
 	latency        atomic.Int64 // nanoseconds
 	answerDelay    atomic.Int64 // nanoseconds a submission's answer waits after acceptance
@@ -380,6 +385,13 @@ func Start(opts Options) (*Coordinator, error) {
 	}
 	if c.requiredWorkersWait <= 0 {
 		c.requiredWorkersWait = 5 * time.Minute
+	}
+	if opts.OAuth2 != nil {
+		o, err := newOAuth2State(*opts.OAuth2)
+		if err != nil {
+			return nil, err
+		}
+		c.oauth = o
 	}
 	if opts.Spooling != SpoolingOff {
 		c.spool = newSpooler(opts.Spooling)

@@ -139,6 +139,9 @@ func (c *Coordinator) routes(s *serving) http.Handler {
 	} else {
 		mux.HandleFunc("GET /v1/cluster", c.handleClusterStats)
 	}
+	if c.oauth != nil {
+		c.oauth.routes(c, mux)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// JAX-RS answers a path no resource matches 404: text/plain on Trino, Jetty's HTML
 		// error page on PrestoDB.
@@ -150,6 +153,10 @@ func (c *Coordinator) routes(s *serving) http.Handler {
 			panic(http.ErrAbortHandler)
 		}
 		defer s.inFlight.Done()
+		if c.oauth != nil && c.oauth.guards(r.URL.Path) && !c.oauth.authenticated(r) {
+			c.oauth.challenge(c, w, r)
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
 }

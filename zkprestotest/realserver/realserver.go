@@ -79,6 +79,12 @@ type Options struct {
 	// authentication (403), Trino without https refuses a password (401)
 	// and takes a user without one, and PrestoDB 0.287 checks nothing.
 	Passwords map[string]string
+	// OAuth2, when set, turns on OAuth2 authentication with its identity
+	// provider (Trino only, and with HTTPSKeyStore: Trino authenticates
+	// only on https). The http port keeps taking a user without
+	// credentials (allow-insecure-over-http), which Query and the
+	// readiness check use.
+	OAuth2 *OAuth2
 	// TimeZone is the JVM's zone (user.timezone), the session zone of a
 	// statement that names none; default the machine's.
 	TimeZone string
@@ -188,6 +194,9 @@ var jvmOpens = []string{
 // Start starts a server and returns once it has run a statement.
 func Start(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
+	if err := checkOAuth2(opts); err != nil {
+		return nil, err
+	}
 	in, err := findInstall(opts.Cache, opts.Flavour)
 	if err != nil {
 		return nil, err

@@ -47,6 +47,10 @@ func (s *Server) secureEtc(opts Options, etc string, config, files map[string]st
 		config["http-server.https.port"] = strconv.Itoa(s.httpsPort)
 		config["http-server.https.keystore.path"] = opts.HTTPSKeyStore
 	}
+	if opts.OAuth2 != nil {
+		oauth2Etc(opts.OAuth2, config)
+		return sharedSecret(opts, config)
+	}
 	if len(opts.Passwords) == 0 {
 		return nil
 	}
@@ -62,15 +66,22 @@ func (s *Server) secureEtc(opts Options, etc string, config, files map[string]st
 		"file.password-file=" + filepath.Join(etc, passwordFileName) + "\n"
 	files[passwordFileName] = db
 	config["http-server.authentication.type"] = "PASSWORD"
-	if opts.Flavour == coordinator.Trino {
-		// Trino refuses to start with authentication and no secret for
-		// its internal requests (ServerSecurityModule).
-		secret := make([]byte, 32)
-		if _, err := rand.Read(secret); err != nil {
-			return fmt.Errorf("realserver: %s: %w", opts.Name, err)
-		}
-		config["internal-communication.shared-secret"] = hex.EncodeToString(secret)
+	return sharedSecret(opts, config)
+}
+
+// sharedSecret gives a Trino coordinator with authentication a random
+// internal-communication.shared-secret: Trino refuses to start with
+// authentication and no secret for its internal requests
+// (ServerSecurityModule).
+func sharedSecret(opts Options, config map[string]string) error {
+	if opts.Flavour != coordinator.Trino {
+		return nil
 	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return fmt.Errorf("realserver: %s: %w", opts.Name, err)
+	}
+	config["internal-communication.shared-secret"] = hex.EncodeToString(secret)
 	return nil
 }
 

@@ -24,7 +24,8 @@
 //     padding (22 characters), over the format version, kid, coord and a
 //     binding the caller gives: the query id of the URI, so a token taken
 //     from one query's URI does not verify on another query's path ("" for
-//     a URI that names no query). Each field is length-prefixed, so no two
+//     a URI that names no query; an OAuth2 token URI binds its path, an
+//     OAuth2 callback cookie its expiry and sign-in). Each field is length-prefixed, so no two
 //     inputs hash alike.
 //
 // Every character is unreserved in a URI, so a token needs no escaping, and
@@ -52,6 +53,10 @@
 // tokens it signed are no longer in use. A token whose key has been
 // dropped fails with ErrUnknownKey: tokens carry no expiry, so retiring a
 // key is what ends them.
+//
+// Derive makes keys for another purpose from the same secret (the
+// gateway's affinity cookie): the kids are the same, the secrets differ, so
+// a token of one purpose never verifies as another's.
 //
 // # What Verify does not do
 //

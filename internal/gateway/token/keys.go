@@ -227,3 +227,23 @@ func (k *Keys) String() string {
 func (k *Keys) Format(f fmt.State, _ rune) {
 	_, _ = f.Write([]byte(k.String()))
 }
+
+// Derive returns keys for another purpose than routing tokens, with the
+// same kids (so a rotation rolls both at once) and secrets of their own:
+// each an HMAC-SHA256, under its key, of a label naming purpose. A token
+// signed by one set does not verify under the other, so one use's token
+// (an affinity cookie, say) cannot be replayed as another's (a routing
+// token), and the derived secrets tell nothing of the originals.
+func (k *Keys) Derive(purpose string) *Keys {
+	if k == nil {
+		return nil
+	}
+	out := &Keys{keys: make([]*key, len(k.keys))}
+	for i, key := range k.keys {
+		m := hmac.New(sha256.New, key.secret)
+		m.Write([]byte("zkpresto gateway derived key\x00"))
+		m.Write([]byte(purpose))
+		out.keys[i] = newKey(key.kid, m.Sum(nil))
+	}
+	return out
+}

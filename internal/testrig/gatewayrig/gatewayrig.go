@@ -7,6 +7,9 @@
 package gatewayrig
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"log"
 	"log/slog"
@@ -15,6 +18,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,6 +54,19 @@ type Options struct {
 	// simulated ones: real servers, which the rig neither starts nor
 	// stops; Coordinator.Flavour (or Flavour) still says their flavour.
 	Addrs []string
+	// TLS serves the front on https (a certificate of its own, which
+	// Rig.Client trusts), and gives the replicas the front's URL as their
+	// public URL.
+	TLS bool
+	// OAuth2 starts a stub identity provider (Rig.IdP) and puts the
+	// simulated coordinators in its OAuth2 mode, honouring the forwarding
+	// headers (with Trino's nonce cookie when TLS is set); for real
+	// coordinators, configure them with Rig.IdP's URLs yourself.
+	OAuth2 bool
+	// CoordinatorCA, when set, is a PEM CA file: the replicas reach the
+	// coordinators (Addrs) over https, trusting it, as real coordinators
+	// with authentication need.
+	CoordinatorCA string
 }
 
 // Rig is a running deployment. Everything in it stops when the test that
@@ -63,6 +81,15 @@ type Rig struct {
 	// Unreachable is the address listed instead of coordinators
 	// (host:port) when Options.Unreachable is set.
 	Unreachable string
+	// Client reaches the front (trusting its certificate with
+	// Options.TLS); its connections close when the test ends.
+	Client *http.Client
+	// IdP is the stub identity provider, with Options.OAuth2.
+	IdP *IdP
+	// FrontCAFile is, with Options.TLS, a PEM file of the front's
+	// certificate, for clients that are not Go (JDBC's
+	// SSLTrustStorePath, Python's verify).
+	FrontCAFile string
 
 	hits     [2]atomic.Int64
 	gateways [2]*gateway.Gateway
@@ -81,6 +108,25 @@ func Start(tb testing.TB, opts Options) *Rig {
 		}
 	}
 	rig := &Rig{}
+	if opts.OAuth2 {
+		rig.IdP = StartIdP(tb, "gatewayrig")
+		opts.Coordinator.OAuth2 = rig.IdP.Coordinator(opts.TLS)
+		opts.Coordinator.HonourForwarded = true
+	}
+	var fronts [2]*url.URL
+	var next atomic.Int64
+	front := httptest.NewUnstartedServer(&httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(fronts[next.Add(1)%2])
+			pr.Out.Host = pr.In.Host // the replicas hand out URIs on the front's host
+		},
+		ErrorLog: log.New(io.Discard, "", 0), // a client's cancel is no error here
+	})
+	tb.Cleanup(front.Close)
+	var public string // the front's URL, known before it starts
+	if opts.TLS {
+		public = "https://" + front.Listener.Addr().String()
+	}
 	nodes := make([]discovery.Node, 0, opts.Coordinators)
 	if opts.Unreachable || len(opts.Addrs) > 0 {
 		opts.Coordinators = 0
@@ -107,7 +153,20 @@ func Start(tb testing.TB, opts Options) *Rig {
 		ln.Close() // nothing listens there any more: every dial is refused
 	}
 	disc := discovery.NewStatic("gatewayrig", nodes)
-	var fronts [2]*url.URL
+	var client *http.Client
+	if opts.CoordinatorCA != "" {
+		pemData, err := os.ReadFile(opts.CoordinatorCA)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pemData) {
+			tb.Fatalf("gatewayrig: no certificate in %s", opts.CoordinatorCA)
+		}
+		transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+		tb.Cleanup(transport.CloseIdleConnections)
+		client = &http.Client{Transport: transport}
+	}
 	for i := range fronts {
 		// Each replica has its own Router over the same discovery, as two
 		// processes watching one ZooKeeper namespace would.
@@ -116,7 +175,8 @@ func Start(tb testing.TB, opts Options) *Rig {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { r.Close() })
-		g, err := gateway.New(gateway.Config{Router: r, Keys: Keys, Flavour: opts.Flavour, NoCoordinatorGrace: opts.NoCoordinatorGrace})
+		g, err := gateway.New(gateway.Config{Router: r, Keys: Keys, Flavour: opts.Flavour, NoCoordinatorGrace: opts.NoCoordinatorGrace, PublicURL: public,
+			TLS: client != nil, Client: client})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -129,17 +189,22 @@ func Start(tb testing.TB, opts Options) *Rig {
 		}))
 		fronts[i], _ = url.Parse(rig.Replicas[i])
 	}
-	var next atomic.Int64
-	proxy := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(fronts[next.Add(1)%2])
-			pr.Out.Host = pr.In.Host // the replicas hand out URIs on the front's host
-		},
-		ErrorLog: log.New(io.Discard, "", 0), // a client's cancel is no error here
+	// Started once the replicas are there for it to send to.
+	if opts.TLS {
+		front.StartTLS()
+	} else {
+		front.Start()
 	}
-	front := httptest.NewServer(proxy)
-	tb.Cleanup(front.Close)
 	rig.Front = front.URL
+	if opts.TLS {
+		rig.FrontCAFile = filepath.Join(tb.TempDir(), "front-ca.pem")
+		certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: front.Certificate().Raw})
+		if err := os.WriteFile(rig.FrontCAFile, certPEM, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	rig.Client = front.Client()
+	tb.Cleanup(rig.Client.CloseIdleConnections)
 	return rig
 }
 

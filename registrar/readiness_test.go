@@ -139,7 +139,9 @@ func TestUnlistsWithoutWorkersWhenAsked(t *testing.T) {
 // new one. (A delete then a create, as before, left it unlisted for a
 // round trip, which such a watcher saw.)
 func TestReadinessFlipsNeverUnlist(t *testing.T) {
-	h := newHarness(t, func(c *registrar.Config) { c.Interval = 20 * time.Millisecond })
+	// A check that fails (a loaded machine, a probe slower than Interval)
+	// must not unlist it either: only readiness changes are under test.
+	h := newHarness(t, func(c *registrar.Config) { c.Interval, c.FailureThreshold = 20*time.Millisecond, 1000 })
 	h.waitRegistered()
 	watcher := fleet.DialT(t, h.zk.Addr())
 	stop := make(chan struct{})

@@ -320,3 +320,46 @@ func TestAffinityCookieConfig(t *testing.T) {
 		}
 	}
 }
+
+// Behind a public URL with a prefix, on https (a front terminating TLS),
+// the cookie is Secure and its path is the prefix's statement path, the
+// one the client posts to; a client on TLS gets a Secure cookie too.
+func TestAffinityCookiePublicURLAndTLS(t *testing.T) {
+	coords := startCoordinators(t, 1)
+	disc := &changing{}
+	disc.set(coords...)
+	r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("poll")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, AffinityCookie: time.Minute, PublicURL: "https://gw.example/trino"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	c := submitWithCookie(t, serveGateway(t, g).URL, "")
+	if c.Path != "/trino/v1/statement" || !c.Secure {
+		t.Errorf("the cookie %q behind https://gw.example/trino: want Path=/trino/v1/statement, Secure", c.String())
+	}
+
+	plain, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, AffinityCookie: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	srv := httptest.NewTLSServer(plain)
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/statement", strings.NewReader("SELECT 1"))
+	req.Header.Set("X-Presto-User", "dbt")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	i := slices.IndexFunc(resp.Cookies(), func(c *http.Cookie) bool { return c.Name == gateway.AffinityCookieName })
+	if resp.StatusCode != http.StatusOK || i < 0 || !resp.Cookies()[i].Secure || resp.Cookies()[i].Path != "/v1/statement" {
+		t.Errorf("a client on TLS: %s, cookies %q; want a Secure affinity cookie for /v1/statement", resp.Status, resp.Header.Values("Set-Cookie"))
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // ExternalRoutingSpec, an extension of ours, names an HTTP endpoint that
@@ -415,7 +416,11 @@ func readAnswer(b []byte) hookAnswer {
 		return hookAnswer{failed: HookBadAnswer, detail: "both a group and a refusal"}
 	}
 	if len(a.refuse) > maxRefusalMessage {
-		a.refuse = a.refuse[:maxRefusalMessage] + "…"
+		cut := maxRefusalMessage
+		for cut > 0 && !utf8.RuneStart(a.refuse[cut]) {
+			cut-- // not inside a character
+		}
+		a.refuse = a.refuse[:cut] + "…"
 	}
 	return a
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // hookGroups builds groups a and etl with the hook at url, spec's other
@@ -193,5 +194,47 @@ func TestReadAnswer(t *testing.T) {
 	long := readAnswer([]byte(`{"refuse": "` + strings.Repeat("x", 5000) + `"}`))
 	if len(long.refuse) > maxRefusalMessage+len("…") {
 		t.Errorf("a refusal of %d bytes, want at most %d", len(long.refuse), maxRefusalMessage)
+	}
+	// Cut at a character's boundary: the client's error is UTF-8.
+	wide := readAnswer([]byte(`{"refuse": "x` + strings.Repeat("é", 2000) + `"}`))
+	if !utf8.ValidString(wide.refuse) || len(wide.refuse) > maxRefusalMessage+len("…") {
+		t.Errorf("a refusal cut to %d bytes, valid UTF-8 %v", len(wide.refuse), utf8.ValidString(wide.refuse))
+	}
+}
+
+// Many statements ask at once, through a cache smaller than their inputs
+// (run with -race): every answer is the hook's, the cache stays within
+// its bound, and every ask is counted once, as a call or a hit.
+func TestExternalRoutingCacheConcurrentUse(t *testing.T) {
+	srv, calls := countingHook(t, `{"group": "etl"}`)
+	gs := hookGroups(t, `{"url": "`+srv.URL+`", "timeout": "5s", "cacheTTL": "1h", "cacheSize": 4}`)
+	var stats hookStats
+	const workers, asks = 6, 50
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range asks {
+				in := gs.input(userHeader(fmt.Sprint("u", (w+i)%9)), "SELECT 1")
+				if a := gs.askHook(context.Background(), in, &stats, nil); a.group != "etl" {
+					errs <- fmt.Errorf("worker %d ask %d: %+v", w, i, a)
+					return
+				}
+				if n := gs.hook.cache.len(); n > 4 {
+					errs <- fmt.Errorf("%d answers cached, want at most 4", n)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats.mu.Lock()
+	defer stats.mu.Unlock()
+	if got := stats.hits + stats.latency.Count; got != workers*asks || stats.latency.Count != uint64(calls.Load()) || stats.answers["group"] != workers*asks {
+		t.Errorf("%d hits + %d calls (hook saw %d), %v answers; want %d asks in all", stats.hits, stats.latency.Count, calls.Load(), stats.answers, workers*asks)
 	}
 }

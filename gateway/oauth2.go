@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -100,7 +101,7 @@ func (g *Gateway) rewriteChallenge(h http.Header, public, base string) {
 	}
 	out := make([]string, 0, len(values))
 	for _, v := range values {
-		if !strings.Contains(v, "x_redirect_server") && !strings.Contains(v, "x_token_server") {
+		if lower := strings.ToLower(v); !strings.Contains(lower, "x_redirect_server") && !strings.Contains(lower, "x_token_server") {
 			out = append(out, v)
 			continue
 		}
@@ -109,25 +110,39 @@ func (g *Gateway) rewriteChallenge(h http.Header, public, base string) {
 	h[http.CanonicalHeaderKey("WWW-Authenticate")] = out
 }
 
-// rewriteChallengeValue rewrites one challenge: its parameters are read
-// as Trino writes them, name="value" separated by commas.
+// rewriteChallengeValue rewrites one value of WWW-Authenticate: its
+// parameters are read as Trino writes them, name="value" separated by
+// commas, names of any case (RFC 9110 section 11.2). The value may hold several challenges (a proxy may join them,
+// RFC 9110 section 11.6.1): a parameter that begins another challenge
+// reads "Scheme name=value", and its scheme is kept before it.
 func (g *Gateway) rewriteChallengeValue(v, public, base string) string {
 	scheme, params, _ := strings.Cut(strings.TrimSpace(v), " ")
 	var kept []string
+	lead := "" // the scheme of a challenge whose first parameter was dropped
 	for _, p := range splitParams(params) {
 		name, val, ok := strings.Cut(p, "=")
 		name = strings.TrimSpace(name)
-		if !ok || (name != "x_redirect_server" && name != "x_token_server") {
-			kept = append(kept, strings.TrimSpace(p))
+		next := ""
+		if i := strings.LastIndexAny(name, " \t"); i >= 0 {
+			next, name = name[:i+1], name[i+1:]
+		}
+		if !ok || (!strings.EqualFold(name, "x_redirect_server") && !strings.EqualFold(name, "x_token_server")) {
+			kept = append(kept, lead+strings.TrimSpace(p))
+			lead = ""
 			continue
 		}
+		lead += next
 		uri := strings.Trim(strings.TrimSpace(val), `"`)
 		rewritten, err := g.oauth2URI(public, base, uri)
 		if err != nil {
 			g.log.Warn("an OAuth2 challenge's URI is not one of the token exchange's; dropped", "node", hostOf(base), "param", name)
 			continue
 		}
-		kept = append(kept, name+`="`+rewritten+`"`)
+		kept = append(kept, lead+name+`="`+rewritten+`"`)
+		lead = ""
+	}
+	if lead = strings.TrimSpace(lead); lead != "" {
+		kept = append(kept, lead)
 	}
 	return scheme + " " + strings.Join(kept, ", ")
 }
@@ -213,11 +228,18 @@ func (g *Gateway) serveOAuth2Token(w http.ResponseWriter, r *http.Request, tok s
 			panic(http.ErrAbortHandler)
 		}
 		g.reportFailure(r.Context(), base, err)
+		if state == memberDeparted {
+			// Left discovery and failed since: gone, as for a query's
+			// follow-ups, on every request from now on.
+			g.markGone(base)
+			g.oauth2Refused(w, http.StatusGone, fmt.Sprintf("zkpresto gateway: the sign-in began on coordinator %s, which is gone; sign in again", hostOf(base)))
+			return
+		}
 		g.oauth2Refused(w, http.StatusBadGateway, fmt.Sprintf("zkpresto gateway: coordinator %s did not answer an OAuth2 token exchange request", hostOf(base)))
 		return
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxOAuth2Body+1))
+	body, err := readOAuth2Body(resp)
 	if err != nil || len(body) > maxOAuth2Body {
 		if r.Context().Err() != nil {
 			panic(http.ErrAbortHandler)
@@ -245,30 +267,54 @@ func (g *Gateway) serveOAuth2Token(w http.ResponseWriter, r *http.Request, tok s
 	_, _ = w.Write(body)
 }
 
+// readOAuth2Body reads the answer of a coordinator's OAuth2 resource, at
+// most maxOAuth2Body+1 bytes of it, decoded when it came in gzip though
+// the gateway asked for identity (as relayAnswer decodes a statement's):
+// the client gets it without its Content-Encoding.
+func readOAuth2Body(resp *http.Response) ([]byte, error) {
+	var body io.Reader = resp.Body
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		gz, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		defer gz.Close()
+		body = gz
+	}
+	return io.ReadAll(io.LimitReader(body, maxOAuth2Body+1))
+}
+
 // rewriteTokenPoll rewrites the nextUri of a token poll's answer (Trino's
 // pending answer is {"nextUri": the poll's own URL}); a token or an error
-// passes as it came.
+// passes as it came. A key of any case is a nextUri: Go's encoding/json
+// (trino-go-client's) reads "NextURI" as "nextUri".
 func (g *Gateway) rewriteTokenPoll(body []byte, public, base string) []byte {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil {
 		return body
 	}
-	raw, ok := m["nextUri"]
-	if !ok {
-		return body
+	changed := false
+	for k, raw := range m {
+		if !strings.EqualFold(k, "nextUri") {
+			continue
+		}
+		changed = true
+		var next string
+		rewritten, err := "", json.Unmarshal(raw, &next)
+		if err == nil {
+			rewritten, err = g.oauth2URI(public, base, next)
+		}
+		if err != nil {
+			// Never the coordinator's own address: the client would leave
+			// the gateway.
+			delete(m, k)
+			m["error"], _ = json.Marshal("zkpresto gateway: the coordinator's token poll answered a nextUri that is not a token URI")
+			continue
+		}
+		m[k], _ = json.Marshal(rewritten)
 	}
-	var next string
-	if json.Unmarshal(raw, &next) != nil {
+	if !changed {
 		return body
-	}
-	rewritten, err := g.oauth2URI(public, base, next)
-	if err != nil {
-		// Never the coordinator's own address: the client would leave
-		// the gateway.
-		delete(m, "nextUri")
-		m["error"], _ = json.Marshal("zkpresto gateway: the coordinator's token poll answered a nextUri that is not a token URI")
-	} else {
-		m["nextUri"], _ = json.Marshal(rewritten)
 	}
 	out, err := json.Marshal(m)
 	if err != nil {
@@ -314,11 +360,16 @@ func (g *Gateway) serveOAuth2Callback(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 		g.reportFailure(r.Context(), base, err)
+		if st == memberDeparted {
+			g.markGone(base) // as for a token poll
+			g.oauth2Page(w, http.StatusGone, fmt.Sprintf("This sign-in began on coordinator %s, which is gone. Sign in again from your client.", hostOf(base)))
+			return
+		}
 		g.oauth2Page(w, http.StatusBadGateway, fmt.Sprintf("Coordinator %s did not answer this sign-in's callback. Sign in again from your client.", hostOf(base)))
 		return
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxOAuth2Body+1))
+	body, err := readOAuth2Body(resp)
 	if err != nil || len(body) > maxOAuth2Body {
 		if r.Context().Err() != nil {
 			panic(http.ErrAbortHandler)

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,6 +43,7 @@ type oauth2Setup struct {
 	client   *http.Client // trusts the front
 	hits     [2]atomic.Int64
 	logs     *testutil.Buffer
+	disc     *changing // lists the coordinators
 }
 
 // newOAuth2Setup starts it all, the front on https when tls, where the
@@ -50,6 +52,7 @@ func newOAuth2Setup(t *testing.T, tls bool) *oauth2Setup {
 	t.Helper()
 	s := &oauth2Setup{idp: gatewayrig.StartIdP(t, oauth2Canary), logs: &testutil.Buffer{}}
 	disc := &changing{}
+	s.disc = disc
 	var nodes []discovery.Node
 	for i := range 2 {
 		c, err := coordinator.Start(coordinator.Options{
@@ -436,4 +439,203 @@ func newRouterFor(t *testing.T) *routing.Router {
 	}
 	t.Cleanup(func() { r.Close() })
 	return r
+}
+
+// Two challenges in one WWW-Authenticate value (RFC 9110 lets a proxy
+// join them with a comma): the Bearer challenge's URIs after another
+// scheme's parameters are rewritten too, never relayed with the
+// coordinator's address, and the other challenge passes unchanged.
+func TestOAuth2ChallengeRewriteJoined(t *testing.T) {
+	g, err := gateway.New(gateway.Config{Router: newRouterFor(t), Keys: testKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{
+		`Basic realm="Trino", Bearer x_redirect_server="http://10.0.0.7:8080/oauth2/token/initiate/abc", x_token_server="http://10.0.0.7:8080/oauth2/token/abc"`,
+		`Basic realm="Trino",Bearer x_token_server="http://10.0.0.7:8080/oauth2/token/abc", x_redirect_server="http://10.0.0.7:8080/oauth2/token/initiate/abc"`,
+		`Basic realm="Trino", Bearer x_redirect_server="http://10.0.0.7:8080/v1/query/x", x_token_server="http://10.0.0.7:8080/oauth2/token/abc"`,
+	} {
+		h := http.Header{"Www-Authenticate": {v}}
+		gateway.RewriteChallenge(g, h, "https://gw.example", "http://10.0.0.7:8080")
+		got := h.Get("WWW-Authenticate")
+		if strings.Contains(got, "10.0.0.7") || !strings.HasPrefix(got, `Basic realm="Trino", Bearer x_`) || !strings.Contains(got, `x_token_server="https://gw.example/_zk/k1.`) {
+			t.Fatalf("%s\nrewritten as %s", v, got)
+		}
+	}
+}
+
+// The coordinator that began a sign-in stops answering: while it is
+// listed, its token poll gets 502 and its callback a 502 page; once it
+// has left discovery and failed again, as a query's follow-up, it is gone
+// for both replicas: 410, and a page saying to sign in again. No answer
+// quotes a code, state or cookie.
+func TestOAuth2CoordinatorFailedOrGone(t *testing.T) {
+	s := newOAuth2Setup(t, false)
+	redirect, tokenURI := s.challenge(t)
+	b := s.browser(t)
+	callback, cookie := s.signIn(t, b, redirect)
+	var minter, other *coordinator.Coordinator
+	for _, c := range s.coords {
+		if c.OAuth2Counts().Challenges == 1 {
+			minter = c
+		} else {
+			other = c
+		}
+	}
+	if minter == nil || other == nil {
+		t.Fatal("no single coordinator minted the challenge")
+	}
+	var shown []string
+	answer := func(name string, c *http.Client, uri string, want int, says string) {
+		t.Helper()
+		resp, body := fetch(t, c, http.MethodGet, uri, nil, "")
+		if resp.StatusCode != want || !strings.Contains(body, says) {
+			t.Fatalf("%s: %s %s, want %d saying %q", name, resp.Status, body, want, says)
+		}
+		shown = append(shown, body)
+	}
+	if err := minter.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 { // each replica
+		answer(fmt.Sprintf("poll, listed but stopped (%d)", i), s.client, tokenURI, http.StatusBadGateway, "did not answer")
+		answer(fmt.Sprintf("callback, listed but stopped (%d)", i), b, callback, http.StatusBadGateway, "did not answer")
+	}
+	s.disc.set(other)
+	for i := range 4 { // each replica, twice: the first failure of a departed coordinator is its end
+		answer(fmt.Sprintf("poll, left and stopped (%d)", i), s.client, tokenURI, http.StatusGone, "gone")
+		answer(fmt.Sprintf("callback, left and stopped (%d)", i), b, callback, http.StatusGone, "Sign in again")
+	}
+	if n := other.OAuth2Counts(); n.Initiates != 0 || n.Callbacks != 0 || n.RefusedCallbacks != 0 || n.Polls != 0 {
+		t.Fatalf("the other coordinator got a step of the sign-in: %+v", other.OAuth2Counts())
+	}
+	cu, _ := url.Parse(callback)
+	shown = append(shown, s.logs.String())
+	for _, text := range shown {
+		for _, secret := range []string{oauth2Canary, cookie.Value, cu.Query().Get("state")} {
+			if strings.Contains(text, secret) {
+				t.Fatalf("a secret is shown in:\n%s", text)
+			}
+		}
+	}
+}
+
+// A challenge's parameter names are read without regard to case (RFC 9110
+// section 11.2: auth-param names are case-insensitive), so a coordinator's
+// URI under X_Redirect_Server is rewritten too, never relayed.
+func TestOAuth2ChallengeRewriteAnyCase(t *testing.T) {
+	g, err := gateway.New(gateway.Config{Router: newRouterFor(t), Keys: testKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{"Www-Authenticate": {`Bearer X_Redirect_Server="http://10.0.0.7:8080/oauth2/token/initiate/abc", X_TOKEN_SERVER="http://10.0.0.7:8080/oauth2/token/abc"`}}
+	gateway.RewriteChallenge(g, h, "https://gw.example", "http://10.0.0.7:8080")
+	got := h.Get("WWW-Authenticate")
+	if strings.Contains(got, "10.0.0.7") || strings.Count(got, `="https://gw.example/_zk/k1.`) != 2 {
+		t.Fatalf("rewritten as %s", got)
+	}
+}
+
+// The initiate step reaches the coordinator with the gateway's public
+// address in X-Forwarded-Proto, -Host, -Port and, when --public-url has a
+// path, -Prefix; never the client's own forwarding headers.
+func TestOAuth2InitiateForwardedHeaders(t *testing.T) {
+	var got atomic.Pointer[http.Header]
+	coord := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/oauth2/token/initiate/") {
+			h := r.Header.Clone()
+			got.Store(&h)
+			http.Redirect(w, r, "http://127.0.0.1:9/authorize?state=s1", http.StatusSeeOther)
+			return
+		}
+		base := "http://" + r.Host
+		w.Header().Set("WWW-Authenticate", `Bearer x_redirect_server="`+base+`/oauth2/token/initiate/h1", x_token_server="`+base+`/oauth2/token/a1"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(coord.Close)
+	disc := &changing{}
+	disc.setNodes([]discovery.Node{{Addr: strings.TrimPrefix(coord.URL, "http://")}})
+	r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("round_robin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	for _, tc := range []struct{ public, proto, host, port, prefix string }{
+		{"https://gw.example/trino", "https", "gw.example", "443", "/trino"},
+		{"http://gw.example:8080", "http", "gw.example:8080", "8080", ""},
+	} {
+		g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: gateway.Trino, StandardTransport: standardTransport, PublicURL: tc.public})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := serveGateway(t, g)
+		resp, body := fetch(t, http.DefaultClient, http.MethodPost, srv.URL+"/v1/statement", http.Header{"X-Trino-User": {"alice"}}, "SELECT 1")
+		m := challengeParam.FindStringSubmatch(resp.Header.Get("WWW-Authenticate"))
+		if resp.StatusCode != http.StatusUnauthorized || m == nil || m[1] != "x_redirect_server" || !strings.HasPrefix(m[2], tc.public+"/_zk/") {
+			t.Fatalf("%s: the challenge %s %q %s", tc.public, resp.Status, resp.Header.Get("WWW-Authenticate"), body)
+		}
+		initiate := srv.URL + strings.TrimPrefix(m[2], tc.public)
+		resp, body = fetch(t, noRedirects, http.MethodGet, initiate, http.Header{"X-Forwarded-Host": {"evil.example"}, "X-Forwarded-Prefix": {"/evil"}}, "")
+		h := got.Load()
+		if resp.StatusCode != http.StatusSeeOther || h == nil {
+			t.Fatalf("%s: initiate %s %s", tc.public, resp.Status, body)
+		}
+		if h.Get("X-Forwarded-Proto") != tc.proto || h.Values("X-Forwarded-Host")[0] != tc.host || len(h.Values("X-Forwarded-Host")) != 1 ||
+			h.Get("X-Forwarded-Port") != tc.port || h.Get("X-Forwarded-Prefix") != tc.prefix || len(h.Values("X-Forwarded-Prefix")) > 1 {
+			t.Errorf("%s: the coordinator got forwarding headers %v %v %v %v", tc.public, h.Values("X-Forwarded-Proto"), h.Values("X-Forwarded-Host"), h.Values("X-Forwarded-Port"), h.Values("X-Forwarded-Prefix"))
+		}
+		got.Store(nil)
+	}
+}
+
+// noRedirects is a client that hands back redirects.
+var noRedirects = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// A coordinator that answers a token poll in gzip though asked for
+// identity (as the relay of a statement's answers allows for): the
+// client gets the answer decoded, its nextUri rewritten onto the gateway.
+func TestOAuth2TokenPollGzipAnswer(t *testing.T) {
+	coord := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		base := "http://" + r.Host
+		if r.URL.Path == "/oauth2/token/a1" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Encoding", "gzip")
+			gz := gzip.NewWriter(w)
+			_, _ = io.WriteString(gz, `{"nextUri": "`+base+`/oauth2/token/a1"}`)
+			_ = gz.Close()
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer x_redirect_server="`+base+`/oauth2/token/initiate/h1", x_token_server="`+base+`/oauth2/token/a1"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(coord.Close)
+	disc := &changing{}
+	disc.setNodes([]discovery.Node{{Addr: strings.TrimPrefix(coord.URL, "http://")}})
+	r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("round_robin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: gateway.Trino, StandardTransport: standardTransport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveGateway(t, g)
+	resp, _ := fetch(t, http.DefaultClient, http.MethodPost, srv.URL+"/v1/statement", http.Header{"X-Trino-User": {"alice"}}, "SELECT 1")
+	var tokenURI string
+	for _, m := range challengeParam.FindAllStringSubmatch(resp.Header.Get("WWW-Authenticate"), -1) {
+		if m[1] == "x_token_server" {
+			tokenURI = m[2]
+		}
+	}
+	if !strings.HasPrefix(tokenURI, srv.URL+"/_zk/") {
+		t.Fatalf("the challenge %q", resp.Header.Get("WWW-Authenticate"))
+	}
+	// The transport would decode a gzip answer it asked for itself: ask
+	// for identity, as the gateway does.
+	resp, body := fetch(t, http.DefaultClient, http.MethodGet, tokenURI, http.Header{"Accept-Encoding": {"identity"}}, "")
+	var m map[string]string
+	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &m) != nil || m["nextUri"] != tokenURI || resp.Header.Get("Content-Encoding") != "" {
+		t.Fatalf("a gzip poll answer: %s %q %q, want JSON with the nextUri %s", resp.Status, resp.Header.Get("Content-Encoding"), body, tokenURI)
+	}
 }

@@ -44,7 +44,12 @@ func startReadyFleet(t *testing.T, n int, opts coordinator.Options) *readyFleet 
 	})
 	f := &readyFleet{zk: zks, observer: fleet.DialT(t, zks.Addr()), cs: cs, dsn: nodesDSN(zks.Addr(), "presto")}
 	for _, c := range cs {
-		start(t, "register", "--zookeeper", zks.Addr(), "--advertise", c.URL(), "--interval", "50ms")
+		// Checks every 50 ms carry readiness to ZooKeeper at once; each
+		// check's timeout is that interval too, so on a loaded machine two
+		// slow answers in a row would unlist a healthy coordinator (all
+		// three at once, seen as "namespace has no children"). These tests
+		// are about readiness marks, not removal: 40 failures (2 s) unlist.
+		start(t, "register", "--zookeeper", zks.Addr(), "--advertise", c.URL(), "--interval", "50ms", "--failure-threshold", "40")
 	}
 	eventually(t, fmt.Sprintf("%d registrations", n), func() bool { return len(registrations(t, f.observer, "/presto")) == n })
 	return f

@@ -398,13 +398,7 @@ func TestOAuth2HostileCallbacks(t *testing.T) {
 	}
 
 	shown = append(shown, s.logs.String())
-	for _, text := range shown {
-		for _, secret := range []string{oauth2Canary, cookie.Value, cu.Query().Get("state")} {
-			if strings.Contains(text, secret) {
-				t.Fatalf("a secret is shown in:\n%s", text)
-			}
-		}
-	}
+	noSecretShown(t, shown, oauth2Canary, cookie.Value, cu.Query().Get("state"))
 }
 
 // A challenge's other parameters and other challenges pass unchanged; a
@@ -511,13 +505,7 @@ func TestOAuth2CoordinatorFailedOrGone(t *testing.T) {
 	}
 	cu, _ := url.Parse(callback)
 	shown = append(shown, s.logs.String())
-	for _, text := range shown {
-		for _, secret := range []string{oauth2Canary, cookie.Value, cu.Query().Get("state")} {
-			if strings.Contains(text, secret) {
-				t.Fatalf("a secret is shown in:\n%s", text)
-			}
-		}
-	}
+	noSecretShown(t, shown, oauth2Canary, cookie.Value, cu.Query().Get("state"))
 }
 
 // A challenge's parameter names are read without regard to case (RFC 9110
@@ -637,5 +625,18 @@ func TestOAuth2TokenPollGzipAnswer(t *testing.T) {
 	var m map[string]string
 	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &m) != nil || m["nextUri"] != tokenURI || resp.Header.Get("Content-Encoding") != "" {
 		t.Fatalf("a gzip poll answer: %s %q %q, want JSON with the nextUri %s", resp.Status, resp.Header.Get("Content-Encoding"), body, tokenURI)
+	}
+}
+
+// noSecretShown fails t when any of shown (answers, logs) holds any of
+// the secrets.
+func noSecretShown(t *testing.T, shown []string, secrets ...string) {
+	t.Helper()
+	for _, text := range shown {
+		for _, secret := range secrets {
+			if strings.Contains(text, secret) {
+				t.Fatalf("a secret is shown in:\n%s", text)
+			}
+		}
 	}
 }

@@ -26,17 +26,8 @@ import (
 // status page says the cookie picked it, and the metrics count the
 // cookies.
 func TestGatewayAffinityCookieAcrossReplicas(t *testing.T) {
-	var hosts []string
-	var cs []*coordinator.Coordinator
-	for range 3 {
-		c, err := coordinator.Start(coordinator.Options{BatchRows: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		cs = append(cs, c)
-		hosts = append(hosts, c.Addr())
-	}
+	cs := startFleet(t, 3, coordinator.Options{BatchRows: 2})
+	hosts := addrsOf(cs)
 	secret := writeGatewaySecret(t, t.TempDir())
 	var replicas []string
 	for range 2 {
@@ -146,17 +137,8 @@ func TestGatewayAffinityCookieWithTrinoPythonClient(t *testing.T) {
 	python := pythonClients(t)
 	for _, cookie := range []bool{true, false} {
 		t.Run(fmt.Sprintf("cookie=%t", cookie), func(t *testing.T) {
-			var hosts []string
-			var cs []*coordinator.Coordinator
-			for range 3 {
-				c, err := coordinator.Start(coordinator.Options{Flavour: coordinator.Trino, BatchRows: 2})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.Close() })
-				cs = append(cs, c)
-				hosts = append(hosts, c.Addr())
-			}
+			cs := startFleet(t, 3, coordinator.Options{Flavour: coordinator.Trino, BatchRows: 2})
+			hosts := addrsOf(cs)
 			secret := writeGatewaySecret(t, t.TempDir())
 			args := []string{"gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", "trino://" + strings.Join(hosts, ",") + "/;zooKeeperStrategy=poll"}
 			if cookie {

@@ -19,15 +19,7 @@ import (
 // zkpresto gateway --explain says what the config's external routing hook
 // answered, or that it failed open, and routes as two replicas do.
 func TestGatewayExplainShowsTheHook(t *testing.T) {
-	var cs []*coordinator.Coordinator
-	for i := range 2 {
-		c, err := coordinator.Start(coordinator.Options{Name: fmt.Sprint("c", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		cs = append(cs, c)
-	}
+	cs := startFleet(t, 2, coordinator.Options{})
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in struct{ User string }
 		_ = json.NewDecoder(r.Body).Decode(&in)

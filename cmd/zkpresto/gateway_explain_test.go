@@ -19,15 +19,7 @@ import (
 // zkpresto gateway --explain says what two replicas of the gateway do with
 // each request of a table: the group and its coordinator, or the refusal.
 func TestGatewayExplainAgreesWithTheGateway(t *testing.T) {
-	var cs []*coordinator.Coordinator
-	for i := range 4 {
-		c, err := coordinator.Start(coordinator.Options{Name: fmt.Sprint("c", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		cs = append(cs, c)
-	}
+	cs := startFleet(t, 4, coordinator.Options{})
 	config := filepath.Join(t.TempDir(), "router-config.json")
 	text := `{
   "groups": [

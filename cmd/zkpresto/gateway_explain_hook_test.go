@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
@@ -52,23 +51,7 @@ func TestGatewayExplainShowsTheHook(t *testing.T) {
 	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var fronts [2]string
-	for i := range 2 {
-		gs, err := gateway.LoadConfig(config, gateway.BuildOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gw, err := gateway.New(gateway.Config{Groups: gs, Keys: gatewayTestSecret})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(gw)
-		t.Cleanup(func() {
-			srv.Close()
-			gw.Close()
-		})
-		fronts[i] = srv.URL
-	}
+	fronts := configReplicas(t, config, 2)
 	for _, tc := range []struct{ user, hook, did string }{
 		{"etl_x", `hook: answered group "etl"`, "coordinators: " + strings.TrimPrefix(cs[1].URL(), "http://")},
 		{"bob", "hook: answered nothing; the selectors decide", "coordinators: " + strings.TrimPrefix(cs[0].URL(), "http://")},

@@ -425,8 +425,15 @@ func TestOAuth2ChallengeRewrite(t *testing.T) {
 // newRouterFor is a Router over one fixed, unreachable address.
 func newRouterFor(t *testing.T) *routing.Router {
 	t.Helper()
+	return routerOver(t, "127.0.0.1:9")
+}
+
+// routerOver is a round-robin Router over the one coordinator at addr
+// (host:port), closed when t ends.
+func routerOver(t *testing.T, addr string) *routing.Router {
+	t.Helper()
 	disc := &changing{}
-	disc.setNodes([]discovery.Node{{Addr: "127.0.0.1:9"}})
+	disc.setNodes([]discovery.Node{{Addr: addr}})
 	r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("round_robin")})
 	if err != nil {
 		t.Fatal(err)
@@ -541,13 +548,7 @@ func TestOAuth2InitiateForwardedHeaders(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 	}))
 	t.Cleanup(coord.Close)
-	disc := &changing{}
-	disc.setNodes([]discovery.Node{{Addr: strings.TrimPrefix(coord.URL, "http://")}})
-	r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("round_robin")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := routerOver(t, strings.TrimPrefix(coord.URL, "http://"))
 	for _, tc := range []struct{ public, proto, host, port, prefix string }{
 		{"https://gw.example/trino", "https", "gw.example", "443", "/trino"},
 		{"http://gw.example:8080", "http", "gw.example:8080", "8080", ""},
@@ -597,13 +598,7 @@ func TestOAuth2TokenPollGzipAnswer(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 	}))
 	t.Cleanup(coord.Close)
-	disc := &changing{}
-	disc.setNodes([]discovery.Node{{Addr: strings.TrimPrefix(coord.URL, "http://")}})
-	r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("round_robin")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := routerOver(t, strings.TrimPrefix(coord.URL, "http://"))
 	g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: gateway.Trino, StandardTransport: standardTransport})
 	if err != nil {
 		t.Fatal(err)

@@ -61,14 +61,7 @@ func TestGatewayAffinityCookieAcrossReplicas(t *testing.T) {
 			method, uri, body = http.MethodGet, page.NextURI, ""
 		}
 	}
-	var got []int64
-	busy := 0
-	for _, c := range cs {
-		got = append(got, c.Statements())
-		if c.Statements() > 0 {
-			busy++
-		}
-	}
+	got, busy := statementsPer(cs)
 	if busy != 1 {
 		t.Fatalf("statements per coordinator %v, want the session's 6 on one", got)
 	}
@@ -156,14 +149,7 @@ func TestGatewayAffinityCookieWithTrinoPythonClient(t *testing.T) {
 			if err != nil || strings.TrimSpace(string(out)) != "ok" {
 				t.Fatalf("trino-python-client: %v\n%s", err, out)
 			}
-			var got []int64
-			busy := 0
-			for _, c := range cs {
-				got = append(got, c.Statements())
-				if c.Statements() > 0 {
-					busy++
-				}
-			}
+			got, busy := statementsPer(cs)
 			if cookie && busy != 1 || !cookie && busy < 2 {
 				t.Errorf("statements per coordinator %v; want all on one with the cookie, spread without", got)
 			}
@@ -174,4 +160,17 @@ func TestGatewayAffinityCookieWithTrinoPythonClient(t *testing.T) {
 			}
 		})
 	}
+}
+
+// statementsPer returns how many statements each coordinator ran, in
+// order, and how many ran any.
+func statementsPer(cs []*coordinator.Coordinator) (got []int64, busy int) {
+	for _, c := range cs {
+		n := c.Statements()
+		got = append(got, n)
+		if n > 0 {
+			busy++
+		}
+	}
+	return got, busy
 }

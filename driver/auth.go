@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/zkpresto/zkpresto/dsn"
+	"github.com/zkpresto/zkpresto/internal/wire"
 )
 
 // AccessTokenSource returns the bearer token (a JWT) for a request; ctx is
@@ -159,3 +160,63 @@ type notRetried struct{ err error }
 
 func (e *notRetried) Error() string   { return e.err.Error() }
 func (e *notRetried) Unwrap() []error { return []error{e.err, context.Canceled} }
+
+// cancelAuth is what the driver's own DELETEs carry (a query cancelled
+// when its caller gave up or closed its rows early): the statement's user
+// and its authentication, a password or a token, since a coordinator that
+// authenticates every request (PrestoDB's AuthenticationFilter, on https)
+// would refuse an anonymous cancel, leaving the query to run on. Trino 476
+// takes one (its statement follow-ups are public, the slug guarding them). The Trino JDBC driver's DELETE goes through the same
+// client, with the same authentication, as its pages
+// (StatementClientV1.close). Per-statement headers (extra credentials,
+// trace token) are not sent: a cancel reads none of them.
+type cancelAuth struct {
+	userHeader string // X-Presto-User or X-Trino-User
+	user       string
+	password   string
+	headers    *clientHeaders // the token or its source; nil for none
+}
+
+// newCancelAuth returns the authentication of cfg's cancels.
+func newCancelAuth(cfg *Config, headers *clientHeaders) *cancelAuth {
+	ca := &cancelAuth{userHeader: "X-Presto-User", user: cfg.User, password: cfg.Password, headers: headers}
+	if cfg.Trino {
+		ca.userHeader = "X-Trino-User"
+	}
+	return ca
+}
+
+// header returns the headers of a cancel of a's query, nil when the
+// token source fails (the cancel is then sent without a token, which an
+// authenticating coordinator refuses; it abandons the query once nobody
+// polls it). The source is asked under the caller's context without its
+// cancellation, which is what ended the statement, bounded by
+// wire.CancelTimeout.
+func (ca *cancelAuth) header(a *attempt) http.Header {
+	if ca == nil {
+		return nil
+	}
+	h := make(http.Header, 2)
+	if ca.user != "" {
+		h.Set(ca.userHeader, ca.user)
+	}
+	switch {
+	case ca.password != "":
+		r := http.Request{Header: h}
+		r.SetBasicAuth(ca.user, ca.password)
+	case ca.headers != nil && ca.headers.token != "":
+		h.Set("Authorization", "Bearer "+ca.headers.token)
+	case ca.headers != nil && ca.headers.source != nil:
+		caller := context.Background()
+		if a != nil && a.caller != nil {
+			caller = context.WithoutCancel(a.caller)
+		}
+		ctx, cancel := context.WithTimeout(caller, wire.CancelTimeout)
+		t, err := ca.headers.source(ctx)
+		cancel()
+		if err == nil && t != "" {
+			h.Set("Authorization", "Bearer "+t)
+		}
+	}
+	return h
+}

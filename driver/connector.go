@@ -108,6 +108,8 @@ type Connector struct {
 	// setup hook hands the new session over in connecting.
 	connectMu  sync.Mutex
 	connecting *presto.Session
+	// cancelAuth authenticates the driver's own cancels.
+	cancelAuth *cancelAuth
 }
 
 var _ driver.Connector = (*Connector)(nil)
@@ -147,6 +149,8 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 		log:        c.log,
 		headers:    newClientHeaders(c.cfg, o.tokenSource),
 	}
+	rt.cancelAuth = newCancelAuth(c.cfg, rt.headers)
+	c.cancelAuth = rt.cancelAuth
 	rt.dialRace = c.cfg.DialRace()
 	rt.releasedFn = rt.released
 	c.httpClient = &http.Client{
@@ -243,7 +247,7 @@ func (c *Connector) cancelQuery(a *attempt) {
 		return
 	}
 	c.routed.Router.Go(func(<-chan struct{}) {
-		if err := wire.CancelQuery(context.Background(), c.routed.Client, u); err != nil {
+		if err := wire.CancelQuery(context.Background(), c.routed.Client, u, c.cancelAuth.header(a)); err != nil {
 			c.log.Debug("cancelling a query failed", "node", a.Node.Addr, "err", err)
 		}
 	})

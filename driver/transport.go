@@ -122,6 +122,8 @@ type routingTransport struct {
 	// headers are what the DSN and the options add to requests (see
 	// auth.go); nil for nothing.
 	headers *clientHeaders
+	// cancelAuth authenticates the cancel of an abandoned submission.
+	cancelAuth *cancelAuth
 	// releasedFn is released as a func value, made once: a method value
 	// made per request would be an allocation per request.
 	releasedFn func()
@@ -373,7 +375,7 @@ func (t *routingTransport) submitCancellable(req *http.Request, a *attempt) (*ht
 		}
 		r.resp.Body.Close()
 		if u := a.LastURL(); u != nil && t.checkTarget(u, a.Node.Addr, a.Node.Scheme) == nil {
-			if err := wire.CancelQuery(context.Background(), t.cancel, u); err != nil {
+			if err := wire.CancelQuery(context.Background(), t.cancel, u, t.cancelAuth.header(a)); err != nil {
 				t.log.Debug("cancelling an abandoned query failed", "node", a.Node.Addr, "err", err)
 			}
 		}

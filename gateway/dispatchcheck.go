@@ -88,11 +88,17 @@ func (d *dispatchChecks) forget(base string) {
 // of a nextUri (trino-client's StatementClientV1 and PrestoDB's: the user,
 // the original user, the credentials, the user agent), with the
 // forwarding headers the coordinator writes its links from. Neither the
-// session nor prepared statements, which may be megabytes.
+// session nor prepared statements, which may be megabytes. Nor a
+// Negotiate token (Kerberos SPNEGO): it is good for one request, the one
+// the client made it for, and a coordinator that authenticates every
+// request (PrestoDB's AuthenticationFilter) refuses it again as a replay; the gateway's own requests go without it (see
+// negotiates).
 func getHeader(h http.Header) http.Header {
 	out := make(http.Header, 8)
 	for k, v := range h {
 		switch {
+		case k == "Authorization" && negotiates(h):
+			continue
 		case k == "Authorization", k == "User-Agent", k == "Accept-Encoding", k == "Cookie", k == "Forwarded",
 			strings.HasPrefix(k, "X-Forwarded-"), k == "X-Presto-Prefix-Url":
 		case (strings.HasPrefix(k, "X-Presto-") || strings.HasPrefix(k, "X-Trino-")) && strings.HasSuffix(k, "-User"):
@@ -103,4 +109,20 @@ func getHeader(h http.Header) http.Header {
 		out[k] = v
 	}
 	return out
+}
+
+// negotiates reports whether h carries a client's Negotiate (SPNEGO)
+// token in Authorization. Such a token authenticates one request: the
+// gateway never makes a request of its own with it, not the first GET of
+// a statement (the client makes it, with a fresh token) nor the cancel of
+// a client that left (sent without it, refused by a coordinator that
+// authenticates; the query is then abandoned when nobody polls it).
+func negotiates(h http.Header) bool {
+	for _, v := range h.Values("Authorization") {
+		scheme, _, _ := strings.Cut(strings.TrimSpace(v), " ")
+		if strings.EqualFold(scheme, "Negotiate") {
+			return true
+		}
+	}
+	return false
 }

@@ -100,6 +100,11 @@ type Config struct {
 	// as ForwardedFor. A gateway behind a proxy that terminates TLS for it
 	// sees plain http and sends nothing.
 	ForwardedProto bool
+	// ClientCertJWT, when set, replaces the Authorization of a client that
+	// presented a verified TLS client certificate with a short-lived JWT
+	// the gateway signs for it (see CertJWT); the listener must ask for
+	// client certificates (tls.VerifyClientCertIfGiven and ClientCAs).
+	ClientCertJWT *CertJWT
 	// AffinityCookie, when positive, is the Max-Age of the affinity cookie
 	// the answer to every accepted statement sets (AffinityCookieName,
 	// signed with keys derived from Keys): a client that keeps cookies
@@ -123,8 +128,9 @@ type Gateway struct {
 	log        *slog.Logger
 	started    time.Time
 
-	forwardedFor   bool // Config.ForwardedFor
-	forwardedProto bool // Config.ForwardedProto
+	forwardedFor   bool        // Config.ForwardedFor
+	forwardedProto bool        // Config.ForwardedProto
+	certJWT        *certMinter // Config.ClientCertJWT; nil without
 	affinity       *affinity
 
 	draining atomic.Bool
@@ -168,6 +174,11 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.reach = newReach(cfg.Client, cfg.TLS, cfg.Flavour, cfg.StandardTransport)
 	g.forwardedFor, g.forwardedProto = cfg.ForwardedFor, cfg.ForwardedProto
+	if cfg.ClientCertJWT != nil {
+		if g.certJWT, err = newCertMinter(*cfg.ClientCertJWT); err != nil {
+			return nil, err
+		}
+	}
 	if g.affinity, err = newAffinity(keys, cfg.AffinityCookie); err != nil {
 		return nil, err
 	}

@@ -62,6 +62,9 @@ func (g *Gateway) outboundHeader(r *http.Request) http.Header {
 		delete(h, k)
 	}
 	h["Accept-Encoding"] = identity
+	if g.certJWT != nil {
+		g.certJWT.authorize(r, h)
+	}
 	if g.forwardedProto && r.TLS != nil {
 		// The client's own connection, never what it says about it (its
 		// X-Forwarded-Proto went with the untrusted headers above).

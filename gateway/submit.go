@@ -66,7 +66,9 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 		base = rc.base(ra.Node)
 		sent := time.Now()
-		check := g.checks.needed(base, ra.Node, router.Health())
+		// A Negotiate token is good for one request: the first GET is the
+		// client's, with a token of its own.
+		check := !negotiates(header) && g.checks.needed(base, ra.Node, router.Health())
 		attempt, end := g.sendStatement(ctx, r, rc, base, header, body, check)
 		outcome := classifySubmission(attempt)
 		if attempt.dispatched {
@@ -100,7 +102,7 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		// The client went away while the coordinator answered: cancel
 		// what it accepted, and cut the connection rather than answer an
 		// empty 200 (a client that only half-closed still reads).
-		g.cancelAnswered(router, resp, base, rc)
+		g.cancelAnswered(router, resp, base, rc, header)
 		panic(http.ErrAbortHandler)
 	}
 	nextURI, written, err := g.relayAnswer(w, r, resp, base, "")
@@ -117,19 +119,19 @@ func (g *Gateway) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		// The client went away before it had the answer: it cannot follow
 		// the query, which is cancelled (on the queued resource, before
 		// it was dispatched, unless the gateway made its first GET).
-		g.cancelQuery(router, nextURI, base, rc)
+		g.cancelQuery(router, nextURI, base, rc, header)
 		panic(http.ErrAbortHandler)
 	case !written:
 		// The coordinator's answer broke (cut, or not JSON) before any of
 		// it reached the client: a failure of the coordinator, after the
 		// statement was sent.
 		unsent(w)
-		g.cancelQuery(router, nextURI, base, rc)
+		g.cancelQuery(router, nextURI, base, rc, header)
 		g.submitFailed(w, r, a.Failed(err))
 	default:
 		a.Failed(err)
 		g.stats.add("submit", resp.StatusCode)
-		g.cancelQuery(router, nextURI, base, rc)
+		g.cancelQuery(router, nextURI, base, rc, header)
 		g.log.Warn("relaying a statement's answer failed; cutting the client's connection and cancelling its query", "node", a.Node.Addr, "err", err)
 		panic(http.ErrAbortHandler)
 	}
@@ -310,20 +312,24 @@ func (g *Gateway) submitFailed(w http.ResponseWriter, r *http.Request, err error
 
 // cancelAnswered cancels, in the background, the query a coordinator
 // accepted for a client that is gone.
-func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, base string, rc reach) {
+func (g *Gateway) cancelAnswered(router *routing.Router, resp *http.Response, base string, rc reach, header http.Header) {
 	defer resp.Body.Close()
 	var answer wire.Answer
 	if err := decodeHead(resp.Body, &answer); err != nil {
 		return
 	}
-	g.cancelQuery(router, answer.NextURI, base, rc)
+	g.cancelQuery(router, answer.NextURI, base, rc, header)
 }
 
 // cancelQuery cancels, in the background, the query whose next URI on the
 // coordinator at base is nextURI (nothing when it is empty: the answer
 // ended the query, or none was read). A DELETE of a queued nextUri
-// cancels the query before it is dispatched: it never starts.
-func (g *Gateway) cancelQuery(router *routing.Router, nextURI, base string, rc reach) {
+// cancels the query before it is dispatched: it never starts. The DELETE
+// carries what the client's own GET would (getHeader of the submission's
+// header): its user and its credentials, which a coordinator that
+// authenticates every request (PrestoDB) checks on a DELETE too, but never
+// a Negotiate token.
+func (g *Gateway) cancelQuery(router *routing.Router, nextURI, base string, rc reach, header http.Header) {
 	if nextURI == "" {
 		return
 	}
@@ -333,8 +339,10 @@ func (g *Gateway) cancelQuery(router *routing.Router, nextURI, base string, rc r
 	}
 	target, _ := url.Parse(base)
 	u.Scheme, u.Host = target.Scheme, target.Host
+	header = getHeader(header)
+	header.Del("Accept-Encoding")
 	router.Go(func(<-chan struct{}) {
-		if err := wire.CancelQuery(withFlavour(context.Background(), rc.flavour), &http.Client{Transport: rc.transport}, u); err != nil {
+		if err := wire.CancelQuery(withFlavour(context.Background(), rc.flavour), &http.Client{Transport: rc.transport}, u, header); err != nil {
 			g.log.Debug("cancelling the query of a client that left failed", "node", target.Host, "err", err)
 		}
 	})

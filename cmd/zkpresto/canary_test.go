@@ -22,13 +22,17 @@ import (
 // else: no log line, error, status page or metric.
 const canary = "CANARY-5b0e1f-s3cr3t"
 
-// TestCanaryNeverShown sends the canary as a password, an access token,
-// an extra credential and a cookie, through the driver and through the
-// gateway (at debug level, on TLS), on statements that succeed and ones
-// that fail, and looks for it in every log line, error, String, status
-// page and metric the gateway and the driver produce.
+// TestCanaryNeverShown sends the canary as a password, an access token
+// (static and from a token source), an extra credential, a Negotiate
+// token and a cookie, through the driver and through the gateway (at
+// debug level, on TLS), to a coordinator that authenticates every
+// request and refuses a replayed Negotiate token, on statements that
+// succeed, fail, are closed early or cancelled (the driver's and the
+// gateway's own cancels carry credentials), and looks for it in every log
+// line, error, String, status page and metric the gateway and the driver
+// produce.
 func TestCanaryNeverShown(t *testing.T) {
-	c, err := coordinator.Start(coordinator.Options{Flavour: coordinator.Trino})
+	c, err := coordinator.Start(coordinator.Options{Flavour: coordinator.Trino, RequireAuthorization: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,34 +61,46 @@ func TestCanaryNeverShown(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	tlsKey := "ssl_ca=" + url.QueryEscape(certs.CAFile)
 	cred := "extraCredentials=s3:" + canary
-	for _, dsn := range []string{
-		"trino://" + addr + "/hive?user=alice&password=" + canary + "&" + cred + "&" + tlsKey,
-		"trino://" + addr + "/hive?user=alice&accessToken=" + canary + "&" + cred + "&" + tlsKey,
+	source := zkdriver.WithAccessTokenSource(func(context.Context) (string, error) { return canary, nil })
+	for _, tc := range []struct {
+		dsn  string
+		opts []zkdriver.Option
+	}{
+		{"trino://" + addr + "/hive?user=alice&password=" + canary + "&" + cred + "&" + tlsKey, nil},
+		{"trino://" + addr + "/hive?user=alice&accessToken=" + canary + "&" + cred + "&" + tlsKey, nil},
+		{"trino://" + addr + "/hive?user=alice&" + cred + "&" + tlsKey, []zkdriver.Option{source}},
 		// A coordinator that is not there: the driver's errors and logs.
-		"trino://" + dead + "/hive?user=alice&accessToken=" + canary + "&" + cred + "&" + tlsKey + "&retries=0",
+		{"trino://" + dead + "/hive?user=alice&accessToken=" + canary + "&" + cred + "&" + tlsKey + "&retries=0", nil},
 	} {
-		cfg, err := zkdriver.ParseDSN(dsn)
+		cfg, err := zkdriver.ParseDSN(tc.dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		shown = append(shown, cfg.String())
-		connector, err := zkdriver.NewConnector(cfg, zkdriver.WithLogger(logger))
+		connector, err := zkdriver.NewConnector(cfg, append(tc.opts, zkdriver.WithLogger(logger))...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		db := sql.OpenDB(connector)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		for _, stmt := range []string{"SELECT 1", "SELECT fail('no')", "SELECT * FROM rows(300)"} {
-			if rows, err := db.QueryContext(ctx, stmt); err != nil {
+		for _, stmt := range []string{"SELECT 1", "SELECT fail('no')", "SELECT * FROM rows(300)", "closed early: SELECT * FROM rows(300)", "cancelled: SELECT sleep(5000)"} {
+			stmtCtx, stop := ctx, context.CancelFunc(func() {})
+			if text, ok := strings.CutPrefix(stmt, "cancelled: "); ok {
+				stmt = text
+				stmtCtx, stop = context.WithTimeout(ctx, 200*time.Millisecond)
+			}
+			text, early := strings.CutPrefix(stmt, "closed early: ")
+			if rows, err := db.QueryContext(stmtCtx, text); err != nil {
 				shown = append(shown, err.Error())
 			} else {
-				for rows.Next() {
+				for rows.Next() && !early {
 				}
 				if err := rows.Err(); err != nil {
 					shown = append(shown, err.Error())
 				}
 				rows.Close()
 			}
+			stop()
 		}
 		cancel()
 		db.Close()
@@ -125,7 +141,7 @@ func TestCanaryNeverShown(t *testing.T) {
 		{http.MethodGet, "/_zk/k1.aHR0cDovLzEyNy4wLjAuMTo5.AAAAAAAAAAAAAAAAAAAAAA/oauth2/token/initiate/" + canary, ""},
 		{http.MethodDelete, "/v1/query/" + canary, ""},
 	} {
-		for _, auth := range []string{"Bearer " + canary, "Basic " + canary} {
+		for _, auth := range []string{"Bearer " + canary, "Basic " + canary, "Negotiate " + canary} {
 			req, _ := http.NewRequest(tc.method, "https://"+addr+tc.path, strings.NewReader(tc.body))
 			req.Header.Set("X-Trino-User", "alice")
 			req.Header.Set("Authorization", auth)
@@ -139,6 +155,42 @@ func TestCanaryNeverShown(t *testing.T) {
 			resp.Body.Close()
 			shown = append(shown, string(b), resp.Header.Get("WWW-Authenticate"))
 		}
+	}
+	// Clients that leave while the coordinator is slow to answer: the
+	// gateway cancels their queries with their credentials, never with a
+	// Negotiate token (refused, and logged at debug level).
+	c.SetAnswerDelay(300 * time.Millisecond)
+	for _, auth := range []string{"Bearer " + canary, "Negotiate " + canary + "-gone"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+"/v1/statement", strings.NewReader("SELECT 1"))
+		req.Header.Set("X-Trino-User", "alice")
+		req.Header.Set("Authorization", auth)
+		req.Header.Set("Cookie", "session="+canary)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+		} else {
+			shown = append(shown, err.Error())
+		}
+		cancel()
+	}
+	c.SetAnswerDelay(0)
+	deadline := time.Now().Add(10 * time.Second)
+	for deletes := 0; deletes < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		deletes = 0
+		for _, call := range c.Calls() {
+			if call.Method == http.MethodDelete && strings.HasPrefix(call.Path, "/v1/statement/queued/") {
+				deletes++
+			}
+		}
+	}
+	var refused int
+	for _, call := range c.Calls() {
+		if call.Status == http.StatusUnauthorized {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Fatal("the coordinator refused nothing: the refusals' paths were not taken")
 	}
 	if n := len(c.Requests()); n == 0 {
 		t.Fatal("no statement reached the coordinator")

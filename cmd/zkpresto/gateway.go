@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -45,9 +46,17 @@ type gatewayOptions struct {
 	forwardedProto bool
 	tlsCert        string
 	tlsKey         string
-	drainTimeout   time.Duration
-	drainQuiet     time.Duration
-	noNodesGrace   time.Duration
+	// clientCA and the jwt* fields are --client-ca and --jwt-*: client
+	// certificates turned into tokens (gateway.CertJWT).
+	clientCA      string
+	jwtSigningKey string
+	jwtKeyID      string
+	jwtIssuer     string
+	jwtAudience   string
+	jwtLifetime   time.Duration
+	drainTimeout  time.Duration
+	drainQuiet    time.Duration
+	noNodesGrace  time.Duration
 	// affinityCookie is --affinity-cookie: the affinity cookie's max age,
 	// 0 for none.
 	affinityCookie time.Duration
@@ -152,6 +161,12 @@ replica now), or at --drain-timeout, cutting what is then in flight.`,
 	f.BoolVar(&o.forwardedProto, "forwarded-proto", false, "send coordinators X-Forwarded-Proto: https for clients connected over TLS (--tls-cert), never the clients' own; needs http-server.process-forwarded=true on Trino")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate to serve https with (with --tls-key)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&o.clientCA, "client-ca", "", "PEM CAs whose client certificates the TLS listener accepts (asked for, not required); with --jwt-signing-key")
+	f.StringVar(&o.jwtSigningKey, "jwt-signing-key", "", "PEM private key (RSA or Ed25519, mode 600) to sign a short-lived JWT for each client with a certificate from --client-ca, sent to the coordinators in place of its Authorization")
+	f.StringVar(&o.jwtKeyID, "jwt-key-id", "", "kid of the tokens --jwt-signing-key signs")
+	f.StringVar(&o.jwtIssuer, "jwt-issuer", "", "iss of the tokens (the coordinators' http-server.authentication.jwt.required-issuer)")
+	f.StringVar(&o.jwtAudience, "jwt-audience", "", "aud of the tokens (the coordinators' http-server.authentication.jwt.required-audience)")
+	f.DurationVar(&o.jwtLifetime, "jwt-lifetime", gateway.DefaultJWTLifetime, "how long a token --jwt-signing-key signs is good for")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long the drain may last at most; requests then in flight are cut")
 	f.DurationVar(&o.drainQuiet, "drain-quiet", gateway.DefaultDrainQuiet, "on SIGTERM, exit once no request has come for this long, even with queries still running (their clients reach another replica)")
 	f.StringVar(&o.adminListen, "admin-listen", "", "serve the operator pages (/_zk/status, /_zk/status.json, /_zk/metrics) on this address only, not on --listen")
@@ -237,6 +252,20 @@ func (o gatewayOptions) gatewayConfig(logOut io.Writer) (gateway.Config, *slog.L
 		// the flag would never send anything.
 		return gateway.Config{}, nil, errors.New("--forwarded-proto needs --tls-cert and --tls-key: the gateway sends X-Forwarded-Proto: https only for clients on its own TLS")
 	}
+	if (o.clientCA == "") != (o.jwtSigningKey == "") {
+		return gateway.Config{}, nil, errors.New("--client-ca and --jwt-signing-key go together: the certificates the gateway accepts, the key that signs their tokens")
+	}
+	if o.clientCA != "" && o.tlsCert == "" {
+		return gateway.Config{}, nil, errors.New("--client-ca needs --tls-cert and --tls-key: client certificates come over the gateway's own TLS")
+	}
+	var certJWT *gateway.CertJWT
+	if o.jwtSigningKey != "" {
+		key, err := gateway.LoadSigningKey(o.jwtSigningKey)
+		if err != nil {
+			return gateway.Config{}, nil, fmt.Errorf("--jwt-signing-key: %w", err)
+		}
+		certJWT = &gateway.CertJWT{Key: key, KeyID: o.jwtKeyID, Issuer: o.jwtIssuer, Audience: o.jwtAudience, Lifetime: o.jwtLifetime}
+	}
 	if o.drainTimeout <= 0 || o.drainQuiet <= 0 {
 		return gateway.Config{}, nil, errors.New("--drain-timeout and --drain-quiet must be positive")
 	}
@@ -255,7 +284,7 @@ func (o gatewayOptions) gatewayConfig(logOut io.Writer) (gateway.Config, *slog.L
 		return gateway.Config{}, nil, err
 	}
 	return gateway.Config{Keys: secret, PublicURL: o.publicURL, Logger: logger, NoCoordinatorGrace: grace, ForwardedFor: o.forwardedFor, ForwardedProto: o.forwardedProto,
-		AffinityCookie: o.affinityCookie}, logger, nil
+		AffinityCookie: o.affinityCookie, ClientCertJWT: certJWT}, logger, nil
 }
 
 // openGroups opens the groups statements are routed through: the one
@@ -392,6 +421,17 @@ func (o gatewayOptions) serve(ctx context.Context, out io.Writer, gw *gateway.Ga
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
 		scheme = "https"
+		if o.clientCA != "" {
+			data, err := os.ReadFile(o.clientCA)
+			pool := x509.NewCertPool()
+			if err != nil || !pool.AppendCertsFromPEM(data) {
+				ln.Close()
+				return fmt.Errorf("--client-ca %s: no PEM certificate could be read (%v)", o.clientCA, err)
+			}
+			// Asked for, not required: clients with credentials of their
+			// own pass through as without --client-ca.
+			tlsConfig.ClientAuth, tlsConfig.ClientCAs = tls.VerifyClientCertIfGiven, pool
+		}
 	}
 	fmt.Fprintf(out, "zkpresto gateway on %s://%s, routing to %s\n", scheme, ln.Addr(), routingTo)
 	if adminSrv != nil {

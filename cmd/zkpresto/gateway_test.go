@@ -109,6 +109,8 @@ func TestGatewayCommandRefusesBadSetups(t *testing.T) {
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--tls-cert", "x.pem"}, "--tls-cert and --tls-key"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--forwarded-proto"}, "--forwarded-proto needs --tls-cert and --tls-key"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--config", "router-config.json"}, "give one of them"},
+		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--client-ca", "ca.pem"}, "--client-ca and --jwt-signing-key go together"},
+		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--client-ca", "ca.pem", "--jwt-signing-key", "k.pem"}, "--client-ca needs --tls-cert"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--no-coordinator-grace", "-1s"}, "--no-coordinator-grace must not be negative"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--drain-quiet", "0s"}, "--drain-timeout and --drain-quiet must be positive"},
 		{[]string{"gateway", "--dsn", "presto://c1:8080/", "--drain-timeout", "-1s"}, "--drain-timeout and --drain-quiet must be positive"},

@@ -15,13 +15,19 @@ const CancelTimeout = 2 * time.Second
 // CancelQuery asks the coordinator to cancel the query whose latest
 // follow-up URL is u (a DELETE on it, as the Presto clients do), bounded by
 // CancelTimeout. Best effort: a coordinator also abandons queries nobody
-// polls.
-func CancelQuery(ctx context.Context, client *http.Client, u *url.URL) error {
+// polls. header, when not nil, is sent with the DELETE: an authenticating
+// coordinator checks every request, the cancel as much as the statement's
+// (the caller decides which of the statement's credentials may go again;
+// never a Negotiate token, good for one request).
+func CancelQuery(ctx context.Context, client *http.Client, u *url.URL, header http.Header) error {
 	ctx, cancel := context.WithTimeout(ctx, CancelTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u.String(), nil)
 	if err != nil {
 		return fmt.Errorf("cancelling query at %s: %w", u.Redacted(), err)
+	}
+	for name, values := range header {
+		req.Header[name] = values
 	}
 	// The answer is thrown away: not worth a gzip reader.
 	req.Header.Set("Accept-Encoding", "identity")

@@ -130,6 +130,19 @@ type Options struct {
 	// dispatcher/QueuedStatementResource.java answers QUEUED until the query is
 	// dispatched). 0: the first GET dispatches the query and points to executing token 0.
 	QueuedPolls int
+	// RequireAuthorization makes the coordinator authenticate every request to the
+	// statement and query resources, submissions, polls and cancellations alike, as a
+	// PrestoDB with http-server.authentication.type set does on https (its
+	// com.facebook.presto.server.security.AuthenticationFilter is a servlet filter on every
+	// request). Trino 476 authenticates the submission and leaves a statement's follow-ups
+	// public, their slug guarding them (a DELETE without credentials cancels its query
+	// there; seen with JWT authentication). A request without
+	// an Authorization header is answered 401 with a WWW-Authenticate challenge, and so is
+	// a Negotiate (Kerberos SPNEGO) token the coordinator has seen before, which the
+	// servers' Kerberos authenticator refuses as a replay (the JDK's GSS acceptor keeps a
+	// replay cache: a token is good for one request). Any other Authorization is accepted
+	// as it is: the simulator checks no password and no signature.
+	RequireAuthorization bool
 	// OAuth2, when set, makes the coordinator authenticate statements and
 	// queries with OAuth2 external authentication, as Trino does (and
 	// PrestoDB, which took it from Trino); see OAuth2.
@@ -325,8 +338,11 @@ type Coordinator struct {
 	slotsUsed           int
 	waiting             []*query
 	// undispatched counts the queries of active submitted and not yet fetched.
-	undispatched int
-	queuedPolls  int // Options.QueuedPolls
+	undispatched  int
+	queuedPolls   int             // Options.QueuedPolls
+	requireAuth   bool            // Options.RequireAuthorization
+	negotiateMu   sync.Mutex      // guards negotiateSeen
+	negotiateSeen map[string]bool // the Negotiate tokens seen, for RequireAuthorization
 }
 
 // serving is one listen generation: everything Stop must tear down.
@@ -380,6 +396,8 @@ func Start(opts Options) (*Coordinator, error) {
 		maxQueued:           max(opts.MaxQueued, 0),
 		requiredWorkersWait: opts.RequiredWorkersMaxWait,
 		queuedPolls:         max(opts.QueuedPolls, 0),
+		requireAuth:         opts.RequireAuthorization,
+		negotiateSeen:       make(map[string]bool),
 	}
 	if c.requiredWorkersWait <= 0 {
 		c.requiredWorkersWait = 5 * time.Minute

@@ -196,8 +196,38 @@ func (c *Coordinator) recorded(h http.HandlerFunc) http.HandlerFunc {
 			call.Gzipped = rec.Header().Get("Content-Encoding") == "gzip"
 			c.recordCall(call)
 		}()
+		if c.requireAuth && !c.authenticate(rec, r) {
+			return
+		}
 		h(rec, r)
 	}
+}
+
+// authenticate checks r's Authorization for RequireAuthorization, and
+// answers 401 when it fails.
+func (c *Coordinator) authenticate(w http.ResponseWriter, r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	scheme, token, _ := strings.Cut(strings.TrimSpace(auth), " ")
+	message := ""
+	switch {
+	case auth == "":
+		message = "Unauthorized"
+	case strings.EqualFold(scheme, "Negotiate"):
+		c.negotiateMu.Lock()
+		replayed := c.negotiateSeen[token]
+		c.negotiateSeen[token] = true
+		c.negotiateMu.Unlock()
+		if replayed {
+			message = "Request is a replay (34)"
+		}
+	}
+	if message == "" {
+		return true
+	}
+	w.Header().Add("WWW-Authenticate", "Negotiate")
+	w.Header().Add("WWW-Authenticate", `Basic realm="Presto"`)
+	c.refuse(w, r, http.StatusUnauthorized, message)
+	return false
 }
 
 // setQueryID tells the recorder the id a submission was given.

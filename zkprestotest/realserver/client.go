@@ -84,7 +84,8 @@ type page struct {
 // extra headers given as name, value pairs ("X-Trino-Session", "k=v"), and
 // returns its rows. It is the test kit's own check of the server, apart
 // from the clients under test. On a server with Options.Passwords it runs
-// over https as the first user (in name order), with that user's password.
+// over https as the first user (in name order), with that user's password;
+// with Options.JWT over https as its User, with its Token.
 func (s *Server) Query(ctx context.Context, sql string, headers ...string) (*Result, error) {
 	if s.check != nil {
 		return s.check.query(ctx, s.HTTPSURL(), s.flavour, sql, headers...)
@@ -98,10 +99,32 @@ func QueryAt(ctx context.Context, baseURL string, flavour coordinator.Flavour, s
 	return (&checker{client: http.DefaultClient, user: "test"}).query(ctx, baseURL, flavour, sql, headers...)
 }
 
+// QueryWith runs sql at baseURL over client as user (no user header when
+// empty), with header on every request of the statement, the pages' too:
+// for a test's own client (a client certificate, a token of its own).
+func QueryWith(ctx context.Context, client *http.Client, baseURL string, flavour coordinator.Flavour, user, sql string, header http.Header) (*Result, error) {
+	return (&checker{client: client, user: user, header: header}).query(ctx, baseURL, flavour, sql)
+}
+
 // checker is who the kit's own statements run as, and over which client.
 type checker struct {
 	client         *http.Client
 	user, password string
+	token          string      // a bearer token, sent instead of a password
+	header         http.Header // sent on every request; nil for none
+}
+
+// authenticate adds the checker's credentials to req.
+func (c *checker) authenticate(req *http.Request) {
+	for k, vs := range c.header {
+		req.Header[k] = vs
+	}
+	switch {
+	case c.password != "":
+		req.SetBasicAuth(c.user, c.password)
+	case c.token != "":
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 }
 
 func (c *checker) query(ctx context.Context, baseURL string, flavour coordinator.Flavour, sql string, headers ...string) (*Result, error) {
@@ -110,10 +133,10 @@ func (c *checker) query(ctx context.Context, baseURL string, flavour coordinator
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set(prefix+"User", c.user)
-	if c.password != "" {
-		req.SetBasicAuth(c.user, c.password)
+	if c.user != "" {
+		req.Header.Set(prefix+"User", c.user)
 	}
+	c.authenticate(req)
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Add(headers[i], headers[i+1])
 	}
@@ -143,9 +166,7 @@ func (c *checker) query(ctx context.Context, baseURL string, flavour coordinator
 			return nil, err
 		}
 		// Every request is authenticated, the pages' too.
-		if c.password != "" {
-			req.SetBasicAuth(c.user, c.password)
-		}
+		c.authenticate(req)
 	}
 }
 

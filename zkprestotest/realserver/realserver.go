@@ -79,6 +79,12 @@ type Options struct {
 	// authentication (403), Trino without https refuses a password (401)
 	// and takes a user without one, and PrestoDB 0.287 checks nothing.
 	Passwords map[string]string
+	// JWT, when set, turns on access-token authentication
+	// (http-server.authentication.type=JWT) with its public key; Trino
+	// only, with HTTPSKeyStore (Trino checks tokens on https only), and
+	// not with Passwords. Query then runs over https as JWT.User with
+	// JWT.Token.
+	JWT *JWT
 	// OAuth2, when set, turns on OAuth2 authentication with its identity
 	// provider (Trino only, and with HTTPSKeyStore: Trino authenticates
 	// only on https). The http port keeps taking a user without
@@ -95,6 +101,17 @@ type Options struct {
 	// Cache is the directory scripts/fetch-real-servers.sh filled; default
 	// $ZKPRESTO_REAL_SERVERS, else ~/.cache/zkpresto/real-servers.
 	Cache string
+}
+
+// JWT is how a Trino coordinator checks access tokens (Options.JWT).
+type JWT struct {
+	// KeyFile is the absolute path of the PEM public key that signs the
+	// tokens the coordinator takes
+	// (http-server.authentication.jwt.key-file; testjwt.Key.PublicKeyFile).
+	KeyFile string
+	// User and Token are who the kit's own statements (Server.Query) run
+	// as and the token, signed by KeyFile's key, that says so.
+	User, Token string
 }
 
 // Server is a running coordinator. Its methods are safe for concurrent use.

@@ -47,6 +47,9 @@ func (s *Server) secureEtc(opts Options, etc string, config, files map[string]st
 		config["http-server.https.port"] = strconv.Itoa(s.httpsPort)
 		config["http-server.https.keystore.path"] = opts.HTTPSKeyStore
 	}
+	if opts.JWT != nil {
+		return s.jwtEtc(opts, config)
+	}
 	if opts.OAuth2 != nil {
 		oauth2Etc(opts.OAuth2, config)
 		return sharedSecret(opts, config)
@@ -83,6 +86,28 @@ func sharedSecret(opts Options, config map[string]string) error {
 	}
 	config["internal-communication.shared-secret"] = hex.EncodeToString(secret)
 	return nil
+}
+
+// jwtEtc turns on Options.JWT: Trino's JwtAuthenticator takes a bearer
+// token signed by the key file's key, its principal the token's sub
+// (http-server.authentication.jwt.principal-field's default).
+func (s *Server) jwtEtc(opts Options, config map[string]string) error {
+	j := opts.JWT
+	switch {
+	case opts.Flavour != coordinator.Trino:
+		return fmt.Errorf("realserver: %s: JWT authentication is Trino's (PrestoDB 0.287 has none)", opts.Name)
+	case opts.HTTPSKeyStore == "":
+		return fmt.Errorf("realserver: %s: JWT needs HTTPSKeyStore: Trino checks tokens on https only", opts.Name)
+	case len(opts.Passwords) > 0 || opts.OAuth2 != nil:
+		return fmt.Errorf("realserver: %s: JWT beside Passwords or OAuth2: keep one", opts.Name)
+	case !filepath.IsAbs(j.KeyFile):
+		return fmt.Errorf("realserver: %s: JWT.KeyFile %q must be an absolute path", opts.Name, j.KeyFile)
+	case j.User == "" || j.Token == "":
+		return fmt.Errorf("realserver: %s: JWT needs the User and Token the kit's own statements run with", opts.Name)
+	}
+	config["http-server.authentication.type"] = "JWT"
+	config["http-server.authentication.jwt.key-file"] = j.KeyFile
+	return sharedSecret(opts, config)
 }
 
 // passwordFile returns the lines of a file authenticator's password file,
@@ -152,13 +177,14 @@ func checkPasswordPlugin(in install, opts Options) error {
 }
 
 // newChecker returns how the kit's own statements reach a server with
-// Options.Passwords and HTTPSKeyStore: over https, trusting the key
-// store's certificate, as the first user in name order. Trino refuses
+// Options.Passwords or JWT and HTTPSKeyStore: over https, trusting the key
+// store's certificate, as the first user in name order (JWT: as its User,
+// with its Token). Trino refuses
 // authentication over http once https is on (ServerSecurityModule sets
 // http-server.authentication.allow-insecure-over-http to false, and
 // AuthenticationFilter answers 403), so http would not do. Nil otherwise.
 func newChecker(opts Options) (*checker, error) {
-	if len(opts.Passwords) == 0 || opts.HTTPSKeyStore == "" {
+	if (len(opts.Passwords) == 0 && opts.JWT == nil) || opts.HTTPSKeyStore == "" {
 		return nil, nil
 	}
 	data, err := os.ReadFile(opts.HTTPSKeyStore)
@@ -182,11 +208,14 @@ func newChecker(opts Options) (*checker, error) {
 	if certs == 0 {
 		return nil, fmt.Errorf("realserver: %s: HTTPSKeyStore %s holds no certificate", opts.Name, opts.HTTPSKeyStore)
 	}
+	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	if opts.JWT != nil {
+		return &checker{client: &http.Client{Transport: transport}, user: opts.JWT.User, token: opts.JWT.Token}, nil
+	}
 	names := make([]string, 0, len(opts.Passwords))
 	for u := range opts.Passwords {
 		names = append(names, u)
 	}
 	sort.Strings(names)
-	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
 	return &checker{client: &http.Client{Transport: transport}, user: names[0], password: opts.Passwords[names[0]]}, nil
 }

@@ -80,3 +80,31 @@ func TestPasswordsWithoutThePluginSayHowToFetch(t *testing.T) {
 		t.Fatalf("Start with Passwords from a cache without the plugin: %v; want the plugin named and the fetch script", err)
 	}
 }
+
+// Options.JWT writes Trino's JWT authentication with the key file and a
+// shared secret, and refuses what cannot work: PrestoDB, no https, with
+// passwords, a relative key file, no token for the kit's own statements.
+func TestJWTOptions(t *testing.T) {
+	ks := "/keys/coordinator.pem"
+	j := &JWT{KeyFile: "/keys/jwt.pub.pem", User: "alice", Token: "t"}
+	config := map[string]string{}
+	s := &Server{httpsPort: 8443}
+	if err := s.secureEtc(Options{Flavour: coordinator.Trino, HTTPSKeyStore: ks, JWT: j}, "/etc", config, map[string]string{}); err != nil {
+		t.Fatal(err)
+	}
+	if config["http-server.authentication.type"] != "JWT" || config["http-server.authentication.jwt.key-file"] != j.KeyFile ||
+		len(config["internal-communication.shared-secret"]) != 64 || config["http-server.https.enabled"] != "true" {
+		t.Fatalf("config %v", config)
+	}
+	for _, o := range []Options{
+		{Flavour: coordinator.Presto, HTTPSKeyStore: ks, JWT: j},
+		{Flavour: coordinator.Trino, JWT: j},
+		{Flavour: coordinator.Trino, HTTPSKeyStore: ks, JWT: j, Passwords: map[string]string{"a": "b"}},
+		{Flavour: coordinator.Trino, HTTPSKeyStore: ks, JWT: &JWT{KeyFile: "jwt.pem", User: "a", Token: "t"}},
+		{Flavour: coordinator.Trino, HTTPSKeyStore: ks, JWT: &JWT{KeyFile: j.KeyFile}},
+	} {
+		if err := s.secureEtc(o, "/etc", map[string]string{}, map[string]string{}); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}

@@ -12,9 +12,12 @@ BENCHSTAT   ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4d
 # fixed in Go 1.27). 250,000 inputs take 1 to 15 s a target on 2 cores.
 FUZZTIME    ?= 250000x
 
-# The Go of the interop/trino module (trino-go-client v1.5.0 needs 1.27);
-# the main module stays on the Go it names.
-INTEROP_TOOLCHAIN ?= go1.27.3
+# The Go of the interop/trino module (trino-go-client v1.5.0 needs 1.27):
+# the toolchain line of its go.mod, the one place that names it; the main
+# module stays on the Go it names. Exported: interop/realservers runs that
+# module's probe on it.
+INTEROP_TOOLCHAIN ?= $(shell sed -n 's/^toolchain //p' interop/trino/go.mod)
+export INTEROP_TOOLCHAIN
 
 .PHONY: all demo test deps demo-deps test-deps fmt-check vet staticcheck unit importer fuzz bench dist
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zkpresto/zkpresto/strategy"
 )
 
 // keyKind says how a DSN key is matched and where FormatDSN writes it.
@@ -527,6 +529,22 @@ func formatDuration(d, def time.Duration) (string, bool) {
 // ownKeys maps the lower-cased spelling of each of our keys and aliases
 // to its descriptor; clientKeys maps each Presto client key to its own.
 var ownKeys, clientKeys = indexKeys(keyTable)
+
+// The DSN's keys and a strategy's options share the ";" part: no strategy
+// may take a key the DSN reads itself (strategy.RegisterWithConfig refuses
+// it). The reservation lives in the strategy registry, as strategy must not
+// import this package; a strategy registered before this package is
+// initialised with such a key is a programming error, reported here.
+func init() {
+	var spellings []string
+	for _, k := range keyTable {
+		spellings = append(spellings, k.name)
+		spellings = append(spellings, k.aliases...)
+	}
+	if err := strategy.ReserveKeys("the DSN", spellings...); err != nil {
+		panic("dsn: " + err.Error())
+	}
+}
 
 // indexKeys builds the lookup tables, panicking when two keys share a
 // spelling so that a bad edit of the table fails every test.

@@ -25,8 +25,47 @@ func docEnd(section string) string { return "<!-- end dsn keys: " + section + " 
 // read before any test registers a strategy of its own.
 var builtinStrategyKeys = strategy.Keys()
 
+// strategyOptions are the built-in strategies that take options, with
+// their keys, read as builtinStrategyKeys is.
+var strategyOptions = func() (out []struct {
+	name string
+	keys []strategy.ConfigKey
+}) {
+	for _, name := range strategy.Names() {
+		if keys := strategy.ConfigKeys(name); keys != nil {
+			out = append(out, struct {
+				name string
+				keys []strategy.ConfigKey
+			}{name, keys})
+		}
+	}
+	return out
+}()
+
+// sectionStrategies is docs/dsn.md's list of the strategies' own keys,
+// written from the strategies' registry.
+const sectionStrategies = "strategies"
+
+// strategiesSection renders docs/dsn.md's list of each strategy's keys.
+func strategiesSection() string {
+	var b strings.Builder
+	for i, s := range strategyOptions {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("### `" + s.name + "`\n\n| key | default | meaning |\n|---|---|---|\n")
+		for _, k := range s.keys {
+			b.WriteString("| `" + k.Name + "` | " + k.Default + " | " + k.Doc + " |\n")
+		}
+	}
+	return b.String()
+}
+
 // docSection renders docs/dsn.md's list of the keys of section.
 func docSection(section string) string {
+	if section == sectionStrategies {
+		return strategiesSection()
+	}
 	var b strings.Builder
 	b.WriteString("| key | default | meaning |\n|---|---|---|\n")
 	quote := func(name string) string { return "`" + name + "`" }
@@ -55,10 +94,12 @@ func docSection(section string) string {
 		if k.section != section {
 			flush()
 			if section == sectionMain && k.section == sectionSecurity && !summarised {
-				// The strategies' own keys, as each strategy documents them.
+				// The strategies' own keys, in their own section.
+				var options []string
 				for _, sk := range builtinStrategyKeys {
-					b.WriteString("| " + quote(sk.Name) + " | " + sk.Default + " | " + sk.Doc + " |\n")
+					options = append(options, quote(sk.Name))
 				}
+				b.WriteString("| " + strings.Join(options, ", ") + " | — | the options of the strategy `zooKeeperStrategy` names, each strategy's own; see [Strategy options](#strategy-options) |\n")
 				// The main table points to the security section's own table.
 				var names []string
 				for _, s := range keyTable {
@@ -103,7 +144,7 @@ func TestDocsDSNKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(data)
-	for _, section := range []string{sectionMain, sectionSecurity, sectionJDBC} {
+	for _, section := range []string{sectionMain, sectionStrategies, sectionSecurity, sectionJDBC} {
 		begin, end := docBegin(section), docEnd(section)
 		i := strings.Index(text, begin)
 		j := strings.Index(text, end)

@@ -2,6 +2,7 @@ package dsn
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,6 +82,33 @@ func TestStrategyOptionsFromOneFile(t *testing.T) {
 		_, err := ParseDSN(tc.dsn)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseDSN(%q) = %v, want an error containing %q", tc.dsn, err, tc.want)
+		}
+	}
+}
+
+// A strategy may not take a DSN key as an option (any spelling, aliases
+// included, any case): the DSN reserves its keys in the strategy registry,
+// and RegisterWithConfig refuses the strategy with an error naming the key.
+func TestStrategyOptionKeyClashingWithTheDSNIsRefused(t *testing.T) {
+	var alias string
+	for _, k := range keyTable {
+		if len(k.aliases) > 0 {
+			alias = k.aliases[0]
+			break
+		}
+	}
+	if alias == "" {
+		t.Fatal("no DSN key with an alias")
+	}
+	f := func(strategy.Options) strategy.Strategy { return nil }
+	parse := func(map[string]string, strategy.ConfigEnv) (strategy.Config, error) { return nil, nil }
+	for _, key := range []string{"ZOOKEEPERNAMESPACE", "zooKeeperStrategy", alias} {
+		err := strategy.RegisterWithConfig("dsn_test_clash", f, strategy.ConfigParser{Keys: []strategy.ConfigKey{{Name: key}}, Parse: parse})
+		if !errors.Is(err, strategy.ErrKeyTaken) || !strings.Contains(err.Error(), fmt.Sprintf("option key %q is the DSN's", key)) {
+			t.Errorf("a strategy with option key %q: %v, want it refused as the DSN's", key, err)
+		}
+		if _, ok := strategy.Lookup("dsn_test_clash"); ok {
+			t.Fatalf("a strategy with option key %q was registered", key)
 		}
 	}
 }

@@ -15,7 +15,10 @@ import (
 )
 
 // maxQueuedAnswer bounds the answers dispatchFirst reads whole: the POST's
-// and the queued resource's, which carry no rows.
+// and the queued resource's, which carry no rows but on PrestoDB, whose
+// queued resource may answer the first page of rows (dispatchFirst): a
+// larger one is left for the client's own GET of the same token, which the
+// coordinator answers again.
 const maxQueuedAnswer = 1 << 20
 
 // notReadyError reports a coordinator that accepted a statement and failed
@@ -74,7 +77,8 @@ const dispatchTimeout = 5 * time.Second
 // fails or is not answered 200, the POST's answer is returned as it came,
 // for the client to follow as it would without the gateway; when a later
 // GET does, the answer before it. dispatched reports that an answer came
-// from beyond the queued resource: the coordinator dispatched the query.
+// from beyond the queued resource, or ended the query without an error:
+// the coordinator dispatched the query.
 //
 // The gateway makes these GETs only where dispatchChecks says they can
 // change the statement's way: they dispatch a query before its client
@@ -128,11 +132,18 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 		}
 		if next.Ended() {
 			// The query ended on the queued resource (a statement that does not
-			// parse, a missing table): the client gets the answer before, and
-			// the end from its own GET of the same token, as without the
-			// gateway. A last answer in place of the POST's is lost on
-			// trino-client, whose iterator drops a first answer without a
-			// nextUri, and presto-client wraps it as a failed request.
+			// parse, a missing table), or, on PrestoDB, whose queued resource
+			// answers the executing resource's first page once the query is
+			// dispatched, it ran to its end there: the client gets the answer
+			// before, and the end, rows included, from its own GET of the same
+			// token, which the coordinator answers again (prestodb:
+			// QueuedStatementResource.Query.toResponse; interop/realservers
+			// TestDifferentialFirstGetCarriesRows), as without the gateway. A
+			// last answer in place of the POST's is lost on trino-client, whose
+			// iterator drops a first answer without a nextUri, and presto-client
+			// wraps it as a failed request. An end without an error is the
+			// coordinator's proof that it dispatches.
+			dispatched = next.Error == nil
 			break
 		}
 		copyAnswerHeader(merged, get.Header)
@@ -142,7 +153,7 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 		}
 	}
 	if out == post {
-		return post, false, nil
+		return post, dispatched, nil
 	}
 	post.Body.Close()
 	answer := *out

@@ -136,8 +136,10 @@ func TestDrainEndsWithItsOwnRequestsNotWithTheQueries(t *testing.T) {
 		}
 		rows++
 	}
-	if rows < 5 {
-		t.Fatalf("the query went on for %d pages through the other replica, want its 5 rows' pages at least", rows)
+	// The POST's answer may have been the first page: PrestoDB's queued resource answers it
+	// to the gateway's own first GET (dispatchFirst).
+	if rows < 4 {
+		t.Fatalf("the query went on for %d pages through the other replica, want its last 4 rows' pages at least", rows)
 	}
 	if n := draining.DrainCuts(); n != 0 {
 		t.Fatalf("DrainCuts = %d, want 0", n)

@@ -446,8 +446,22 @@ func TestGzipToClients(t *testing.T) {
 	s := newSetup(t, 1, coordinator.Options{BatchRows: 1000})
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	defer client.CloseIdleConnections()
-	req, _ := http.NewRequest(http.MethodPost, s.replicas[0].URL+"/v1/statement", strings.NewReader("SELECT * FROM rows(3000)"))
-	var gzipped, small int
+	// Two statements: the first's POST may come with the first page of rows (the gateway's
+	// own first GET of a coordinator not yet seen dispatching, on PrestoDB, whose queued
+	// resource answers it); the second's is the POST's small QUEUED answer.
+	for i, sql := range []string{"SELECT * FROM rows(3000)", "SELECT * FROM rows(3000)"} {
+		if small := gzipRows(t, s, client, sql); i == 1 && small == 0 {
+			t.Fatal("no answer came small and uncompressed, want the queued one")
+		}
+	}
+}
+
+// gzipRows runs sql through the gateway as a client asking for gzip, checks every answer's
+// encoding and the rows, and returns how many answers were small and uncompressed.
+func gzipRows(t *testing.T, s *setup, client *http.Client, sql string) (small int) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.replicas[0].URL+"/v1/statement", strings.NewReader(sql))
+	var gzipped int
 	for rows := 0; ; {
 		req.Header.Set("X-Presto-User", "alice")
 		req.Header.Set("Accept-Encoding", "gzip")
@@ -491,10 +505,10 @@ func TestGzipToClients(t *testing.T) {
 		}
 		rows += len(answer.Data)
 		if answer.NextURI == "" {
-			if rows != 3000 || gzipped < 3 || small == 0 {
-				t.Fatalf("%d rows, %d answers gzipped, %d small; want 3000 rows, 3 pages gzipped and the queued answer small", rows, gzipped, small)
+			if rows != 3000 || gzipped < 3 {
+				t.Fatalf("%d rows, %d answers gzipped; want 3000 rows, 3 pages gzipped", rows, gzipped)
 			}
-			return
+			return small
 		}
 		if !strings.HasPrefix(answer.NextURI, s.replicas[0].URL+"/_zk/") {
 			t.Fatalf("nextUri %q is not the gateway's", answer.NextURI)

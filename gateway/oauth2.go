@@ -213,7 +213,7 @@ func (g *Gateway) serveOAuth2Token(w http.ResponseWriter, r *http.Request, tok s
 	}
 	state, rc := g.stateOf(r.Context(), base)
 	if state == memberUnknown || state == memberGone {
-		g.oauth2Refused(w, http.StatusGone, fmt.Sprintf("zkpresto gateway: the sign-in began on coordinator %s, which is gone; sign in again", hostOf(base)))
+		tokenRefusal.gone(g, w, base)
 		return
 	}
 	out, err := http.NewRequestWithContext(withFlavour(r.Context(), rc.flavour), r.Method, base+rest.EscapedPath(), nil)
@@ -222,34 +222,10 @@ func (g *Gateway) serveOAuth2Token(w http.ResponseWriter, r *http.Request, tok s
 		return
 	}
 	out.Header = g.oauth2Header(r)
-	resp, err := rc.transport.RoundTrip(out)
-	if err != nil {
-		if r.Context().Err() != nil {
-			panic(http.ErrAbortHandler)
-		}
-		g.reportFailure(r.Context(), base, err)
-		if state == memberDeparted {
-			// Left discovery and failed since: gone, as for a query's
-			// follow-ups, on every request from now on.
-			g.markGone(base)
-			g.oauth2Refused(w, http.StatusGone, fmt.Sprintf("zkpresto gateway: the sign-in began on coordinator %s, which is gone; sign in again", hostOf(base)))
-			return
-		}
-		g.oauth2Refused(w, http.StatusBadGateway, fmt.Sprintf("zkpresto gateway: coordinator %s did not answer an OAuth2 token exchange request", hostOf(base)))
+	resp, body, ok := g.relayOAuth2(w, r, out, base, state, rc, tokenRefusal)
+	if !ok {
 		return
 	}
-	defer resp.Body.Close()
-	body, err := readOAuth2Body(resp)
-	if err != nil || len(body) > maxOAuth2Body {
-		if r.Context().Err() != nil {
-			panic(http.ErrAbortHandler)
-		}
-		g.oauth2Refused(w, http.StatusBadGateway, fmt.Sprintf("zkpresto gateway: coordinator %s sent a broken answer to an OAuth2 token exchange request", hostOf(base)))
-		return
-	}
-	h := w.Header()
-	copyAnswerHeader(h, resp.Header)
-	h.Del("Content-Encoding")
 	public := g.publicBase(r)
 	if initiate && resp.StatusCode/100 == 3 {
 		if loc, err := url.Parse(resp.Header.Get("Location")); err == nil && loc.IsAbs() {
@@ -261,9 +237,84 @@ func (g *Gateway) serveOAuth2Token(w http.ResponseWriter, r *http.Request, tok s
 	if !initiate && resp.StatusCode == http.StatusOK {
 		body = g.rewriteTokenPoll(body, public, base)
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	g.stats.add("oauth2", resp.StatusCode)
-	w.WriteHeader(resp.StatusCode)
+	g.writeOAuth2Answer(w, resp.StatusCode, body)
+}
+
+// oauth2Refusal is how a relay of an OAuth2 resource refuses when the
+// coordinator is gone, does not answer or answers what cannot be read:
+// a token exchange answers its client JSON (oauth2Refused), a callback
+// the browser a page (oauth2Page). Each message's %s is the
+// coordinator's host.
+type oauth2Refusal struct {
+	refuse                  func(g *Gateway, w http.ResponseWriter, status int, msg string)
+	goneMsg, silent, broken string
+}
+
+var (
+	tokenRefusal = oauth2Refusal{
+		refuse:  (*Gateway).oauth2Refused,
+		goneMsg: "zkpresto gateway: the sign-in began on coordinator %s, which is gone; sign in again",
+		silent:  "zkpresto gateway: coordinator %s did not answer an OAuth2 token exchange request",
+		broken:  "zkpresto gateway: coordinator %s sent a broken answer to an OAuth2 token exchange request",
+	}
+	callbackRefusal = oauth2Refusal{
+		refuse:  (*Gateway).oauth2Page,
+		goneMsg: "This sign-in began on coordinator %s, which is gone. Sign in again from your client.",
+		silent:  "Coordinator %s did not answer this sign-in's callback. Sign in again from your client.",
+		broken:  "Coordinator %s sent a broken answer to this sign-in's callback.",
+	}
+)
+
+// gone refuses with 410: the coordinator at base is gone.
+func (f oauth2Refusal) gone(g *Gateway, w http.ResponseWriter, base string) {
+	f.refuse(g, w, http.StatusGone, fmt.Sprintf(f.goneMsg, hostOf(base)))
+}
+
+// relayOAuth2 sends out to the coordinator at base, in state st and
+// reached by rc, and reads its answer's body (readOAuth2Body). When the
+// coordinator does not answer or its answer cannot be read, it refuses
+// as f says and returns false: a coordinator that left discovery and
+// fails is gone from now on, as for a query's follow-ups. Otherwise it
+// copies the answer's header to w's, but its Content-Encoding (the body
+// is decoded), and returns the answer, its body read and closed.
+func (g *Gateway) relayOAuth2(w http.ResponseWriter, r, out *http.Request, base string, st memberState, rc reach, f oauth2Refusal) (*http.Response, []byte, bool) {
+	resp, err := rc.transport.RoundTrip(out)
+	if err != nil {
+		if r.Context().Err() != nil {
+			panic(http.ErrAbortHandler)
+		}
+		g.reportFailure(r.Context(), base, err)
+		if st == memberDeparted {
+			// Left discovery and failed since: gone, as for a query's
+			// follow-ups, on every request from now on.
+			g.markGone(base)
+			f.gone(g, w, base)
+			return nil, nil, false
+		}
+		f.refuse(g, w, http.StatusBadGateway, fmt.Sprintf(f.silent, hostOf(base)))
+		return nil, nil, false
+	}
+	defer resp.Body.Close()
+	body, err := readOAuth2Body(resp)
+	if err != nil || len(body) > maxOAuth2Body {
+		if r.Context().Err() != nil {
+			panic(http.ErrAbortHandler)
+		}
+		f.refuse(g, w, http.StatusBadGateway, fmt.Sprintf(f.broken, hostOf(base)))
+		return nil, nil, false
+	}
+	h := w.Header()
+	copyAnswerHeader(h, resp.Header)
+	h.Del("Content-Encoding")
+	return resp, body, true
+}
+
+// writeOAuth2Answer writes a relayed OAuth2 answer, its header already
+// copied, with body's length.
+func (g *Gateway) writeOAuth2Answer(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	g.stats.add("oauth2", status)
+	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
 
@@ -344,7 +395,7 @@ func (g *Gateway) serveOAuth2Callback(w http.ResponseWriter, r *http.Request) {
 	}
 	st, rc := g.stateOf(r.Context(), base)
 	if st == memberUnknown || st == memberGone {
-		g.oauth2Page(w, http.StatusGone, fmt.Sprintf("This sign-in began on coordinator %s, which is gone. Sign in again from your client.", hostOf(base)))
+		callbackRefusal.gone(g, w, base)
 		return
 	}
 	out, err := http.NewRequestWithContext(withFlavour(r.Context(), rc.flavour), http.MethodGet, base+OAuth2CallbackPath+queryPart(r), nil)
@@ -354,38 +405,13 @@ func (g *Gateway) serveOAuth2Callback(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Header = g.oauth2Header(r)
 	dropOwnCookies(out.Header)
-	resp, err := rc.transport.RoundTrip(out)
-	if err != nil {
-		if r.Context().Err() != nil {
-			panic(http.ErrAbortHandler)
-		}
-		g.reportFailure(r.Context(), base, err)
-		if st == memberDeparted {
-			g.markGone(base) // as for a token poll
-			g.oauth2Page(w, http.StatusGone, fmt.Sprintf("This sign-in began on coordinator %s, which is gone. Sign in again from your client.", hostOf(base)))
-			return
-		}
-		g.oauth2Page(w, http.StatusBadGateway, fmt.Sprintf("Coordinator %s did not answer this sign-in's callback. Sign in again from your client.", hostOf(base)))
+	resp, body, ok := g.relayOAuth2(w, r, out, base, st, rc, callbackRefusal)
+	if !ok {
 		return
 	}
-	defer resp.Body.Close()
-	body, err := readOAuth2Body(resp)
-	if err != nil || len(body) > maxOAuth2Body {
-		if r.Context().Err() != nil {
-			panic(http.ErrAbortHandler)
-		}
-		g.oauth2Page(w, http.StatusBadGateway, fmt.Sprintf("Coordinator %s sent a broken answer to this sign-in's callback.", hostOf(base)))
-		return
-	}
-	h := w.Header()
-	copyAnswerHeader(h, resp.Header)
-	h.Del("Content-Encoding")
 	// The cookie has done its work: one sign-in, one callback.
 	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: OAuth2CallbackPath, MaxAge: -1, HttpOnly: true, Secure: g.publicTLS(r), SameSite: http.SameSiteLaxMode})
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	g.stats.add("oauth2", resp.StatusCode)
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(body)
+	g.writeOAuth2Answer(w, resp.StatusCode, body)
 }
 
 // oauth2StateTag names the cookie of the sign-in whose state is state: a

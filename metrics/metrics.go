@@ -39,7 +39,7 @@ type RegistrarCollector struct {
 	registered, healthy, connected                     *prometheus.Desc
 	registrations, healthFailures, sessionReRegistered *prometheus.Desc
 	lastCheck                                          *prometheus.Desc
-	loadWrites, publishedQueries                       *prometheus.Desc
+	loadWrites, publishedQueries, readinessWrites      *prometheus.Desc
 	notReady                                           *prometheus.Desc
 }
 
@@ -54,12 +54,13 @@ func NewRegistrarCollector(status func() registrar.Status) *RegistrarCollector {
 		registered:          d("registered", "1 while the coordinator's znode is registered in ZooKeeper, else 0."),
 		healthy:             d("coordinator_healthy", "1 while the coordinator passes its /v1/info health check, else 0."),
 		connected:           d("zookeeper_connected", "1 while the registrar has a ZooKeeper session, else 0."),
-		registrations:       d("registrations_total", "Znodes created for the coordinator."),
+		registrations:       d("registrations_total", "Registrations of the coordinator: znodes created, but for the replacements of a readiness change."),
 		healthFailures:      d("health_check_failures_total", "Failed health checks, including answers that the coordinator is starting."),
 		sessionReRegistered: d("session_reregistrations_total", "Registrations made again because the ZooKeeper session holding the previous one expired."),
 		lastCheck:           d("last_check_timestamp_seconds", "Unix time of the last health check; 0 before the first."),
 		loadWrites:          d("load_writes_total", "Writes of the coordinator's load figures into its znode (register --load-source)."),
 		publishedQueries:    d("published_queries", "Running plus queued queries in the load figure last written; absent while none is published."),
+		readinessWrites:     d("readiness_writes_total", "Readiness changes written, each by a znode that replaces the registration, created before the old one is deleted."),
 		notReady: prometheus.NewDesc("zkpresto_registrar_coordinator_not_ready",
 			"1 while the coordinator answers but is marked not ready in its registration (notready=), by reason: starting, a node state (SHUTTING_DOWN, DRAINING, DRAINED), workers (fewer than --min-workers) or drained (an operator's mark); absent while ready.",
 			[]string{"reason"}, nil),
@@ -69,7 +70,7 @@ func NewRegistrarCollector(status func() registrar.Status) *RegistrarCollector {
 // Describe implements prometheus.Collector.
 func (c *RegistrarCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.registered, c.healthy, c.connected, c.registrations,
-		c.healthFailures, c.sessionReRegistered, c.lastCheck, c.loadWrites, c.publishedQueries, c.notReady} {
+		c.healthFailures, c.sessionReRegistered, c.lastCheck, c.loadWrites, c.publishedQueries, c.readinessWrites, c.notReady} {
 		ch <- d
 	}
 }
@@ -85,6 +86,7 @@ func (c *RegistrarCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.sessionReRegistered, prometheus.CounterValue, float64(s.SessionReRegistrations))
 	ch <- prometheus.MustNewConstMetric(c.lastCheck, prometheus.GaugeValue, unixSeconds(s.LastCheck))
 	ch <- prometheus.MustNewConstMetric(c.loadWrites, prometheus.CounterValue, float64(s.LoadWrites))
+	ch <- prometheus.MustNewConstMetric(c.readinessWrites, prometheus.CounterValue, float64(s.ReadinessWrites))
 	if s.Load.Known() {
 		ch <- prometheus.MustNewConstMetric(c.publishedQueries, prometheus.GaugeValue, float64(s.Load.Total()))
 	}

@@ -72,7 +72,7 @@ func TestRegistrarCollector(t *testing.T) {
 		Registered: true, Healthy: true, Connected: true,
 		Registrations: 3, HealthCheckFailures: 5, SessionReRegistrations: 1,
 		LastCheck:  time.Unix(1700000000, 500_000_000),
-		LoadWrites: 12, Load: discovery.PublishedLoad{Running: 4, Queued: 3, ReadAt: time.Unix(1700000000, 0)},
+		LoadWrites: 12, ReadinessWrites: 2, Load: discovery.PublishedLoad{Running: 4, Queued: 3, ReadAt: time.Unix(1700000000, 0)},
 	}
 	wantLines(t, scrape(t, c),
 		"zkpresto_registrar_registered 1",
@@ -83,6 +83,7 @@ func TestRegistrarCollector(t *testing.T) {
 		"zkpresto_registrar_session_reregistrations_total 1",
 		"zkpresto_registrar_last_check_timestamp_seconds 1.7000000005e+09",
 		"zkpresto_registrar_load_writes_total 12",
+		"zkpresto_registrar_readiness_writes_total 2",
 		"zkpresto_registrar_published_queries 7",
 	)
 	if text := scrape(t, c); strings.Contains(text, "zkpresto_registrar_coordinator_not_ready{") {

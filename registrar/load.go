@@ -154,24 +154,34 @@ type LoadGate struct {
 	// tracked.
 	Slots int
 
-	wrote    bool // something was written since registering
+	wrote    bool // a figure was written since registering
+	spent    bool // the bucket was drawn on since registering
 	known    bool // the last write carried a figure
 	last     int  // its running+queued
 	lastFree bool // its running was below Slots
 	lastAt   time.Time
-	tokens   float64 // writes left in the bucket at lastAt
+	tokens   float64 // writes left in the bucket at tokensAt
+	tokensAt time.Time
 }
 
 // available returns the writes the budget allows at now.
 func (g *LoadGate) available(now time.Time) float64 {
 	burst := float64(max(g.Burst, 1))
-	if !g.wrote {
+	if !g.spent {
 		return burst
 	}
 	if g.MinGap <= 0 {
 		return math.Inf(1)
 	}
-	return min(burst, g.tokens+float64(now.Sub(g.lastAt))/float64(g.MinGap))
+	return min(burst, g.tokens+float64(now.Sub(g.tokensAt))/float64(g.MinGap))
+}
+
+// Spend records a write of the znode that carried no new figure (the
+// registrar's readiness change): it takes its write from the budget, and
+// leaves the figures' own rules (Threshold, Refresh) as they were.
+func (g *LoadGate) Spend(now time.Time) {
+	g.tokens = max(g.available(now)-1, 0)
+	g.spent, g.tokensAt = true, now
 }
 
 // Due reports whether to write now the figures running and queued (known
@@ -195,7 +205,7 @@ func (g *LoadGate) Due(now time.Time, running, queued int, known bool) bool {
 
 // Written records a write of the figures.
 func (g *LoadGate) Written(now time.Time, running, queued int, known bool) {
-	g.tokens = max(g.available(now)-1, 0)
+	g.Spend(now)
 	g.wrote, g.known, g.last, g.lastFree, g.lastAt = true, known, running+queued, running < g.Slots, now
 }
 

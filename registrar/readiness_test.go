@@ -2,6 +2,7 @@ package registrar_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +130,62 @@ func TestUnlistsWithoutWorkersWhenAsked(t *testing.T) {
 	}
 	h.coord.SetNoWorkers(false)
 	h.waitRegistered()
+}
+
+// A readiness change replaces the registration by a new znode created
+// before the old one is deleted: a client watching the children, which
+// reads the list again at each notification, never finds the coordinator
+// unlisted, across many flips; and the registration is not counted as a
+// new one. (A delete then a create, as before, left it unlisted for a
+// round trip, which such a watcher saw.)
+func TestReadinessFlipsNeverUnlist(t *testing.T) {
+	// A check that fails (a loaded machine, a probe slower than Interval)
+	// must not unlist it either: only readiness changes are under test.
+	h := newHarness(t, func(c *registrar.Config) { c.Interval, c.FailureThreshold = 20*time.Millisecond, 1000 })
+	h.waitRegistered()
+	watcher := fleet.DialT(t, h.zk.Addr())
+	stop := make(chan struct{})
+	lists := make(chan [][]string, 1)
+	go func() {
+		var seen [][]string
+		defer func() { lists <- seen }()
+		for {
+			kids, _, ev, err := watcher.ChildrenW("/presto")
+			if err != nil {
+				seen = append(seen, []string{"error: " + err.Error()})
+				return
+			}
+			seen = append(seen, kids)
+			select {
+			case <-ev:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	const flips = 30
+	for i := range flips {
+		h.coord.SetStarting(i%2 == 0)
+		if i%2 == 0 {
+			h.waitMark(registrar.NotReadyStarting)
+		} else {
+			h.waitMark("")
+		}
+	}
+	close(stop)
+	seen := <-lists
+	if len(seen) < flips {
+		t.Errorf("the watcher saw %d children lists over %d flips, want one at least for each", len(seen), flips)
+	}
+	for i, kids := range seen {
+		if len(kids) == 0 {
+			t.Fatalf("children list %d of %d is empty: the coordinator was unlisted during a readiness change", i, len(seen))
+		}
+		if strings.HasPrefix(kids[0], "error") {
+			t.Fatal(kids[0])
+		}
+	}
+	if st := h.reg.Status(); st.Registrations != 1 || st.ReadinessWrites != flips {
+		t.Errorf("Registrations %d, ReadinessWrites %d; want 1 and %d", st.Registrations, st.ReadinessWrites, flips)
+	}
 }

@@ -185,6 +185,9 @@ type Status struct {
 	SessionReRegistrations uint64
 	// LoadWrites counts writes of the load figures (Config.Load).
 	LoadWrites uint64
+	// ReadinessWrites counts readiness changes (NotReady) written, each by
+	// a new znode that replaces the registered one, created first.
+	ReadinessWrites uint64
 	// Load is the figure last written; the zero value when none is (not
 	// publishing, or the last read failed).
 	Load discovery.PublishedLoad
@@ -717,11 +720,12 @@ func (r *Registrar) reconcile() error {
 			r.log.Warn("the registration was deleted by someone else; registering again", "znode", r.znode)
 			r.forget()
 		case string(data) != string(r.znodeData):
-			// The coordinator's version changed (and with it the name).
-			if err := conn.Delete(r.znode, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-				return r.fail(err, "replacing "+r.znode)
+			// Readiness changed, or the coordinator's version (and with it
+			// the name).
+			if err := r.replace(conn, session, want, data); err != nil {
+				return err
 			}
-			r.forget()
+			return r.sweep(conn, session)
 		default:
 			if !r.watchArmed.Load() {
 				// A data change (our own load writes) used the watch up.
@@ -731,6 +735,43 @@ func (r *Registrar) reconcile() error {
 		}
 	}
 	return r.register(conn, session, want, data)
+}
+
+// replace writes a readiness change (or a new version) by a new znode created before the old
+// one is deleted, so that a watcher of the children never sees the
+// coordinator unlisted, as it did between a delete and a create. A Set of
+// the same znode's data would be one write, but a client that watches the
+// data of only some children (ZooKeeperConfig.LoadWatchSubset) would never
+// see it; a new child reaches every client's children watch. While both
+// are listed, clients take the older, the one whose name sorts first
+// (discovery.NewSnapshot), so the change shows at the delete. The load
+// figure last published goes into the new znode, and each of the two
+// writes takes its place in the load's write budget (LoadGate.Spend).
+func (r *Registrar) replace(conn *zk.Conn, session int64, want discovery.Node, data []byte) error {
+	node := want
+	node.Load = r.Status().Load
+	created, err := conn.Create(r.path+"/"+discovery.ZnodeName(want), discovery.FormatZnodeData(node), zk.FlagEphemeral|zk.FlagSequence, r.acl)
+	if err != nil {
+		if !isFatal(err) && !errors.Is(err, zk.ErrNoNode) {
+			r.unsureSession = session // as in register: the create may have been applied
+		}
+		return r.fail(err, "writing the readiness under "+r.path)
+	}
+	old := r.znode
+	r.znode, r.znodeData = created, data
+	r.loadGate.Spend(time.Now())
+	r.update(func(s *Status) { s.Path = created; s.ReadinessWrites++ })
+	r.log.Info("readiness written", "znode", created, "replacing", old, "not_ready", want.NotReady)
+	if err := conn.Delete(old, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		// Ours and no longer known: the sweep removes it.
+		r.unsureSession = session
+		return r.fail(err, "removing the replaced "+old)
+	}
+	r.loadGate.Spend(time.Now())
+	// The old znode's watch ended with it; the next round watches the new one.
+	r.watchArmed.Store(false)
+	r.nudge()
+	return nil
 }
 
 // register creates the namespace if missing and the ephemeral-sequential

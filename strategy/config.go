@@ -80,10 +80,19 @@ func BadOption(key, value string, reason error) error {
 	return &OptionError{Key: key, Value: value, Err: reason}
 }
 
+// ErrKeyTaken is returned by RegisterWithConfig when an option key (any
+// case) is another strategy's, or one ReserveKeys reserved (the DSN's own
+// keys), and by ReserveKeys when a registered strategy takes a key it
+// reserves.
+var ErrKeyTaken = errors.New("strategy: option key already taken")
+
 // RegisterWithConfig is Register for a strategy that takes options: parser
 // parses and checks them, and f finds what it returned in Options.Config
 // (nil when the strategy is created without ParseConfig). The keys must be
-// well-formed and not given twice; two strategies may share a key name.
+// well-formed and not given twice, and none may be another strategy's or a
+// reserved one (ReserveKeys: the DSN reserves its own keys), in any case:
+// in a DSN, a strategy's option is one of the ";" keys, and a key with two
+// meanings would be read as one of them (ErrKeyTaken).
 func RegisterWithConfig(name string, f Factory, parser ConfigParser, aliases ...string) error {
 	if f == nil {
 		return fmt.Errorf("strategy: register %q: nil factory", name)
@@ -113,6 +122,71 @@ func checkParser(p ConfigParser) error {
 		seen = append(seen, lower)
 	}
 	return nil
+}
+
+// ReserveKeys reserves option keys (any case) for owner, which reads them
+// itself: from then on no strategy may take them (RegisterWithConfig). The
+// dsn package reserves every spelling of its own keys when it is
+// initialised, which keeps this package from importing it. A strategy
+// registered earlier that already takes one of keys is reported with
+// ErrKeyTaken, naming both; the keys are reserved all the same.
+func ReserveKeys(owner string, keys ...string) error {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	var errs []error
+	for _, key := range keys {
+		lower := strings.ToLower(key)
+		if _, ok := registry.reserved[lower]; !ok {
+			registry.reserved[lower] = owner
+		}
+		for _, e := range registry.order {
+			if e.parser == nil {
+				continue
+			}
+			for _, k := range e.parser.Keys {
+				if strings.ToLower(k.Name) == lower {
+					errs = append(errs, fmt.Errorf("strategy %q takes option key %q, which is %s's: %w", e.name, k.Name, owner, ErrKeyTaken))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// keysFree reports an option key of e that is reserved or another
+// registered strategy's. The caller holds registry.mu.
+func keysFree(e *entry) error {
+	if e.parser == nil {
+		return nil
+	}
+	for _, k := range e.parser.Keys {
+		lower := strings.ToLower(k.Name)
+		if owner, ok := registry.reserved[lower]; ok {
+			return fmt.Errorf("option key %q is %s's: %w", k.Name, owner, ErrKeyTaken)
+		}
+		for _, other := range registry.order {
+			if other.parser == nil {
+				continue
+			}
+			for _, ok := range other.parser.Keys {
+				if strings.ToLower(ok.Name) == lower {
+					return fmt.Errorf("option key %q is strategy %q's: %w", k.Name, other.name, ErrKeyTaken)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ConfigKeys returns the option keys of the strategy registered under name
+// (any case, aliases included), in the order its parser lists them; nil for
+// a strategy without options or an unknown name.
+func ConfigKeys(name string) []ConfigKey {
+	e, ok := lookup(name)
+	if !ok || e.parser == nil {
+		return nil
+	}
+	return slices.Clone(e.parser.Keys)
 }
 
 // ParseConfig parses the options values gives for the strategy registered

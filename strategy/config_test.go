@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,47 @@ func TestRegisterWithConfig(t *testing.T) {
 	}
 	if !strings.HasPrefix(strings.Join(names, ","), "hashKey,hashLoadBound,slowStart,loadWatchSubset") {
 		t.Errorf("Keys() = %v, want the built-ins' first, in registry order", names)
+	}
+}
+
+// An option key is one strategy's: RegisterWithConfig refuses a key another
+// strategy takes, or one reserved (the DSN's own), in any case, with an
+// error naming the owner; ReserveKeys reports a strategy registered earlier
+// with a key it reserves.
+func TestOptionKeysAreNotShared(t *testing.T) {
+	f := func(Options) Strategy { return newRandom(Options{}) }
+	parse := func(map[string]string, ConfigEnv) (Config, error) { return nil, nil }
+	t.Cleanup(func() {
+		registry.mu.Lock()
+		defer registry.mu.Unlock()
+		delete(registry.reserved, "configtestreserved")
+		delete(registry.reserved, "configtestlate")
+	})
+	if err := ReserveKeys("the test", "configTestReserved"); err != nil {
+		t.Fatal(err)
+	}
+	for key, owner := range map[string]string{"SLOWSTART": `strategy "shared_p2c"`, "hashKey": `strategy "consistent_hash"`, "configtestreserved": "the test"} {
+		err := RegisterWithConfig("config_test_clash", f, ConfigParser{Keys: []ConfigKey{{Name: "configTestFine"}, {Name: key}}, Parse: parse})
+		if !errors.Is(err, ErrKeyTaken) || !strings.Contains(err.Error(), fmt.Sprintf("option key %q is %s's", key, owner)) {
+			t.Errorf("a strategy with option key %q: %v, want it refused as %s's", key, err, owner)
+		}
+		if _, ok := Lookup("config_test_clash"); ok {
+			unregister("config_test_clash")
+			t.Fatalf("a strategy with option key %q was registered", key)
+		}
+	}
+	if err := RegisterWithConfig("config_test_early", f, ConfigParser{Keys: []ConfigKey{{Name: "configTestLate"}}, Parse: parse}); err != nil {
+		t.Fatal(err)
+	}
+	defer unregister("config_test_early")
+	if err := ReserveKeys("the test", "other", "CONFIGTESTLATE"); !errors.Is(err, ErrKeyTaken) ||
+		!strings.Contains(err.Error(), `strategy "config_test_early" takes option key "configTestLate", which is the test's`) {
+		t.Errorf("reserving a key a strategy took: %v", err)
+	}
+	if keys := ConfigKeys("SHARED_P2C"); len(keys) != 2 || keys[0].Name != "slowStart" {
+		t.Errorf("ConfigKeys(shared_p2c) = %v", keys)
+	}
+	if keys := ConfigKeys("random"); keys != nil {
+		t.Errorf("ConfigKeys(random) = %v, want none", keys)
 	}
 }

@@ -41,8 +41,9 @@ func (p pinnedPicker) Pick(*strategy.Request) (*discovery.Node, error) {
 // A strategy with options is this one file: its Config, its parser (keys,
 // their documentation and their checks) and its Factory, registered
 // together. A DSN then takes its key as one of its own
-// (;zooKeeperStrategy=pinned;pinnedIndex=1), docs/dsn.md lists it, and a
-// key it does not take is refused naming the strategies that do.
+// (;zooKeeperStrategy=pinned;pinnedIndex=1), a built-in one's keys are
+// listed in docs/dsn.md's Strategy options, written from the registry, and
+// a key it does not take is refused naming the strategies that do.
 func ExampleRegisterWithConfig() {
 	err := strategy.RegisterWithConfig("pinned",
 		func(opts strategy.Options) strategy.Strategy {

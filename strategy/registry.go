@@ -28,13 +28,15 @@ type entry struct {
 }
 
 var registry = struct {
-	mu     sync.RWMutex
-	byName map[string]*entry // lower-cased names and aliases
-	order  []*entry          // in the order registered
-	warned map[string]bool   // lower-cased unknown names already warned about
+	mu       sync.RWMutex
+	byName   map[string]*entry // lower-cased names and aliases
+	order    []*entry          // in the order registered
+	warned   map[string]bool   // lower-cased unknown names already warned about
+	reserved map[string]string // lower-cased option keys no strategy may take → who reserved them (ReserveKeys)
 }{
-	byName: make(map[string]*entry),
-	warned: make(map[string]bool),
+	byName:   make(map[string]*entry),
+	warned:   make(map[string]bool),
+	reserved: make(map[string]string),
 }
 
 func init() {
@@ -112,6 +114,9 @@ func register(e *entry, aliases []string) error {
 			}
 			return fmt.Errorf("strategy: register %q: %q is taken by %q: %w", e.name, given, taken.name, ErrNameTaken)
 		}
+	}
+	if err := keysFree(e); err != nil {
+		return fmt.Errorf("strategy: register %q: %w", e.name, err)
 	}
 	for _, key := range keys {
 		registry.byName[key] = e

@@ -26,17 +26,8 @@ import (
 // status page says the cookie picked it, and the metrics count the
 // cookies.
 func TestGatewayAffinityCookieAcrossReplicas(t *testing.T) {
-	var hosts []string
-	var cs []*coordinator.Coordinator
-	for range 3 {
-		c, err := coordinator.Start(coordinator.Options{BatchRows: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		cs = append(cs, c)
-		hosts = append(hosts, c.Addr())
-	}
+	cs := startFleet(t, 3, coordinator.Options{BatchRows: 2})
+	hosts := addrsOf(cs)
 	secret := writeGatewaySecret(t, t.TempDir())
 	var replicas []string
 	for range 2 {
@@ -70,14 +61,7 @@ func TestGatewayAffinityCookieAcrossReplicas(t *testing.T) {
 			method, uri, body = http.MethodGet, page.NextURI, ""
 		}
 	}
-	var got []int64
-	busy := 0
-	for _, c := range cs {
-		got = append(got, c.Statements())
-		if c.Statements() > 0 {
-			busy++
-		}
-	}
+	got, busy := statementsPer(cs)
 	if busy != 1 {
 		t.Fatalf("statements per coordinator %v, want the session's 6 on one", got)
 	}
@@ -146,17 +130,8 @@ func TestGatewayAffinityCookieWithTrinoPythonClient(t *testing.T) {
 	python := pythonClients(t)
 	for _, cookie := range []bool{true, false} {
 		t.Run(fmt.Sprintf("cookie=%t", cookie), func(t *testing.T) {
-			var hosts []string
-			var cs []*coordinator.Coordinator
-			for range 3 {
-				c, err := coordinator.Start(coordinator.Options{Flavour: coordinator.Trino, BatchRows: 2})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.Close() })
-				cs = append(cs, c)
-				hosts = append(hosts, c.Addr())
-			}
+			cs := startFleet(t, 3, coordinator.Options{Flavour: coordinator.Trino, BatchRows: 2})
+			hosts := addrsOf(cs)
 			secret := writeGatewaySecret(t, t.TempDir())
 			args := []string{"gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", "trino://" + strings.Join(hosts, ",") + "/;zooKeeperStrategy=poll"}
 			if cookie {
@@ -174,14 +149,7 @@ func TestGatewayAffinityCookieWithTrinoPythonClient(t *testing.T) {
 			if err != nil || strings.TrimSpace(string(out)) != "ok" {
 				t.Fatalf("trino-python-client: %v\n%s", err, out)
 			}
-			var got []int64
-			busy := 0
-			for _, c := range cs {
-				got = append(got, c.Statements())
-				if c.Statements() > 0 {
-					busy++
-				}
-			}
+			got, busy := statementsPer(cs)
 			if cookie && busy != 1 || !cookie && busy < 2 {
 				t.Errorf("statements per coordinator %v; want all on one with the cookie, spread without", got)
 			}
@@ -192,4 +160,17 @@ func TestGatewayAffinityCookieWithTrinoPythonClient(t *testing.T) {
 			}
 		})
 	}
+}
+
+// statementsPer returns how many statements each coordinator ran, in
+// order, and how many ran any.
+func statementsPer(cs []*coordinator.Coordinator) (got []int64, busy int) {
+	for _, c := range cs {
+		n := c.Statements()
+		got = append(got, n)
+		if n > 0 {
+			busy++
+		}
+	}
+	return got, busy
 }

@@ -12,22 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkpresto/zkpresto/gateway"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 )
 
 // zkpresto gateway --explain says what the config's external routing hook
 // answered, or that it failed open, and routes as two replicas do.
 func TestGatewayExplainShowsTheHook(t *testing.T) {
-	var cs []*coordinator.Coordinator
-	for i := range 2 {
-		c, err := coordinator.Start(coordinator.Options{Name: fmt.Sprint("c", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		cs = append(cs, c)
-	}
+	cs := startFleet(t, 2, coordinator.Options{})
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in struct{ User string }
 		_ = json.NewDecoder(r.Body).Decode(&in)
@@ -60,23 +51,7 @@ func TestGatewayExplainShowsTheHook(t *testing.T) {
 	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var fronts [2]string
-	for i := range 2 {
-		gs, err := gateway.LoadConfig(config, gateway.BuildOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gw, err := gateway.New(gateway.Config{Groups: gs, Keys: gatewayTestSecret})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(gw)
-		t.Cleanup(func() {
-			srv.Close()
-			gw.Close()
-		})
-		fronts[i] = srv.URL
-	}
+	fronts := configReplicas(t, config, 2)
 	for _, tc := range []struct{ user, hook, did string }{
 		{"etl_x", `hook: answered group "etl"`, "coordinators: " + strings.TrimPrefix(cs[1].URL(), "http://")},
 		{"bob", "hook: answered nothing; the selectors decide", "coordinators: " + strings.TrimPrefix(cs[0].URL(), "http://")},

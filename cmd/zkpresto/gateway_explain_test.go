@@ -19,15 +19,7 @@ import (
 // zkpresto gateway --explain says what two replicas of the gateway do with
 // each request of a table: the group and its coordinator, or the refusal.
 func TestGatewayExplainAgreesWithTheGateway(t *testing.T) {
-	var cs []*coordinator.Coordinator
-	for i := range 4 {
-		c, err := coordinator.Start(coordinator.Options{Name: fmt.Sprint("c", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		cs = append(cs, c)
-	}
+	cs := startFleet(t, 4, coordinator.Options{})
 	config := filepath.Join(t.TempDir(), "router-config.json")
 	text := `{
   "groups": [
@@ -50,21 +42,8 @@ func TestGatewayExplainAgreesWithTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fronts [2]*url.URL
-	for i := range 2 {
-		gs, err := gateway.LoadConfig(config, gateway.BuildOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gw, err := gateway.New(gateway.Config{Groups: gs, Keys: gatewayTestSecret})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(gw)
-		t.Cleanup(func() {
-			srv.Close()
-			gw.Close()
-		})
-		fronts[i], _ = url.Parse(srv.URL)
+	for i, r := range configReplicas(t, config, 2) {
+		fronts[i], _ = url.Parse(r)
 	}
 	var next atomic.Int64
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -158,4 +137,29 @@ func cancelQuery(t *testing.T, body []byte) {
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		resp.Body.Close()
 	}
+}
+
+// configReplicas starts n gateways in process from the router config
+// file config, as n replicas of one deployment, until t ends, and returns
+// their URLs.
+func configReplicas(t *testing.T, config string, n int) []string {
+	t.Helper()
+	urls := make([]string, n)
+	for i := range n {
+		gs, err := gateway.LoadConfig(config, gateway.BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw, err := gateway.New(gateway.Config{Groups: gs, Keys: gatewayTestSecret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(gw)
+		t.Cleanup(func() {
+			srv.Close()
+			gw.Close()
+		})
+		urls[i] = srv.URL
+	}
+	return urls
 }

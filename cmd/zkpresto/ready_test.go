@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkpresto/zkpresto/discovery"
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
 	"github.com/zkpresto/zkpresto/zkprestotest/fleet"
 	"github.com/zkpresto/zkpresto/zkprestotest/zkserver"
@@ -42,7 +44,12 @@ func startReadyFleet(t *testing.T, n int, opts coordinator.Options) *readyFleet 
 	})
 	f := &readyFleet{zk: zks, observer: fleet.DialT(t, zks.Addr()), cs: cs, dsn: nodesDSN(zks.Addr(), "presto")}
 	for _, c := range cs {
-		start(t, "register", "--zookeeper", zks.Addr(), "--advertise", c.URL(), "--interval", "50ms")
+		// Checks every 50 ms carry readiness to ZooKeeper at once; each
+		// check's timeout is that interval too, so on a loaded machine two
+		// slow answers in a row would unlist a healthy coordinator (all
+		// three at once, seen as "namespace has no children"). These tests
+		// are about readiness marks, not removal: 40 failures (2 s) unlist.
+		start(t, "register", "--zookeeper", zks.Addr(), "--advertise", c.URL(), "--interval", "50ms", "--failure-threshold", "40")
 	}
 	eventually(t, fmt.Sprintf("%d registrations", n), func() bool { return len(registrations(t, f.observer, "/presto")) == n })
 	return f
@@ -54,6 +61,56 @@ func (f *readyFleet) marked(t *testing.T, c *coordinator.Coordinator, want strin
 	eventually(t, fmt.Sprintf("%s marked %q", c.Addr(), want), func() bool {
 		n, ok := registrations(t, f.observer, "/presto")[c.Addr()]
 		return ok && n.NotReady == want
+	})
+}
+
+// seenByReplica waits until the gateway replica at addr lists c with the
+// mark want ("" for none) on its status page: the mark has reached that
+// replica's discovery, whatever ZooKeeper's notification took.
+func seenByReplica(t *testing.T, addr string, c *coordinator.Coordinator, want string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("the replica at %s to list %s marked %q", addr, c.Addr(), want), func() bool {
+		resp, err := http.Get("http://" + addr + "/_zk/status.json")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var st struct {
+			Groups []struct {
+				Coordinators []struct{ Address, NotReady string }
+			}
+		}
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+			return false
+		}
+		for _, g := range st.Groups {
+			for _, n := range g.Coordinators {
+				if n.Address == c.Addr() || n.Address == c.URL() {
+					return n.NotReady == want
+				}
+			}
+		}
+		return false
+	})
+}
+
+// seenByDriver waits until this process's drivers, whose discovery of the
+// namespace shares one session and one cache (discovery.OpenZooKeeper), list
+// c with the mark want ("" for none).
+func (f *readyFleet) seenByDriver(t *testing.T, c *coordinator.Coordinator, want string) {
+	t.Helper()
+	d, err := discovery.OpenZooKeeper(context.Background(), discovery.ZooKeeperConfig{Servers: []string{f.zk.Addr()}, Path: "/presto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	eventually(t, fmt.Sprintf("the driver to list %s marked %q", c.Addr(), want), func() bool {
+		for _, n := range d.Snapshot().Nodes {
+			if n.Addr == c.Addr() {
+				return n.NotReady == want
+			}
+		}
+		return false
 	})
 }
 
@@ -102,10 +159,9 @@ func TestNoStatementToACoordinatorWithoutWorkers(t *testing.T) {
 
 	idle.SetNoWorkers(true)
 	f.marked(t, idle, "workers:0/1")
-	// The mark reaches the clients within ZooKeeper's notification delay;
-	// the driver's and the gateway's own sessions are not ours to wait on,
-	// so give them a moment, far more than a notification takes here.
-	time.Sleep(500 * time.Millisecond)
+	// The mark reaches the clients within ZooKeeper's notification delay.
+	f.seenByDriver(t, idle, "workers:0/1")
+	seenByReplica(t, gwAddr, idle, "workers:0/1")
 	// The gateway's status page says so.
 	resp, err := http.Get("http://" + gwAddr + "/_zk/status.json")
 	if err != nil {
@@ -155,9 +211,11 @@ func TestRollingRestartOfCoordinatorsWithDrain(t *testing.T) {
 	}
 	defer driver.Close()
 	dbs = append(dbs, driver)
+	var replicas []string
 	for range 2 {
 		gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", f.dsn)
 		addr := announcedAddr(t, gw, "http")
+		replicas = append(replicas, addr)
 		db, err := sql.Open("presto", "presto://alice@"+addr+"/hive")
 		if err != nil {
 			t.Fatal(err)
@@ -212,7 +270,12 @@ func TestRollingRestartOfCoordinatorsWithDrain(t *testing.T) {
 		}
 		f.marked(t, c, "drained")
 		t.Logf("%s: drain to its registration marked: %s", c.Addr(), time.Since(asked).Round(time.Millisecond))
-		time.Sleep(500 * time.Millisecond) // the notification delay, with room to spare
+		// Seen by the driver and by every replica: from then on, no new statement.
+		f.seenByDriver(t, c, "drained")
+		for _, addr := range replicas {
+			seenByReplica(t, addr, c, "drained")
+		}
+		t.Logf("%s: drain to every client's discovery: %s", c.Addr(), time.Since(asked).Round(time.Millisecond))
 		eventually(t, "the drained coordinator's queries to finish", func() bool { return c.Running() == 0 })
 		drained := c.Statements()
 		more(20)
@@ -253,16 +316,31 @@ func TestRollingRestartOfCoordinatorsWithDrain(t *testing.T) {
 }
 
 // The gateway's admin address drains a coordinator and undrains it: the
-// mark is set in ZooKeeper, where every replica and driver reads it. A
-// cross-site browser request and an unknown coordinator are refused.
+// mark is set in ZooKeeper, where every replica and driver reads it. Asked
+// of replica A, it is seen by both replicas (each one's status page lists
+// the coordinator drained), neither sends it a statement, and after the
+// undrain, seen alike, both send it statements again. A cross-site browser
+// request and an unknown coordinator are refused.
 func TestGatewayAdminDrainsACoordinator(t *testing.T) {
 	f := startReadyFleet(t, 2, coordinator.Options{Version: "0.289"})
 	secret := writeGatewaySecret(t, t.TempDir())
-	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", f.dsn)
-	gwAddr := announcedAddr(t, gw, "http")
+	var replicas []string
+	dbs := map[string]*sql.DB{}
+	for range 2 {
+		gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", f.dsn)
+		addr := announcedAddr(t, gw, "http")
+		replicas = append(replicas, addr)
+		db, err := sql.Open("presto", "presto://alice@"+addr+"/hive")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		dbs[addr] = db
+	}
+	a := replicas[0] // the admin address the operator uses
 	post := func(path string, header map[string]string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, "http://"+gwAddr+path, nil)
+		req, err := http.NewRequest(http.MethodPost, "http://"+a+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,6 +355,15 @@ func TestGatewayAdminDrainsACoordinator(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
+	runSome := func(addr string, n int) {
+		t.Helper()
+		for range n {
+			var v int
+			if err := dbs[addr].QueryRow("SELECT * FROM rows(1)").Scan(&v); err != nil {
+				t.Fatalf("a statement through %s: %v", addr, err)
+			}
+		}
+	}
 	c := f.cs[0]
 	if code, body := post("/_zk/drain?coordinator="+c.URL(), map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://elsewhere.example"}); code != http.StatusForbidden {
 		t.Errorf("a cross-site drain: %d %s", code, body)
@@ -288,24 +375,30 @@ func TestGatewayAdminDrainsACoordinator(t *testing.T) {
 		t.Fatalf("drain: %d %s", code, body)
 	}
 	f.marked(t, c, "drained")
-	time.Sleep(500 * time.Millisecond) // the notification delay, with room to spare
-	db, err := sql.Open("presto", "presto://alice@"+gwAddr+"/hive")
-	if err != nil {
-		t.Fatal(err)
+	// Every replica, the one asked and the other, lists it drained, and
+	// sends it nothing.
+	for _, addr := range replicas {
+		seenByReplica(t, addr, c, "drained")
 	}
-	defer db.Close()
-	before := c.Statements()
-	for range 10 {
-		var v int
-		if err := db.QueryRow("SELECT * FROM rows(1)").Scan(&v); err != nil {
-			t.Fatal(err)
+	for _, addr := range replicas {
+		before := c.Statements()
+		runSome(addr, 10)
+		if got := c.Statements() - before; got != 0 {
+			t.Errorf("the drained coordinator received %d statements through %s", got, addr)
 		}
-	}
-	if got := c.Statements() - before; got != 0 {
-		t.Errorf("the drained coordinator received %d statements", got)
 	}
 	if code, body := post("/_zk/undrain?coordinator="+c.Addr(), nil); code != http.StatusOK {
 		t.Fatalf("undrain: %d %s", code, body)
 	}
 	f.marked(t, c, "")
+	for _, addr := range replicas {
+		seenByReplica(t, addr, c, "")
+	}
+	for _, addr := range replicas {
+		eventually(t, "statements through "+addr+" to the undrained coordinator", func() bool {
+			before := c.Statements()
+			runSome(addr, 4)
+			return c.Statements() > before
+		})
+	}
 }

@@ -103,7 +103,14 @@ func registrations(t *testing.T, conn *zk.Conn, path string) map[string]discover
 
 func startCoordinators(t *testing.T, n int) []*coordinator.Coordinator {
 	t.Helper()
-	cs, err := coordinator.StartFleet(n, coordinator.Options{Version: "0.289"})
+	return startFleet(t, n, coordinator.Options{Version: "0.289"})
+}
+
+// startFleet starts n coordinators with opts (coordinator.StartFleet),
+// closed when t ends.
+func startFleet(t *testing.T, n int, opts coordinator.Options) []*coordinator.Coordinator {
+	t.Helper()
+	cs, err := coordinator.StartFleet(n, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +120,15 @@ func startCoordinators(t *testing.T, n int) []*coordinator.Coordinator {
 		}
 	})
 	return cs
+}
+
+// addrsOf returns the coordinators' host:port addresses, in order.
+func addrsOf(cs []*coordinator.Coordinator) []string {
+	addrs := make([]string, len(cs))
+	for i, c := range cs {
+		addrs[i] = c.Addr()
+	}
+	return addrs
 }
 
 func httpGet(t *testing.T, url string) (int, string) {

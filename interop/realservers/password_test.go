@@ -517,9 +517,27 @@ func runPythonPassword(t *testing.T, client, addr, caFile, password string) (row
 	return res.Rows, res.Error
 }
 
-// interopToolchain is the Go toolchain the interop/trino module needs
-// (the Makefile's INTEROP_TOOLCHAIN).
-const interopToolchain = "go1.27.3"
+// interopToolchain returns the Go toolchain the interop/trino module
+// needs: $INTEROP_TOOLCHAIN when set (the Makefile passes its own), else
+// the toolchain line of that module's go.mod, which the Makefile reads
+// too: the one place that names it.
+func interopToolchain(t *testing.T) string {
+	t.Helper()
+	if v := os.Getenv("INTEROP_TOOLCHAIN"); v != "" {
+		return v
+	}
+	mod, err := os.ReadFile(filepath.Join("..", "trino", "go.mod"))
+	if err != nil {
+		t.Fatalf("the interop/trino module's toolchain: %v", err)
+	}
+	for line := range strings.Lines(string(mod)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "toolchain "); ok {
+			return v
+		}
+	}
+	t.Fatal("the interop/trino module's go.mod has no toolchain line")
+	return ""
+}
 
 // runTrinoProbe runs whoAmI with trino-go-client v1.5.0 on dsn: the
 // interop/trino module's probe command, on the Go toolchain that module
@@ -535,7 +553,7 @@ func runTrinoProbe(t *testing.T, dsn string) (stdout, stderr string, err error) 
 	defer cancel()
 	cmd := exec.CommandContext(c, goCmd, "run", "./probe", whoAmI)
 	cmd.Dir = filepath.Join("..", "trino")
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+interopToolchain, "TRINO_DSN="+dsn)
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+interopToolchain(t), "TRINO_DSN="+dsn)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()

@@ -2,6 +2,8 @@ module github.com/zkpresto/zkpresto/interop/trino
 
 go 1.27
 
+toolchain go1.27.3
+
 require (
 	github.com/trinodb/trino-go-client v1.5.0
 	github.com/zkpresto/zkpresto v0.0.0

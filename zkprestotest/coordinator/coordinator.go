@@ -128,7 +128,9 @@ type Options struct {
 	// QueuedPolls is how many GETs of a query's queued nextUri answer QUEUED before its
 	// links move to /v1/statement/executing, as under a busy dispatcher (trino:
 	// dispatcher/QueuedStatementResource.java answers QUEUED until the query is
-	// dispatched). 0: the first GET dispatches the query and points to executing token 0.
+	// dispatched). 0: the first GET dispatches the query and points to executing token 0;
+	// on PrestoDB it answers the executing resource's first page itself, rows included,
+	// pointing to executing token 1 (see the package doc).
 	QueuedPolls int
 	// RequireAuthorization makes the coordinator authenticate every request to the
 	// statement and query resources, submissions, polls and cancellations alike, as a
@@ -890,7 +892,7 @@ func (c *Coordinator) endLocked(q *query, final *answer, token int64, anyToken b
 	}
 	f := &finishedQuery{
 		slug: q.slug, flavour: q.flavour, phase: phase, final: final, token: token, anyToken: anyToken,
-		req: q.req, created: q.created, ended: time.Now(), rows: q.sent.Load(),
+		queuedTok: q.queuedTokNow.Load(), queuedLast: q.queuedLastNow.Load(), req: q.req, created: q.created, ended: time.Now(), rows: q.sent.Load(),
 	}
 	if len(c.finOrder) < finishedLimit {
 		c.finOrder = append(c.finOrder, q.id)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -358,7 +359,11 @@ func TestStopAbortsWaitingPoll(t *testing.T) {
 	c := start(t, Options{Latency: time.Hour})
 	first := submit(t, c, "SELECT 1", http.StatusOK)
 	done := make(chan error, 1)
-	exec := dispatch(t, first)
+	// The page of token 0 answers once the poll's wait is over (on PrestoDB, the first GET
+	// has waited it already); the next one is the poll that waits.
+	var page0 wireResults
+	getJSON(t, dispatch(t, first), http.StatusOK, &page0)
+	exec := page0.NextURI
 	go func() {
 		resp, err := rawClient.Get(exec)
 		if err == nil {
@@ -606,15 +611,41 @@ func drain(t *testing.T, first wireResults) wireResults {
 }
 
 // dispatch makes the first GET of a submission's queued nextUri, which creates the query,
-// and returns the executing nextUri its QUEUED answer points to.
+// and returns the executing nextUri of token 0: on Trino the one its QUEUED answer points
+// to; on PrestoDB, whose first GET answers the executing resource's first page itself, the
+// link of that page, which a GET answers again.
 func dispatch(t *testing.T, first wireResults) string {
 	t.Helper()
 	var r wireResults
 	getJSON(t, first.NextURI, http.StatusOK, &r)
+	if strings.Contains(first.NextURI, "?slug=") { // PrestoDB's links
+		if r.Stats.State == "QUEUED" || (r.NextURI != "" && !strings.Contains(r.NextURI, "/v1/statement/executing/")) {
+			t.Fatalf("first GET of %s = %+v, want the executing resource's first page", first.NextURI, r)
+		}
+		return executingZero(t, first.NextURI)
+	}
 	if r.Stats.State != "QUEUED" || len(r.Data) != 0 || !strings.Contains(r.NextURI, "/v1/statement/executing/") {
 		t.Fatalf("first GET of %s = %+v, want QUEUED pointing to an executing nextUri", first.NextURI, r)
 	}
 	return r.NextURI
+}
+
+// executingZero is the executing link of token 0 of the PrestoDB query whose queued link
+// is queued: /v1/statement/queued/{id}/{token}?slug=... made
+// /v1/statement/executing/{id}/0?slug=...
+func executingZero(t *testing.T, queued string) string {
+	t.Helper()
+	u, err := url.Parse(queued)
+	if err != nil {
+		t.Fatalf("parse %s: %v", queued, err)
+	}
+	parts := strings.Split(u.Path, "/")
+	if len(parts) != 6 || parts[3] != "queued" {
+		t.Fatalf("%s is not a PrestoDB queued link", queued)
+	}
+	parts[3], parts[5] = "executing", "0"
+	u.Path = strings.Join(parts, "/")
+	return u.String()
 }
 
 func getJSON(t *testing.T, url string, wantStatus int, v any) []byte {

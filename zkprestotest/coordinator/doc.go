@@ -89,7 +89,9 @@
 // /v1/query/{queryId} does nothing to it; a DELETE of the queued nextUri cancels it, and it
 // never runs. The queued resource answers QUEUED for Options.QueuedPolls GETs, then points to
 // /v1/statement/executing/ with tokens starting again at 0 (server/protocol/
-// ExecutingStatementResource.java). Trino's links are /v1/statement/{phase}/{id}/{slug}/{token}
+// ExecutingStatementResource.java); PrestoDB's answers the executing resource's page of token
+// 0 itself, rows included, pointing to executing token 1 (QueuedStatementResource.getStatus
+// and Query.toResponse), so a PrestoDB client's first GET may carry rows. Trino's links are /v1/statement/{phase}/{id}/{slug}/{token}
 // with a slug per token and phase ("y" and 40 hex digits, server/protocol/Slug.java);
 // PrestoDB's /v1/statement/{phase}/{id}/{token}?slug=..., one slug per query ("x" and 32
 // hex digits). A wrong slug, or an unknown query, is 404 text/plain "Query not found"; other

@@ -107,11 +107,16 @@ func TestTwoPhasesAndSlugs(t *testing.T) {
 				page = wireResults{}
 				getJSON(t, uri, http.StatusOK, &page)
 			}
-			// POST → queued 1; two QUEUED polls → queued 2, 3; then executing 0..2.
+			// POST → queued 1; two QUEUED polls → queued 2, 3; then executing 0..2. PrestoDB's
+			// third queued GET answers the executing resource's page of token 0 itself, so its
+			// executing links count from 1 (pollQueued).
 			want := []struct {
 				phase string
 				token int64
 			}{{phaseQueued, 1}, {phaseQueued, 2}, {phaseQueued, 3}, {phaseExecuting, 0}, {phaseExecuting, 1}, {phaseExecuting, 2}}
+			if f == Presto {
+				want = append(want[:3], want[4:]...)
+			}
 			if len(links) != len(want) {
 				t.Fatalf("links = %v, want %d", links, len(want))
 			}

@@ -52,7 +52,8 @@ func TestBigrowsThroughClient(t *testing.T) {
 var plainClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DisableCompression: true}}
 
 func TestLargePageIsStreamedWhole(t *testing.T) {
-	c := start(t, Options{BatchRows: 2})
+	// Trino: PrestoDB's first GET answers the first page with a target result size of 1 MB.
+	c := start(t, Options{Flavour: Trino, BatchRows: 2})
 	const width = 16 << 20 // two rows make one 32 MB page
 	first := submit(t, c, fmt.Sprintf("SELECT * FROM bigrows(2, %d)", width), http.StatusOK)
 	resp, err := plainClient.Get(dispatch(t, first))
@@ -105,8 +106,9 @@ func pollTimes(t *testing.T, c *Coordinator, stmt string) []time.Duration {
 	t.Helper()
 	first := submit(t, c, stmt, http.StatusOK)
 	var took []time.Duration
-	for uri := dispatch(t, first); uri != ""; {
-		began := time.Now()
+	// The first poll counts from the first GET: PrestoDB's answers the first page.
+	began := time.Now()
+	for uri := dispatch(t, first); uri != ""; began = time.Now() {
 		var page wireResults
 		getJSON(t, uri, http.StatusOK, &page)
 		took = append(took, time.Since(began))

@@ -36,20 +36,26 @@ func TestMaxWaitAndTargetResultSize(t *testing.T) {
 			}
 
 			c = start(t, Options{Flavour: flavour, BatchRows: 100})
-			exec = dispatch(t, submit(t, c, "SELECT * FROM rows(250)", http.StatusOK))
-			// Rows 1..9 are 4 bytes of JSON each, [n] and a comma: 20B holds 5 of them.
-			getJSON(t, exec+sizeParam(exec, "20B"), http.StatusOK, &page)
-			if len(page.Data) != 5 || page.Data[0][0] != float64(1) {
-				t.Fatalf("targetResultSize=20B: %d rows, want 5 from 1", len(page.Data))
+			// The first page is PrestoDB's queued resource's, whose target result size is
+			// its own (queuedPageParams): one batch on both flavours.
+			exec = dispatch(t, submit(t, c, "SELECT * FROM rows(350)", http.StatusOK))
+			getJSON(t, exec, http.StatusOK, &page)
+			if len(page.Data) != 100 || page.Data[0][0] != float64(1) {
+				t.Fatalf("the first page: %d rows, want one batch of 100 from 1", len(page.Data))
+			}
+			// Rows 101..109 are 6 bytes of JSON each, [n] and a comma: 30B holds 5 of them.
+			getJSON(t, page.NextURI+sizeParam(page.NextURI, "30B"), http.StatusOK, &page)
+			if len(page.Data) != 5 || page.Data[0][0] != float64(101) {
+				t.Fatalf("targetResultSize=30B: %d rows, want 5 from 101", len(page.Data))
 			}
 			getJSON(t, page.NextURI+sizeParam(page.NextURI, "1B"), http.StatusOK, &page)
-			if len(page.Data) != 1 || page.Data[0][0] != float64(6) {
-				t.Fatalf("targetResultSize=1B: %v, want one row, 6", page.Data)
+			if len(page.Data) != 1 || page.Data[0][0] != float64(106) {
+				t.Fatalf("targetResultSize=1B: %v, want one row, 106", page.Data)
 			}
 			// Without it, or larger than a batch: one batch (Options.BatchRows).
 			getJSON(t, page.NextURI+sizeParam(page.NextURI, "1MB"), http.StatusOK, &page)
-			if len(page.Data) != 100 || page.Data[0][0] != float64(7) {
-				t.Fatalf("targetResultSize=1MB: %d rows from %v, want 100 from 7", len(page.Data), page.Data[0][0])
+			if len(page.Data) != 100 || page.Data[0][0] != float64(107) {
+				t.Fatalf("targetResultSize=1MB: %d rows from %v, want 100 from 107", len(page.Data), page.Data[0][0])
 			}
 			// An unreadable targetResultSize: PrestoDB answers 404, Trino takes the default:
 			// a whole batch.
@@ -57,8 +63,8 @@ func TestMaxWaitAndTargetResultSize(t *testing.T) {
 				if s, _ := rawStatus(t, http.MethodGet, page.NextURI+sizeParam(page.NextURI, "lots")); s != http.StatusNotFound {
 					t.Fatalf("targetResultSize=lots: %d, want PrestoDB's 404", s)
 				}
-			} else if getJSON(t, page.NextURI+sizeParam(page.NextURI, "lots"), http.StatusOK, &page); len(page.Data) != 100 || page.Data[0][0] != float64(107) {
-				t.Fatalf("targetResultSize=lots on Trino: %d rows, want the default batch of 100 from 107", len(page.Data))
+			} else if getJSON(t, page.NextURI+sizeParam(page.NextURI, "lots"), http.StatusOK, &page); len(page.Data) != 100 || page.Data[0][0] != float64(207) {
+				t.Fatalf("targetResultSize=lots on Trino: %d rows, want the default batch of 100 from 207", len(page.Data))
 			}
 			if last := drain(t, page); last.Stats.State != "FINISHED" {
 				t.Fatalf("last answer %+v", last)

@@ -649,7 +649,7 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 		return
 	}
 	if phase == phaseQueued {
-		c.pollQueued(w, r, q, token, params)
+		c.pollQueued(w, r, s, q, token, params)
 		return
 	}
 
@@ -674,6 +674,12 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	c.pollExecuting(w, r, s, q, token, params)
+}
+
+// pollExecuting answers a GET of q's executing token: the last page again, the next one,
+// or the refusal of a token out of turn (tokenStatus). The caller holds q.mu.
+func (c *Coordinator) pollExecuting(w http.ResponseWriter, r *http.Request, s *serving, q *query, token int64, params pollParams) {
 	switch tokenStatus(token, q.token, q.last != nil) {
 	case 0:
 		if token != q.token {
@@ -681,13 +687,19 @@ func (c *Coordinator) handlePoll(w http.ResponseWriter, r *http.Request, s *serv
 			return
 		}
 	case http.StatusGone:
-		c.refuse(w, r, http.StatusGone, fmt.Sprintf("query %s: token %d is older than the last one", id, token))
+		c.refuse(w, r, http.StatusGone, fmt.Sprintf("query %s: token %d is older than the last one", q.id, token))
 		return
 	default:
-		c.refuse(w, r, http.StatusNotFound, fmt.Sprintf("query %s: token %d is past the next one", id, token))
+		c.refuse(w, r, http.StatusNotFound, fmt.Sprintf("query %s: token %d is past the next one", q.id, token))
 		return
 	}
+	c.writePage(w, r, s, q, token, params)
+}
 
+// writePage answers the GET of q's executing token, the one it expects: it waits for the
+// page as the executing resource does, up to maxWait, and writes it, counting the token on.
+// The caller holds q.mu.
+func (c *Coordinator) writePage(w http.ResponseWriter, r *http.Request, s *serving, q *query, token int64, params pollParams) {
 	// Waiting less than the abandonment limit keeps a polled query from being dropped.
 	var wait time.Duration
 	if until := time.Until(q.readyAt()); until > 0 {
@@ -874,8 +886,9 @@ func (c *Coordinator) dispatchFailure(q *query) *queryError {
 // resource then answers QUEUED, pointing to the next queued token while Options.QueuedPolls
 // lasts and then to executing token 0 (trino: QueuedStatementResource.java, getStatus and
 // Query.getQueryResults: the last token or the next one, anything else 410 "Invalid token";
-// the redirect to /v1/statement/executing/{id}/{slug}/0).
-func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *query, token int64, params pollParams) {
+// the redirect to /v1/statement/executing/{id}/{slug}/0). On PrestoDB, in place of that
+// redirect, the executing resource's first page itself: see below.
+func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, s *serving, q *query, token int64, params pollParams) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := time.Now()
@@ -883,8 +896,17 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 	if q.executing.Load() {
 		// PrestoDB 0.287 no longer answers the queued resource once the executing one has
 		// (seen: interop/realservers TestDifferentialTokenRules); Trino answers its last.
-		if (token != q.queuedTok && token != q.queuedTok+1) || (c.flavour != Trino && q.polled.Load()) {
+		if token != q.queuedTok && token != q.queuedTok+1 {
 			c.refuse(w, r, http.StatusGone, "Invalid token")
+			return
+		}
+		if c.flavour == Presto {
+			// The executing resource's GET of token 0 (see below): its page again while
+			// that resource has answered nothing after it, 410 once it has (seen:
+			// interop/realservers TestDifferentialTokenRules).
+			q.queuedTok = token
+			q.queuedTokNow.Store(token)
+			c.pollExecuting(w, r, s, q, 0, queuedPageParams(params))
 			return
 		}
 		c.writeAnswer(w, r, q.queuedLast)
@@ -961,14 +983,42 @@ func (c *Coordinator) pollQueued(w http.ResponseWriter, r *http.Request, q *quer
 		ans = q.queuedAnswer(l, now, phaseQueued, token+1)
 		q.last, q.token = ans, token+1
 		q.tokenNow.Store(q.token)
+	} else if c.flavour == Presto {
+		// PrestoDB's queued resource answers the executing resource's first page itself
+		// once the query is dispatched: rows included when the query has them within
+		// maxWait, its nextUri the executing link of token 1 (prestodb 0.287:
+		// QueuedStatementResource.getStatus waits for Query.waitForDispatched, then
+		// Query.toResponse asks ExecutingQueryResponseProvider.waitForExecutingResponse,
+		// whose LocalExecutingQueryResponseProvider answers the executing
+		// server/protocol/Query.waitForResults of token 0 with the request's maxWait,
+		// targetResultSize and binaryResults; seen: interop/realservers
+		// TestDifferentialFirstGetCarriesRows). Every later GET of a current queued link
+		// is the executing resource's GET of token 0 again.
+		q.executing.Store(true)
+		q.last, q.token = nil, 0
+		q.tokenNow.Store(0)
+		q.queuedTok = token
+		q.queuedTokNow.Store(token)
+		c.pollExecuting(w, r, s, q, 0, queuedPageParams(params))
+		return
 	} else {
 		ans = q.queuedAnswer(l, now, phaseExecuting, 0)
 		q.queuedLast, q.queuedTok = ans, token
+		q.queuedTokNow.Store(token)
+		q.queuedLastNow.Store(ans)
 		q.last, q.token = nil, 0
 		q.tokenNow.Store(0)
 		q.executing.Store(true)
 	}
 	c.writeAnswer(w, r, ans)
+}
+
+// queuedPageParams are the parameters PrestoDB's queued resource asks the executing
+// resource's first page with: the request's maxWait up to a second, and a target result
+// size of 1 MB whatever the request asks (prestodb 0.287: QueuedStatementResource's
+// MAX_WAIT_TIME and TARGET_RESULT_SIZE, passed by Query.toResponse).
+func queuedPageParams(p pollParams) pollParams {
+	return pollParams{maxWait: min(p.maxWait, time.Second), targetSize: 1 << 20}
 }
 
 // pageDelay is how long a poll of q waits once q is ready: slow(ms), or the coordinator's.
@@ -986,6 +1036,18 @@ func (c *Coordinator) replayFinished(w http.ResponseWriter, r *http.Request, pha
 		writeNotFound(w, "Query not found")
 	case done.anyToken || (done.phase == phase && done.token == token):
 		c.writeAnswer(w, r, done.final)
+	case done.flavour == Presto && phase == phaseQueued && done.phase == phaseExecuting && done.token == 0 &&
+		(token == done.queuedTok || token == done.queuedTok+1):
+		// PrestoDB's current queued link is the executing resource's token 0 (pollQueued),
+		// which ended the query.
+		c.writeAnswer(w, r, done.final)
+	case done.flavour == Trino && phase == phaseQueued && done.queuedLast != nil &&
+		(token == done.queuedTok || token == done.queuedTok+1):
+		// Trino's queued resource answers its last answer again, also once the
+		// query has ended (trino: QueuedStatementResource.Query.getQueryResults
+		// takes the last token or the next while the query is known; seen:
+		// interop/realservers TestDifferentialFirstGetCarriesRows).
+		c.writeAnswer(w, r, done.queuedLast)
 	case done.phase == phase && token > done.token:
 		c.refuse(w, r, http.StatusNotFound, fmt.Sprintf("query %s has finished; token %d is past its end", id, token))
 	default:

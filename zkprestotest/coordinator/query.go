@@ -233,8 +233,11 @@ type query struct {
 	dispatched   atomic.Bool  // its queued nextUri was fetched once: the query exists for /v1/query
 	executing    atomic.Bool  // its links moved to /v1/statement/executing
 	tokenNow     atomic.Int64 // token of the current phase, readable by HEAD without a poll's lock
-	partial      atomic.Bool  // partialCancelUri was deleted: no more rows are produced
-	spool        *spooler     // set when the rows go out as spooled segments
+	queuedTokNow atomic.Int64 // queuedTok, readable by Coordinator.end without a poll's lock
+	// queuedLastNow is queuedLast, readable by Coordinator.end without a poll's lock.
+	queuedLastNow atomic.Pointer[answer]
+	partial       atomic.Bool // partialCancelUri was deleted: no more rows are produced
+	spool         *spooler    // set when the rows go out as spooled segments
 
 	canceled   chan struct{}
 	cancelOnce sync.Once
@@ -388,10 +391,16 @@ type finishedQuery struct {
 	final    *answer
 	token    int64
 	anyToken bool // canceled or abandoned: every poll gets the final answer
-	req      Request
-	created  time.Time
-	ended    time.Time
-	rows     int64
+	// queuedTok is PrestoDB's last queued token once the executing resource has answered:
+	// the queued link that answers the executing resource's token 0 (pollQueued).
+	queuedTok int64
+	// queuedLast is Trino's last queued answer, the redirect to the executing
+	// resource, which its queued link answers again after the query ended.
+	queuedLast *answer
+	req        Request
+	created    time.Time
+	ended      time.Time
+	rows       int64
 }
 
 // Wire format of QueryResults, with the fields in the order Presto writes them.

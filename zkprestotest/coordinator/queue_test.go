@@ -107,7 +107,8 @@ func TestMaxRunningQueuesInOrder(t *testing.T) {
 			}
 			var r wireResults
 			getJSON(t, waitingLinks[0], http.StatusOK, &r)
-			if r.Stats.State != "QUEUED" || !strings.Contains(r.NextURI, "/v1/statement/executing/") {
+			if !strings.Contains(r.NextURI, "/v1/statement/executing/") || (flavour == Trino) != (r.Stats.State == "QUEUED") {
+				// PrestoDB's queued resource answers the executing resource's first page.
 				t.Errorf("poll once it has a slot = %+v, want the redirect to the executing resource", r)
 			}
 			getJSON(t, waitingLinks[1]+maxWaitParam(waitingLinks[1], "10ms"), http.StatusOK, &r)

@@ -54,10 +54,8 @@ func Example() {
 		uri := page.NextURI
 		req, _ := http.NewRequest(http.MethodGet, uri, nil)
 		if err := fetch(req); err != nil {
-			if !strings.Contains(uri, "/executing/") {
-				log.Fatal(err)
-			}
-			// The answer was lost: the same token again.
+			// The answer was lost (an executing page, or PrestoDB's first page on
+			// the queued resource): the same token again.
 			retried++
 			req, _ := http.NewRequest(http.MethodGet, uri, nil)
 			if err := fetch(req); err != nil {

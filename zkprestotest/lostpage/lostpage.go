@@ -8,9 +8,13 @@
 //
 // A page is an executing one when its path holds /v1/statement/executing/,
 // as on Presto and Trino alike (trino and presto:
-// ExecutingStatementResource, @Path("/v1/statement/executing")); submissions,
-// queued pages, HEADs, cancels and every other request pass untouched, and
-// so does every later GET of a page already lost once. The proxy forwards
+// ExecutingStatementResource, @Path("/v1/statement/executing")), or when a
+// GET of a queued link is answered with the executing resource's page, rows
+// or a link to the executing resource, as PrestoDB's queued resource
+// answers the first page once the query is dispatched (prestodb:
+// QueuedStatementResource.Query.toResponse); submissions, the queued
+// resource's own answers, HEADs, cancels and every other request pass
+// untouched, and so does every later GET of a page already lost once. The proxy forwards
 // the Host header the client sent, so the coordinator's links point back at
 // the proxy and every page of a query goes through it.
 //
@@ -26,7 +30,10 @@
 package lostpage
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -39,8 +46,11 @@ import (
 )
 
 // executingPath marks the executing pages' URIs (trino and presto:
-// ExecutingStatementResource).
-const executingPath = "/v1/statement/executing/"
+// ExecutingStatementResource), queuedPath the queued resource's.
+const (
+	executingPath = "/v1/statement/executing/"
+	queuedPath    = "/v1/statement/queued/"
+)
 
 // Proxy forwards requests on a loopback port to one coordinator and loses
 // the first answer to each executing page. It is safe for concurrent use.
@@ -137,6 +147,12 @@ func (p *Proxy) loseFirst(r *http.Request) bool {
 	if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, executingPath) {
 		return false
 	}
+	return p.loseOnce(r)
+}
+
+// loseOnce reports whether r's answer is the first to the page r asks for,
+// and counts it lost.
+func (p *Proxy) loseOnce(r *http.Request) bool {
 	page := r.URL.RequestURI()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -159,6 +175,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
+	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, queuedPath) {
+		p.serveQueued(w, r, resp)
+		return
+	}
 	if p.loseFirst(r) {
 		// Read the answer whole, so that the coordinator has sent all of it, then lose it.
 		_, _ = io.Copy(io.Discard, resp.Body)
@@ -172,6 +192,51 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		panic(http.ErrAbortHandler) // a short answer, cut: the client must not take it for whole
 	}
+}
+
+// serveQueued passes on the answer to a GET of a queued link, or loses it
+// when it is the executing resource's page (PrestoDB's first page) asked for
+// the first time.
+func (p *Proxy) serveQueued(w http.ResponseWriter, r *http.Request, resp *http.Response) {
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if resp.StatusCode == http.StatusOK && executingPage(body, resp.Header.Get("Content-Encoding")) && p.loseOnce(r) {
+		reset(w)
+		return
+	}
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
+}
+
+// executingPage reports whether body, a queued link's answer, is the
+// executing resource's page: rows, or a link to the executing resource past
+// its first token (the queued resource's own answer points to token 0).
+func executingPage(body []byte, encoding string) bool {
+	var in io.Reader = bytes.NewReader(body)
+	if strings.EqualFold(encoding, "gzip") {
+		gz, err := gzip.NewReader(in)
+		if err != nil {
+			return false
+		}
+		in = gz
+	}
+	var page struct {
+		NextURI string          `json:"nextUri"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if json.NewDecoder(in).Decode(&page) != nil {
+		return false
+	}
+	if len(page.Data) > 0 && string(page.Data) != "null" {
+		return true
+	}
+	u, err := url.Parse(page.NextURI)
+	return err == nil && strings.Contains(u.Path, executingPath) && !strings.HasSuffix(u.Path, "/0")
 }
 
 // reset closes the client's connection with a TCP reset and no answer: SO_LINGER 0, then

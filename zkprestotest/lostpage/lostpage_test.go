@@ -83,16 +83,24 @@ func TestFirstGetOfEachExecutingPageIsLost(t *testing.T) {
 					t.Fatalf("nextUri %s does not point at the proxy %s", uri, proxy.URL())
 				}
 				next, _, err := get(t, client, http.MethodGet, uri, "")
-				if strings.Contains(uri, "/executing/") {
-					executing++
+				lost := err != nil
+				if lost {
 					if !errors.Is(err, syscall.ECONNRESET) {
 						t.Fatalf("first GET of %s: %v, want a connection reset", uri, err)
 					}
 					if next, _, err = get(t, client, http.MethodGet, uri, ""); err != nil {
 						t.Fatalf("second GET of %s: %v", uri, err)
 					}
-				} else if err != nil {
-					t.Fatalf("GET of the queued page %s: %v", uri, err)
+				}
+				// An executing page: on the executing resource, or PrestoDB's first,
+				// which its queued resource answers.
+				if strings.Contains(uri, "/executing/") || len(next.Data) > 0 || (strings.Contains(next.NextURI, "/executing/") && !strings.Contains(next.NextURI, "/0")) {
+					executing++
+					if !lost {
+						t.Fatalf("first GET of the executing page %s passed, want it lost", uri)
+					}
+				} else if lost {
+					t.Fatalf("the queued resource's answer to %s was lost", uri)
 				}
 				p = next
 				for _, row := range p.Data {
@@ -129,22 +137,27 @@ func TestHeadPassesAndLeavesTheFirstGet(t *testing.T) {
 	client := newClient(t)
 	p, _, err := get(t, client, http.MethodPost, proxy.URL()+"/v1/statement", "SELECT * FROM rows(4)")
 	for err == nil && p.NextURI != "" && !strings.Contains(p.NextURI, "/executing/") {
-		p, _, err = get(t, client, http.MethodGet, p.NextURI, "")
+		uri := p.NextURI
+		if p, _, err = get(t, client, http.MethodGet, uri, ""); errors.Is(err, syscall.ECONNRESET) {
+			// PrestoDB's first page, on the queued resource, lost: again.
+			p, _, err = get(t, client, http.MethodGet, uri, "")
+		}
 	}
 	if err != nil || p.NextURI == "" {
 		t.Fatalf("no executing page: %+v, %v", p, err)
 	}
+	before := proxy.Lost()
 	if _, status, err := get(t, client, http.MethodHead, p.NextURI, ""); err != nil || status != http.StatusOK {
 		t.Fatalf("HEAD %s: %d, %v; want 200", p.NextURI, status, err)
 	}
-	if proxy.Lost() != 0 {
-		t.Fatalf("%d answers lost after a HEAD, want none", proxy.Lost())
+	if proxy.Lost() != before {
+		t.Fatalf("%d answers lost after a HEAD, want none", proxy.Lost()-before)
 	}
 	if _, _, err := get(t, client, http.MethodGet, p.NextURI, ""); !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("first GET of %s after its HEAD: %v, want a connection reset", p.NextURI, err)
 	}
-	if proxy.Lost() != 1 {
-		t.Fatalf("%d answers lost, want 1", proxy.Lost())
+	if proxy.Lost() != before+1 {
+		t.Fatalf("%d answers lost, want 1", proxy.Lost()-before)
 	}
 }
 

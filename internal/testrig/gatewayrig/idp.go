@@ -25,6 +25,17 @@ const (
 // to the redirect_uri with a code, as for a user already signed in; its
 // token endpoint (/token) trades a code for an access token once, only for
 // the client's secret and the redirect_uri the code was issued for.
+//
+// It is not the OpenID Connect provider of internal/testrig/idp
+// (mockoidc), which a real Trino needs, for what the gateway's tests ask
+// of it: every code and token it issues holds the test's marker, so a
+// test finds one in a log or a page even when only the coordinator saw
+// it; its token endpoint refuses a code sent with another redirect_uri
+// than the one it was issued for (mockoidc does not check it), which
+// is how a callback relayed so that the coordinator sees another address
+// than at the sign-in's start fails; and Accept tells a simulated
+// coordinator which tokens it issued, where mockoidc's are JWTs a
+// coordinator would verify by their signature.
 type IdP struct {
 	// URL is its base URL, http://127.0.0.1:port.
 	URL string

@@ -6,6 +6,13 @@
 // straight to the redirect URI with a code and the state, so a browser is
 // an http.Client that follows redirects with a cookie jar. Only tests
 // import it.
+//
+// The simulated coordinators' OAuth2 mode has a provider of its own,
+// gatewayrig.IdP, whose codes and tokens hold a test's marker, whose
+// token endpoint checks the redirect_uri and which tells a coordinator
+// the tokens it issued (see its doc): this one's are mockoidc's random
+// codes and signed JWTs, and its token endpoint does not check the
+// redirect_uri.
 package idp
 
 import (

@@ -41,6 +41,14 @@ type jwtFleet struct {
 	key *testjwt.Key
 }
 
+// jwtRefused is Trino's reason for a token signed by another key
+// (JwtAuthenticator). The coordinator takes passwords too (PASSWORD,JWT),
+// and a 401 joins the messages of every authenticator that refused with
+// " | " (AuthenticationFilter); the password authenticator, finding no
+// Basic credentials, refuses with none, so the reason reads as with JWT
+// alone.
+const jwtRefused = "JWT signature does not match locally computed signature"
+
 // startJWTFleet returns Trino's secure fleet as the JWT tests see it.
 func startJWTFleet(t *testing.T) *jwtFleet {
 	t.Helper()
@@ -99,8 +107,8 @@ func TestJWTAuthentication(t *testing.T) {
 				if err == nil {
 					t.Fatalf("%s: a token signed by another key was let in", target.name)
 				}
-				if !strings.Contains(err.Error(), "401") {
-					t.Errorf("%s: a forged token: %v; want the coordinator's 401", target.name, err)
+				if !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), jwtRefused) {
+					t.Errorf("%s: a forged token: %v; want the coordinator's 401 and its reason", target.name, err)
 				}
 				noSecretIn(t, "the forged token's error", err.Error(), jf.forged, jf.token)
 				t.Logf("%s: a token signed by another key: %v", target.name, err)
@@ -214,8 +222,8 @@ func TestJWTAuthentication(t *testing.T) {
 					}
 					continue
 				}
-				if err == nil || !strings.Contains(errOut, "401") {
-					t.Fatalf("trino-go-client v1.5.0 with a forged token on %s: %q, %v\n%s\nwant the 401", addr.addr, out, err, errOut)
+				if err == nil || !strings.Contains(errOut, "401") || !strings.Contains(errOut, jwtRefused) {
+					t.Fatalf("trino-go-client v1.5.0 with a forged token on %s: %q, %v\n%s\nwant the 401 and its reason", addr.addr, out, err, errOut)
 				}
 				t.Logf("trino-go-client v1.5.0 with a forged token on %s: %.300s", addr.addr, errOut)
 			}
@@ -233,8 +241,8 @@ func TestJWTAuthentication(t *testing.T) {
 					}
 					continue
 				}
-				if got.User != "" || !strings.Contains(got.Error, "401") {
-					t.Errorf("trino-python-client with a forged token on %s: %+v; want the 401", addr.addr, got)
+				if got.User != "" || !strings.Contains(got.Error, "401") || !strings.Contains(got.Error, jwtRefused) {
+					t.Errorf("trino-python-client with a forged token on %s: %+v; want the 401 and its reason", addr.addr, got)
 				}
 				noSecretIn(t, "trino-python-client's error", got.Error, jf.forged, jf.token)
 				t.Logf("trino-python-client with a forged token on %s: %.300s", addr.addr, got.Error)

@@ -18,7 +18,10 @@ const CancelTimeout = 2 * time.Second
 // polls. header, when not nil, is sent with the DELETE: an authenticating
 // coordinator checks every request, the cancel as much as the statement's
 // (the caller decides which of the statement's credentials may go again;
-// never a Negotiate token, good for one request).
+// never a Negotiate token, good for one request). A redirect is not
+// followed: client's own policy would send header's Authorization on to
+// the same host on another port or scheme, or to a subdomain, a host other
+// than the statement's coordinator.
 func CancelQuery(ctx context.Context, client *http.Client, u *url.URL, header http.Header) error {
 	ctx, cancel := context.WithTimeout(ctx, CancelTimeout)
 	defer cancel()
@@ -31,7 +34,9 @@ func CancelQuery(ctx context.Context, client *http.Client, u *url.URL, header ht
 	}
 	// The answer is thrown away: not worth a gzip reader.
 	req.Header.Set("Accept-Encoding", "identity")
-	resp, err := client.Do(req)
+	noRedirects := *client
+	noRedirects.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		return err // *url.Error names the URL
 	}

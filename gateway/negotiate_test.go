@@ -169,3 +169,63 @@ func TestGatewaysOwnRequestsCarryReplayableCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestNegotiateQueryLookupIsNotReplayed checks GET and DELETE
+// /v1/query/{id} of a Kerberos client on a replica that never saw its
+// query: the search of the coordinators that know it goes without the
+// client's token, which reaches the coordinator once, with the client's
+// own request, not refused as a replay of the search's.
+func TestNegotiateQueryLookupIsNotReplayed(t *testing.T) {
+	for _, f := range flavours {
+		t.Run(f.name, func(t *testing.T) {
+			c, _, base := authCoordinator(t, f.sim, f.gateway)
+			// The statement through the coordinator itself, dispatched by
+			// its first GET: the gateway has not seen it.
+			n := 0
+			send := func(method, uri string, body string) *http.Response {
+				t.Helper()
+				n++
+				req, _ := http.NewRequest(method, uri, strings.NewReader(body))
+				req.Header.Set(f.user, "alice")
+				req.Header.Set("Authorization", "Negotiate token-"+strconv.Itoa(n))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp
+			}
+			var answer struct {
+				ID      string `json:"id"`
+				NextURI string `json:"nextUri"`
+			}
+			resp := send(http.MethodPost, "http://"+c.Addr()+"/v1/statement", "SELECT 1")
+			err := decodeJSON(resp.Body, &answer)
+			resp.Body.Close()
+			if err != nil || answer.ID == "" || answer.NextURI == "" {
+				t.Fatalf("POST: %s %v %+v", resp.Status, err, answer)
+			}
+			resp = send(http.MethodGet, answer.NextURI, "")
+			resp.Body.Close()
+			for _, method := range []string{http.MethodGet, http.MethodDelete} {
+				resp = send(method, base+"/v1/query/"+answer.ID, "")
+				resp.Body.Close()
+				if resp.StatusCode/100 != 2 {
+					t.Errorf("%s /v1/query/%s through the gateway: %s", method, answer.ID, resp.Status)
+				}
+			}
+			seen := map[string]int{}
+			for _, call := range c.Calls() {
+				auth := call.Identity.Get("Authorization")
+				seen[auth]++
+				if call.Status == http.StatusUnauthorized && auth != "" {
+					t.Errorf("%s %s was refused (Authorization %q)", call.Method, call.Path, auth)
+				}
+			}
+			for auth, times := range seen {
+				if auth != "" && times != 1 {
+					t.Errorf("Authorization %q reached the coordinator %d times", auth, times)
+				}
+			}
+		})
+	}
+}

@@ -45,6 +45,14 @@ func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 // findQuery asks every coordinator any group lists for query id, at once.
+//
+// A Kerberos client's Negotiate token is good for one request, the
+// client's own, which goes to the coordinator found: the search goes
+// without it (a coordinator that saw it in the search would refuse the
+// client's request as a replay). A coordinator that authenticates every
+// request refuses such a search (401): when it is the only one not to say
+// it does not know the query, the client's request goes there, and it
+// answers with the token.
 func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), queryFanOutTimeout)
 	defer cancel()
@@ -66,40 +74,54 @@ func (g *Gateway) findQuery(r *http.Request, id string) (string, bool) {
 	if len(bases) == 0 {
 		return "", false
 	}
-	found := make(chan string, len(bases))
+	type asked struct {
+		base   string
+		status int // 0 when the request failed
+	}
+	found := make(chan asked, len(bases))
 	header := g.outboundHeader(r)
+	negotiating := negotiates(header)
+	if negotiating {
+		delete(header, "Authorization")
+	}
 	for _, base := range bases {
 		go func() {
 			rc := reaches[base]
 			req, err := http.NewRequestWithContext(withFlavour(ctx, rc.flavour), http.MethodGet, base+"/v1/query/"+url.PathEscape(id), nil)
 			if err != nil {
-				found <- ""
+				found <- asked{base: base}
 				return
 			}
 			req.Header = header.Clone()
 			resp, err := rc.transport.RoundTrip(req)
 			if err != nil {
-				found <- ""
+				found <- asked{base: base}
 				return
 			}
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				found <- base
-				return
-			}
-			found <- ""
+			found <- asked{base: base, status: resp.StatusCode}
 		}()
 	}
+	var refused []string // answered 401 to a search without the client's token
+	unsure := false      // a coordinator failed or answered something else
 	for range bases {
 		select {
-		case base := <-found:
-			if base != "" {
-				g.queries.remember(id, base)
-				return base, true
+		case a := <-found:
+			switch {
+			case a.status == http.StatusOK:
+				g.queries.remember(id, a.base)
+				return a.base, true
+			case negotiating && a.status == http.StatusUnauthorized:
+				refused = append(refused, a.base)
+			case a.status != http.StatusGone && a.status != http.StatusNotFound:
+				unsure = true
 			}
 		case <-ctx.Done():
 			return "", false
 		}
+	}
+	if len(refused) == 1 && !unsure {
+		return refused[0], true
 	}
 	return "", false
 }

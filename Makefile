@@ -73,7 +73,9 @@ unit:
 	# The real Trino and PrestoDB servers, in a step of their own: their
 	# JVMs' start-up would take the two cores from the timed tests above.
 	# interop/node starts one server of each flavour for the npm clients.
-	$(GO) test -race -count=1 -timeout 20m -p 1 ./interop/realservers/ ./zkprestotest/realserver/ ./interop/node/
+	# interop/realservers alone runs about 20 minutes on two cores (the
+	# authentication matrix: password, JWT, OAuth2 through two replicas).
+	$(GO) test -race -count=1 -timeout 40m -p 1 ./interop/realservers/ ./zkprestotest/realserver/ ./interop/node/
 	$(GO) test -race -count=1 -timeout 10m -run '^TestDevRealServers$$' ./cmd/zkpresto-lab/internal/devenv/
 	# Allocation counts, which the race detector's instrumentation changes.
 	$(GO) test -count=1 -run 'Allocs' ./internal/gateway/token/ ./internal/pool/

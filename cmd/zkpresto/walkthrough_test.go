@@ -205,9 +205,11 @@ func TestDevWalkthroughQuickStarts(t *testing.T) {
 		case strings.HasPrefix(line, "until [ -s "):
 			path := shellWords(strings.TrimSuffix(strings.TrimPrefix(line, "until [ -s "), " ]; do sleep 0.2; done"), vars)[0]
 			eventually(t, "dev to write its env file", func() bool { return readEnvFile(t, path)["C2"] != "" })
-			if !strings.Contains(devOut.String(), "export ZKPRESTO_DSN=") {
-				t.Errorf("dev printed:\n%s", devOut.String())
-			}
+			// dev writes the file, then prints the same lines: wait for
+			// the print too, which may come a moment after the file.
+			eventually(t, "dev to print the DSN's export:\n"+devOut.String(), func() bool {
+				return strings.Contains(devOut.String(), "export ZKPRESTO_DSN=")
+			})
 		case strings.HasPrefix(line, ". "):
 			env := readEnvFile(t, shellWords(line, vars)[1])
 			for k, v := range env {

@@ -124,40 +124,9 @@ func (a *affinity) verify(value string) (addr, group string, outcome int) {
 
 // takeCookie removes the affinity cookies from header (the coordinator
 // has no use for them, and they must end up in no log) and returns their
-// values, in order; header's other cookies go on as they came.
+// values, in order (takeCookies).
 func takeCookie(header http.Header) []string {
-	lines := header["Cookie"]
-	if len(lines) == 0 {
-		return nil
-	}
-	var values, kept []string
-	for _, line := range lines {
-		if !strings.Contains(line, AffinityCookieName) {
-			kept = append(kept, line)
-			continue
-		}
-		var rest []string
-		for _, c := range strings.Split(line, ";") {
-			name, value, _ := strings.Cut(strings.TrimSpace(c), "=")
-			if name == AffinityCookieName {
-				values = append(values, strings.Trim(value, `"`))
-			} else if strings.TrimSpace(c) != "" {
-				rest = append(rest, strings.TrimSpace(c))
-			}
-		}
-		if len(rest) > 0 {
-			kept = append(kept, strings.Join(rest, "; "))
-		}
-	}
-	if values == nil {
-		return nil
-	}
-	if len(kept) == 0 {
-		delete(header, "Cookie")
-	} else {
-		header["Cookie"] = kept // a new slice: the client's request keeps its own
-	}
-	return values
+	return takeCookies(header, func(name string) bool { return name == AffinityCookieName })
 }
 
 // preferred returns the coordinator the affinity cookies in header name

@@ -115,3 +115,45 @@ func clientHeader(h http.Header, name string) string {
 	}
 	return h.Get("X-Trino-" + name)
 }
+
+// takeCookies removes from header's Cookie lines the cookies whose name is
+// the gateway's own (a coordinator has no use for them, and they must end
+// up in no log) and returns their values, unquoted, in order. Lines that
+// hold none of them go on as they came; header gets a new slice, so that
+// the client's request keeps its own.
+func takeCookies(header http.Header, own func(name string) bool) []string {
+	lines := header["Cookie"]
+	if len(lines) == 0 {
+		return nil
+	}
+	var values, kept []string
+	for _, line := range lines {
+		var rest []string
+		taken := false
+		for _, c := range strings.Split(line, ";") {
+			c = strings.TrimSpace(c)
+			name, value, _ := strings.Cut(c, "=")
+			switch {
+			case own(name):
+				values, taken = append(values, strings.Trim(value, `"`)), true
+			case c != "":
+				rest = append(rest, c)
+			}
+		}
+		switch {
+		case !taken:
+			kept = append(kept, line)
+		case len(rest) > 0:
+			kept = append(kept, strings.Join(rest, "; "))
+		}
+	}
+	if values == nil {
+		return nil
+	}
+	if len(kept) == 0 {
+		delete(header, "Cookie")
+	} else {
+		header["Cookie"] = kept
+	}
+	return values
+}

@@ -473,22 +473,7 @@ func (g *Gateway) verifyOAuth2Cookie(value, state string) (string, error) {
 // dropOwnCookies removes the gateway's routing cookies from the Cookie
 // header of a request to a coordinator: they are the gateway's alone.
 func dropOwnCookies(h http.Header) {
-	values := h.Values("Cookie")
-	if len(values) == 0 {
-		return
-	}
-	var kept []string
-	for _, v := range values {
-		for _, c := range strings.Split(v, ";") {
-			if c = strings.TrimSpace(c); c != "" && !strings.HasPrefix(c, oauth2CookiePrefix) {
-				kept = append(kept, c)
-			}
-		}
-	}
-	h.Del("Cookie")
-	if len(kept) > 0 {
-		h.Set("Cookie", strings.Join(kept, "; "))
-	}
+	takeCookies(h, func(name string) bool { return strings.HasPrefix(name, oauth2CookiePrefix) })
 }
 
 // oauth2Header is the header of a request to a coordinator's OAuth2

@@ -117,16 +117,9 @@ func (ch *clientHeaders) apply(r, orig *http.Request, a *attempt, submission boo
 	if !submission && ch.token == "" && ch.source == nil {
 		return r, nil
 	}
-	token := ch.token
-	if ch.source != nil {
-		t, err := ch.source(a.caller)
-		if err == nil && t == "" {
-			err = errors.New("an empty token")
-		}
-		if err != nil {
-			return nil, tokenError(err)
-		}
-		token = t
+	token, err := ch.bearer(a.caller)
+	if err != nil {
+		return nil, tokenError(err)
 	}
 	if r == orig {
 		r = orig.WithContext(orig.Context())
@@ -142,6 +135,20 @@ func (ch *clientHeaders) apply(r, orig *http.Request, a *attempt, submission boo
 	}
 	r.Header = h
 	return r, nil
+}
+
+// bearer is the token of a request made under ctx: the DSN's, or what
+// the source answers now (ctx is its argument), "" when there is neither.
+// The source's failure, or an empty token from it, is an error.
+func (ch *clientHeaders) bearer(ctx context.Context) (string, error) {
+	if ch.source == nil {
+		return ch.token, nil
+	}
+	t, err := ch.source(ctx)
+	if err == nil && t == "" {
+		err = errors.New("an empty token")
+	}
+	return t, err
 }
 
 // tokenError wraps a token source's error for the Presto client, which
@@ -204,15 +211,13 @@ func (ca *cancelAuth) header(a *attempt) http.Header {
 	case ca.password != "":
 		r := http.Request{Header: h}
 		r.SetBasicAuth(ca.user, ca.password)
-	case ca.headers != nil && ca.headers.token != "":
-		h.Set("Authorization", "Bearer "+ca.headers.token)
-	case ca.headers != nil && ca.headers.source != nil:
+	case ca.headers != nil:
 		caller := context.Background()
 		if a != nil && a.caller != nil {
 			caller = context.WithoutCancel(a.caller)
 		}
 		ctx, cancel := context.WithTimeout(caller, wire.CancelTimeout)
-		t, err := ca.headers.source(ctx)
+		t, err := ca.headers.bearer(ctx)
 		cancel()
 		if err == nil && t != "" {
 			h.Set("Authorization", "Bearer "+t)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -178,43 +177,8 @@ func TestGatewayRollingRestartBehindAFront(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	stop := make(chan struct{})
-	var ran atomic.Int64
-	errs := make(chan error, clients)
-	var wg sync.WaitGroup
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				rows, err := db.QueryContext(ctx, "SELECT * FROM rows(10)")
-				if err != nil {
-					errs <- err
-					return
-				}
-				n := 0
-				for rows.Next() {
-					n++
-				}
-				rows.Close()
-				if err := rows.Err(); err != nil || n != 10 {
-					errs <- fmt.Errorf("a query read %d of 10 rows: %v", n, err)
-					return
-				}
-				ran.Add(1)
-			}
-		}()
-	}
-	waitForQueries := func(n int64) {
-		t.Helper()
-		eventually(t, fmt.Sprintf("%d more queries", n), func() bool { return ran.Load() >= n })
-	}
-	waitForQueries(20)
+	st := startQueryStream(ctx, clients, db)
+	st.more(t, 20)
 	for i := range 3 {
 		old := replicas[i]
 		before := front.served[addrs[i]].Load()
@@ -248,15 +212,12 @@ func TestGatewayRollingRestartBehindAFront(t *testing.T) {
 		gw, addr := startReplica()
 		replicas[i], addrs[i] = gw, addr
 		front.add(addr)
-		waitForQueries(ran.Load() + 20)
+		st.more(t, 20)
 	}
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	for _, err := range st.stop() {
 		t.Errorf("a query failed during the rolling restart: %v", err)
 	}
-	if got, want := c.Statements(), ran.Load(); got != want {
+	if got, want := c.Statements(), st.ran.Load(); got != want {
 		t.Errorf("the coordinator received %d statements for %d queries run: a statement was lost or sent twice", got, want)
 	}
 }

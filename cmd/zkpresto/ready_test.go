@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,6 +92,27 @@ func seenByReplica(t *testing.T, addr string, c *coordinator.Coordinator, want s
 	})
 }
 
+// startReplicas starts n gateway replicas sharing one secret over dsn and
+// opens a presto-go-client pool on each: their addresses and pools, in the
+// same order, closed when the test ends.
+func startReplicas(t *testing.T, dsn string, n int) ([]string, []*sql.DB) {
+	t.Helper()
+	secret := writeGatewaySecret(t, t.TempDir())
+	var addrs []string
+	var dbs []*sql.DB
+	for range n {
+		gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", dsn)
+		addr := announcedAddr(t, gw, "http")
+		db, err := sql.Open("presto", "presto://alice@"+addr+"/hive")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		addrs, dbs = append(addrs, addr), append(dbs, db)
+	}
+	return addrs, dbs
+}
+
 // seenByDriver waits until this process's drivers, whose discovery of the
 // namespace shares one session and one cache (discovery.OpenZooKeeper), list
 // c with the mark want ("" for none).
@@ -132,19 +151,13 @@ func TestNoStatementToACoordinatorWithoutWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	secret := writeGatewaySecret(t, t.TempDir())
-	gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", f.dsn+";zooKeeperStrategy=round_robin")
-	gwAddr := announcedAddr(t, gw, "http")
+	gwAddrs, gwDBs := startReplicas(t, f.dsn+";zooKeeperStrategy=round_robin", 1)
+	gwAddr, viaGateway := gwAddrs[0], gwDBs[0]
 	driver, err := sql.Open("zkpresto", f.dsn+";zooKeeperStrategy=round_robin")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer driver.Close()
-	viaGateway, err := sql.Open("presto", "presto://alice@"+gwAddr+"/hive")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer viaGateway.Close()
 	runSome := func(n int) {
 		t.Helper()
 		for i := range n {
@@ -203,66 +216,18 @@ func TestNoStatementToACoordinatorWithoutWorkers(t *testing.T) {
 func TestRollingRestartOfCoordinatorsWithDrain(t *testing.T) {
 	const clients = 6
 	f := startReadyFleet(t, 3, coordinator.Options{Version: "0.289", BatchRows: 1, PageDelay: 5 * time.Millisecond})
-	secret := writeGatewaySecret(t, t.TempDir())
-	var dbs []*sql.DB
 	driver, err := sql.Open("zkpresto", f.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer driver.Close()
-	dbs = append(dbs, driver)
-	var replicas []string
-	for range 2 {
-		gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", f.dsn)
-		addr := announcedAddr(t, gw, "http")
-		replicas = append(replicas, addr)
-		db, err := sql.Open("presto", "presto://alice@"+addr+"/hive")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		dbs = append(dbs, db)
-	}
+	replicas, viaReplicas := startReplicas(t, f.dsn, 2)
+	dbs := append([]*sql.DB{driver}, viaReplicas...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	stop := make(chan struct{})
-	var ran atomic.Int64
-	errs := make(chan error, clients)
-	var wg sync.WaitGroup
-	for i := range clients {
-		db := dbs[i%len(dbs)]
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				rows, err := db.QueryContext(ctx, "SELECT * FROM rows(10)")
-				if err != nil {
-					errs <- err
-					return
-				}
-				n := 0
-				for rows.Next() {
-					n++
-				}
-				rows.Close()
-				if err := rows.Err(); err != nil || n != 10 {
-					errs <- fmt.Errorf("a query read %d of 10 rows: %v", n, err)
-					return
-				}
-				ran.Add(1)
-			}
-		})
-	}
-	more := func(n int64) {
-		t.Helper()
-		target := ran.Load() + n
-		eventually(t, fmt.Sprintf("%d more queries", n), func() bool { return ran.Load() >= target })
-	}
-	more(20)
+	st := startQueryStream(ctx, clients, dbs...)
+	st.more(t, 20)
 	for _, c := range f.cs {
 		asked := time.Now()
 		if out, errOut, err := run([]string{"drain", "--zookeeper", f.zk.Addr(), c.URL()}, ""); err != nil {
@@ -278,7 +243,7 @@ func TestRollingRestartOfCoordinatorsWithDrain(t *testing.T) {
 		t.Logf("%s: drain to every client's discovery: %s", c.Addr(), time.Since(asked).Round(time.Millisecond))
 		eventually(t, "the drained coordinator's queries to finish", func() bool { return c.Running() == 0 })
 		drained := c.Statements()
-		more(20)
+		st.more(t, 20)
 		if got := c.Statements() - drained; got != 0 {
 			t.Errorf("%s received %d statements while drained", c.Addr(), got)
 		}
@@ -300,18 +265,15 @@ func TestRollingRestartOfCoordinatorsWithDrain(t *testing.T) {
 		eventually(t, c.Addr()+" to get statements again", func() bool { return c.Statements() > back })
 		t.Logf("%s: mark gone to its next statement: %s", c.Addr(), time.Since(undrained).Round(time.Millisecond))
 	}
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	for _, err := range st.stop() {
 		t.Errorf("a statement failed during the rolling restart: %v", err)
 	}
 	var got int64
 	for _, c := range f.cs {
 		got += c.Statements()
 	}
-	if got != ran.Load() {
-		t.Errorf("the coordinators received %d statements for %d queries run: a statement was lost or sent twice", got, ran.Load())
+	if got != st.ran.Load() {
+		t.Errorf("the coordinators received %d statements for %d queries run: a statement was lost or sent twice", got, st.ran.Load())
 	}
 }
 
@@ -323,19 +285,10 @@ func TestRollingRestartOfCoordinatorsWithDrain(t *testing.T) {
 // request and an unknown coordinator are refused.
 func TestGatewayAdminDrainsACoordinator(t *testing.T) {
 	f := startReadyFleet(t, 2, coordinator.Options{Version: "0.289"})
-	secret := writeGatewaySecret(t, t.TempDir())
-	var replicas []string
+	replicas, pools := startReplicas(t, f.dsn, 2)
 	dbs := map[string]*sql.DB{}
-	for range 2 {
-		gw := start(t, "gateway", "--listen", "127.0.0.1:0", "--secret-file", secret, "--dsn", f.dsn)
-		addr := announcedAddr(t, gw, "http")
-		replicas = append(replicas, addr)
-		db, err := sql.Open("presto", "presto://alice@"+addr+"/hive")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		dbs[addr] = db
+	for i, addr := range replicas {
+		dbs[addr] = pools[i]
 	}
 	a := replicas[0] // the admin address the operator uses
 	post := func(path string, header map[string]string) (int, string) {

@@ -122,12 +122,11 @@ func (t *InlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // new one.
 func (t *InlineTransport) conn(ctx context.Context, key, scheme, addr string, trace *httptrace.ClientTrace) (*inlineConn, error) {
 	for {
-		c := t.takeIdle(key)
+		c, freed := t.takeOrReserve(key)
+		if c == nil && freed == nil {
+			break // a slot for a new connection is ours
+		}
 		if c == nil {
-			freed, ok := t.slots.reserve(&t.mu, key, t.maxConns())
-			if ok {
-				break
-			}
 			select {
 			case <-freed: // a connection closed or went idle
 				continue
@@ -156,7 +155,13 @@ func (t *InlineTransport) conn(ctx context.Context, key, scheme, addr string, tr
 	return c, nil
 }
 
-func (t *InlineTransport) takeIdle(key string) *inlineConn {
+// takeOrReserve returns an idle connection for key; or, with neither, a
+// slot for a new one taken (both results nil); or a channel closed when a
+// connection to key closes or goes idle. It looks for an idle connection
+// and takes the slot under one hold of t.mu: a connection put back between
+// two separate looks would wake no one, and a request at the limit would
+// wait beside it until its context ends.
+func (t *InlineTransport) takeOrReserve(key string) (*inlineConn, <-chan struct{}) {
 	var expired []*inlineConn
 	defer func() {
 		for _, c := range expired {
@@ -178,9 +183,9 @@ func (t *InlineTransport) takeIdle(key string) *inlineConn {
 			expired = append(expired, c)
 			continue
 		}
-		return c
+		return c, nil
 	}
-	return nil
+	return nil, t.slots.reserveLocked(key, t.maxConns())
 }
 
 // putIdle returns c to the pool, or closes it when the pool for its host

@@ -142,24 +142,23 @@ type connSlots struct {
 	freed map[string]chan struct{} // closed when a slot frees or a connection goes idle
 }
 
-// reserve takes a slot for a new connection to key, if fewer than limit are
-// open; if not, it returns a channel closed when one may be free.
-func (s *connSlots) reserve(mu *sync.Mutex, key string, limit int) (<-chan struct{}, bool) {
-	mu.Lock()
-	defer mu.Unlock()
+// reserveLocked takes a slot for a new connection to key and returns nil,
+// if fewer than limit are open; if not, it returns a channel closed when
+// one may be free. The owner's mutex is held.
+func (s *connSlots) reserveLocked(key string, limit int) <-chan struct{} {
 	if s.open == nil {
 		s.open, s.freed = map[string]int{}, map[string]chan struct{}{}
 	}
 	if s.open[key] < limit {
 		s.open[key]++
-		return nil, true
+		return nil
 	}
 	ch := s.freed[key]
 	if ch == nil {
 		ch = make(chan struct{})
 		s.freed[key] = ch
 	}
-	return ch, false
+	return ch
 }
 
 // release gives back a slot of key.

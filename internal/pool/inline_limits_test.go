@@ -1,12 +1,14 @@
 package pool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // An answer's head is read up to the base transport's
@@ -117,5 +119,47 @@ func TestInlineLimitsConnectionsPerCoordinator(t *testing.T) {
 	}
 	if d := NewInlineTransport(&http.Transport{}); d.maxConns() != DefaultMaxConnsPerCoordinator {
 		t.Errorf("default limit %d, want %d", d.maxConns(), DefaultMaxConnsPerCoordinator)
+	}
+}
+
+// A request waiting at the connection limit is woken by a connection that
+// goes idle at any moment, even between its look for an idle connection
+// and its look for a free slot: in bursts of requests taking turns on one
+// connection, every request finishes, none waiting beside an idle
+// connection until its deadline. (A missed wake shows at a burst's end,
+// when no later request comes to wake the waiter.)
+func TestInlineLimitWakesEveryWaiter(t *testing.T) {
+	noLeaks(t)
+	const bursts, workers = 400, 8
+	srv := newRawServer(t, func(c *rawConn) {
+		for {
+			if _, _, err := c.next(); err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	tr, _ := newInline(t, func(b *http.Transport) { b.MaxConnsPerHost = 1 })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for b := range bursts {
+		errs := make(chan error, workers)
+		for range workers {
+			go func() {
+				_, body, err := exchange(tr, newRequest(t, ctx, http.MethodGet, srv.url()+"/", ""))
+				if err == nil && body != "ok" {
+					err = fmt.Errorf("body %q", body)
+				}
+				errs <- err
+			}()
+		}
+		for range workers {
+			if err := <-errs; err != nil {
+				t.Fatalf("burst %d: %v", b, err)
+			}
+		}
+	}
+	if n := srv.accepted.Load(); n != 1 {
+		t.Errorf("%d connections opened, want the one the limit allows", n)
 	}
 }

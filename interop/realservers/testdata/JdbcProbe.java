@@ -1,3 +1,7 @@
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.DriverManager;
@@ -5,7 +9,10 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.Properties;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 // JdbcProbe runs statements through a JDBC URL as a BI tool would, one per
 // argument after the URL, and prints each row as "<statement index>\t<col>\t...",
@@ -19,7 +26,8 @@ import java.util.Properties;
 //   MAXROWS:N:SQL              Statement.setMaxRows(N)
 //   CANCEL:SQL                 Statement.cancel() from another thread once
 //                              the first row arrived; prints "CANCELLED" and
-//                              the failure the reading thread saw
+//                              the failure the reading thread saw, then
+//                              waits for the server to end the query
 // Its output is read by jdbc_test.go.
 public class JdbcProbe {
     public static void main(String[] args) throws Exception {
@@ -48,7 +56,7 @@ public class JdbcProbe {
                             print(i, st.executeQuery(p[1]));
                         }
                     } else if (sql.startsWith("CANCEL:")) {
-                        cancel(conn, i, sql.substring(7));
+                        cancel(conn, args[0], i, sql.substring(7));
                     } else {
                         try (Statement st = conn.createStatement()) {
                             print(i, st.executeQuery(sql));
@@ -89,9 +97,12 @@ public class JdbcProbe {
         }
     }
 
-    private static void cancel(Connection conn, int i, String sql) throws Exception {
+    private static void cancel(Connection conn, String url, int i, String sql) throws Exception {
+        String queryId;
         try (Statement st = conn.createStatement()) {
             ResultSet rs = st.executeQuery(sql);
+            // PrestoResultSet and TrinoResultSet both have it.
+            queryId = (String) rs.getClass().getMethod("getQueryId").invoke(rs);
             Thread canceller = new Thread(() -> {
                 try {
                     st.cancel();
@@ -111,6 +122,39 @@ public class JdbcProbe {
                 System.out.println(i + "\tCANCELLED\t" + e.getMessage().replace('\n', ' '));
             }
         }
+        awaitEnd(url, queryId);
+    }
+
+    // awaitEnd waits, up to 30 s, until GET /v1/query/{id} at the JDBC URL's
+    // address says the query ended, or that no one knows it. PrestoDB's
+    // driver sends a cancel's DELETE on a thread of its own, after cancel()
+    // returned (StatementClientV1.httpDelete enqueues it; Trino's sends it
+    // first): a probe that exited at once could take it down unsent and
+    // leave the query running, which a BI tool, still open, never does.
+    // Whether the query ended is for the test to judge, on the servers.
+    private static void awaitEnd(String url, String queryId) throws Exception {
+        String authority = URI.create(url.substring("jdbc:".length())).getAuthority();
+        HttpRequest info = HttpRequest.newBuilder(URI.create("http://" + authority + "/v1/query/" + queryId))
+                .header("X-Presto-User", "alice")
+                .header("X-Trino-User", "alice")
+                .timeout(Duration.ofSeconds(10))
+                .build();
+        // The query's own state comes first in a QueryInfo: its session has none.
+        Pattern state = Pattern.compile("\"state\"\\s*:\\s*\"([A-Z_]+)\"");
+        HttpClient http = HttpClient.newHttpClient();
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() < deadline) {
+            HttpResponse<String> resp = http.send(info, HttpResponse.BodyHandlers.ofString());
+            if (resp.statusCode() == 404 || resp.statusCode() == 410) {
+                return;
+            }
+            Matcher m = state.matcher(resp.body());
+            if (resp.statusCode() == 200 && m.find() && (m.group(1).equals("FINISHED") || m.group(1).equals("FAILED"))) {
+                return;
+            }
+            Thread.sleep(100);
+        }
+        System.err.println("query " + queryId + " had not ended 30 s after its cancel");
     }
 
     private static void print(int i, ResultSet rs, String... columns) throws SQLException {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -8,8 +9,8 @@ import (
 // Answer is what zkpresto reads of a statement resource's answer (the
 // protocol's QueryResults: the answer to a submission and every page
 // after it): the query's ids, where its next page is, its state and, for
-// a failed query, its error. The rows, columns and the rest of the stats
-// are not kept. It is decoded once per page, by DecodeAnswer, and the
+// a failed query, its error, and whether it carries rows. The rows,
+// columns and the rest of the stats are not kept. It is decoded once per page, by DecodeAnswer, and the
 // rules that read an answer (NeverRan, the routing's verdict on an
 // attempt) take their facts from it.
 type Answer struct {
@@ -27,6 +28,22 @@ type Answer struct {
 	} `json:"stats"`
 	// Error is the query's failure; nil unless the query failed.
 	Error *AnswerError `json:"error"`
+	// HasRows reports that the answer carries rows: its data is a
+	// non-empty array, or the spooling protocol's segments.
+	HasRows rowsPresence `json:"data"`
+}
+
+// rowsPresence is whether an answer's data holds rows, decoded without
+// keeping them.
+type rowsPresence bool
+
+// UnmarshalJSON sets p for data, a valid JSON value (the decoder checked
+// it): neither null nor an empty array.
+func (p *rowsPresence) UnmarshalJSON(data []byte) error {
+	v := bytes.TrimSpace(data)
+	empty := string(v) == "null" || (len(v) >= 2 && v[0] == '[' && len(bytes.TrimSpace(v[1:len(v)-1])) == 0)
+	*p = rowsPresence(!empty)
+	return nil
 }
 
 // AnswerError is a failed query's error as an answer carries it.

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/zkpresto/zkpresto/zkprestotest/coordinator"
-	"github.com/zkpresto/zkpresto/zkprestotest/realserver"
-	"github.com/zkpresto/zkpresto/zkprestotest/testtls"
 )
 
 // The driver's cancel of rows closed early carries the statement's
@@ -19,28 +17,13 @@ import (
 // (query.client.timeout, 5 minutes) for want of a poll. Without the
 // password the DELETE is refused and the query runs on.
 func TestPrestoCancelCarriesThePassword(t *testing.T) {
-	dir := t.TempDir()
-	certs, err := testtls.Generate(dir, "coordinators")
-	if err != nil {
-		t.Fatal(err)
-	}
-	password := randomPassword(t)
-	cluster, err := realserver.StartCluster(realserver.ClusterOptions{
-		Flavour: coordinator.Presto, Servers: 1, Namespace: "presto-cancel-password", ZooKeeper: zkServer,
-		Server: realserver.Options{HTTPSKeyStore: certs.ServerKeyStore, Passwords: map[string]string{passwordUser: password}, StartTimeout: 8 * time.Minute},
-	})
-	if cluster != nil {
-		t.Cleanup(func() { _ = cluster.Close() })
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := cluster.Servers()[0]
-	db, err := sql.Open("zkpresto", cluster.DSN(";ssl_ca="+certs.CAFile+"?user="+passwordUser+"&password="+url.QueryEscape(password)))
+	sf := startSecureFleet(t, coordinator.Presto)
+	db, err := sql.Open("zkpresto", sf.cluster.DSN(";ssl_ca="+sf.certs.CAFile+"?user="+passwordUser+"&password="+url.QueryEscape(sf.password)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	server := sf.server
 	mark := fmt.Sprintf("presto-cancel-%d", time.Now().UnixNano())
 	rows, err := db.QueryContext(ctx(t), "SELECT orderkey FROM tpch.sf1.lineitem /* "+mark+" */")
 	if err != nil {

@@ -63,44 +63,43 @@ type secureFleet struct {
 }
 
 // startSecureFleet returns f's password coordinator, and for Trino beside
-// it one with passwords on plain http only. PrestoDB's starts for t and is
-// closed when t ends; Trino's, which takes access tokens too
-// (PASSWORD,JWT) and which TestJWTAuthentication shares, starts once, for
+// it one with passwords on plain http only. Each flavour's starts once, for
 // the first test that asks, and is closed when every test has run (run):
-// a coordinator start costs a minute or more of CI on two cores.
+// a coordinator start costs a minute or more of CI on two cores. Trino's
+// takes access tokens too (PASSWORD,JWT), for TestJWTAuthentication;
+// PrestoDB's serves TestPrestoCancelCarriesThePassword too.
 func startSecureFleet(t *testing.T, f coordinator.Flavour) *secureFleet {
 	t.Helper()
-	if f == coordinator.Trino {
-		trinoSecure.once.Do(func() {
-			dir, err := os.MkdirTemp("", "zkpresto-secure-")
-			if err != nil {
-				trinoSecure.err = err
-				return
-			}
-			trinoSecure.fleet, trinoSecure.err = newSecureFleet(dir, f)
-			closers.add(func() {
-				trinoSecure.fleet.close()
-				_ = os.RemoveAll(dir)
-			})
-		})
-		if trinoSecure.err != nil {
-			t.Fatal(trinoSecure.err)
+	shared := secureFleets[f]
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "zkpresto-secure-")
+		if err != nil {
+			shared.err = err
+			return
 		}
-		return trinoSecure.fleet
+		shared.fleet, shared.err = newSecureFleet(dir, f)
+		closers.add(func() {
+			shared.fleet.close()
+			_ = os.RemoveAll(dir)
+		})
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
 	}
-	sf, err := newSecureFleet(t.TempDir(), f)
-	t.Cleanup(sf.close)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sf
+	return shared.fleet
 }
 
-// trinoSecure is Trino's secure fleet, shared (startSecureFleet).
-var trinoSecure struct {
+// sharedSecureFleet is a flavour's secure fleet, started once (startSecureFleet).
+type sharedSecureFleet struct {
 	once  sync.Once
 	fleet *secureFleet
 	err   error
+}
+
+// secureFleets are the flavours' shared secure fleets.
+var secureFleets = map[coordinator.Flavour]*sharedSecureFleet{
+	coordinator.Trino:  {},
+	coordinator.Presto: {},
 }
 
 // closers are what run closes once every test has run.

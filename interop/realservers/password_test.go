@@ -195,18 +195,9 @@ func (sf *secureFleet) close() {
 	}
 }
 
-// randomPassword holds the characters a DSN's user info must carry as
-// they are (';', '@', ':'), so that their parsing is tested too.
-func randomPassword(t *testing.T) string {
-	t.Helper()
-	p, err := newPassword()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// newPassword is randomPassword's password, or why there is none.
+// newPassword is a random password holding the characters a DSN's user
+// info must carry as they are (';', '@', ':'), so that their parsing is
+// tested too; or why there is none.
 func newPassword() (string, error) {
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {

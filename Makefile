@@ -73,8 +73,9 @@ unit:
 	# The real Trino and PrestoDB servers, in a step of their own: their
 	# JVMs' start-up would take the two cores from the timed tests above.
 	# interop/node starts one server of each flavour for the npm clients.
-	# interop/realservers alone runs about 20 minutes on two cores (the
-	# authentication matrix: password, JWT, OAuth2 through two replicas).
+	# interop/realservers alone runs 15 to 20 minutes on two cores (the
+	# authentication matrix: password, JWT, OAuth2 through two replicas;
+	# docs/development.md says where the time goes).
 	$(GO) test -race -count=1 -timeout 40m -p 1 ./interop/realservers/ ./zkprestotest/realserver/ ./interop/node/
 	$(GO) test -race -count=1 -timeout 10m -run '^TestDevRealServers$$' ./cmd/zkpresto-lab/internal/devenv/
 	# Allocation counts, which the race detector's instrumentation changes.

@@ -10,9 +10,9 @@ import (
 // protocol's QueryResults: the answer to a submission and every page
 // after it): the query's ids, where its next page is, its state and, for
 // a failed query, its error, and whether it carries rows. The rows,
-// columns and the rest of the stats are not kept. It is decoded once per page, by DecodeAnswer, and the
-// rules that read an answer (NeverRan, the routing's verdict on an
-// attempt) take their facts from it.
+// columns and the rest of the stats are not kept. It is decoded once per
+// page, by DecodeAnswer, and the rules that read an answer (NeverRan, the
+// routing's verdict on an attempt) take their facts from it.
 type Answer struct {
 	// ID is the query's id; empty in an answer that is not a query's.
 	ID string `json:"id"`

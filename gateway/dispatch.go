@@ -130,32 +130,23 @@ func dispatchFirst(ctx, client context.Context, transport http.RoundTripper, hea
 			post.Body.Close()
 			return nil, false, &notReadyError{Node: hostOf(base), ErrorName: next.Error.ErrorName, Message: next.Error.Message}
 		}
-		if next.Ended() {
+		if next.Ended() || next.HasRows() {
 			// The query ended on the queued resource (a statement that does not
 			// parse, a missing table), or, on PrestoDB, whose queued resource
 			// answers the executing resource's first page once the query is
-			// dispatched, it ran to its end there: the client gets the answer
-			// before, and the end, rows included, from its own GET of the same
-			// token, which the coordinator answers again (prestodb:
+			// dispatched, rows included, it ran there: to its end, or on. The
+			// client gets the answer before, and this page from its own GET of
+			// the same token, which the coordinator answers again until the
+			// executing resource has answered (prestodb:
 			// QueuedStatementResource.Query.toResponse; interop/realservers
-			// TestDifferentialFirstGetCarriesRows), as without the gateway. A
-			// last answer in place of the POST's is lost on trino-client, whose
-			// iterator drops a first answer without a nextUri, and presto-client
-			// wraps it as a failed request. An end without an error is the
-			// coordinator's proof that it dispatches.
+			// TestDifferentialFirstGetCarriesRows), as without the gateway. In
+			// place of the POST's, a last answer is lost on trino-client, whose
+			// iterator drops a first answer without a nextUri, presto-client
+			// wraps it as a failed request, and trino-go-client, which reads
+			// only the id and nextUri of the POST's answer, loses its rows.
+			// Rows, or an end without an error, are the coordinator's proof
+			// that it dispatches.
 			dispatched = next.Error == nil
-			break
-		}
-		if next.HasRows {
-			// PrestoDB's queued resource answers the executing resource's
-			// first page once the query is dispatched, rows included.
-			// trino-go-client reads only the id and nextUri of the POST's
-			// answer: rows in it would be lost. The client gets the answer
-			// before, and the page, the same rows, from its own GET of the
-			// same token, which the queued resource answers again until the
-			// executing resource has answered (interop/realservers
-			// TestDifferentialFirstGetCarriesRows).
-			dispatched = true
 			break
 		}
 		copyAnswerHeader(merged, get.Header)

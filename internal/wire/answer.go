@@ -28,9 +28,8 @@ type Answer struct {
 	} `json:"stats"`
 	// Error is the query's failure; nil unless the query failed.
 	Error *AnswerError `json:"error"`
-	// HasRows reports that the answer carries rows: its data is a
-	// non-empty array, or the spooling protocol's segments.
-	HasRows rowsPresence `json:"data"`
+	// Data is whether the answer carries rows (HasRows).
+	Data rowsPresence `json:"data"`
 }
 
 // rowsPresence is whether an answer's data holds rows, decoded without
@@ -79,6 +78,10 @@ func (a *Answer) ErrorName() string {
 	}
 	return a.Error.ErrorName
 }
+
+// HasRows reports whether the answer carries rows: its data is a
+// non-empty array, or the spooling protocol's segments.
+func (a *Answer) HasRows() bool { return bool(a.Data) }
 
 // Ended reports whether the answer is the query's last: it names no next
 // page.

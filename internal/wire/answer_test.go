@@ -16,7 +16,7 @@ func TestDecodeAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.HasRows || a.ID != "q1" || a.InfoURI != "http://c1/ui/q1" || a.NextURI != "http://c1/v1/statement/queued/q1/x/1" || a.Stats.State != "QUEUED" {
+	if !a.HasRows() || a.ID != "q1" || a.InfoURI != "http://c1/ui/q1" || a.NextURI != "http://c1/v1/statement/queued/q1/x/1" || a.Stats.State != "QUEUED" {
 		t.Errorf("ids, next page or state wrong: %+v", a)
 	}
 	if a.Ended() {
@@ -55,8 +55,8 @@ func TestAnswerHasRows(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", page, err)
 		}
-		if bool(a.HasRows) != want {
-			t.Errorf("%s: HasRows = %v, want %v", page, a.HasRows, want)
+		if a.HasRows() != want {
+			t.Errorf("%s: HasRows() = %v, want %v", page, a.HasRows(), want)
 		}
 	}
 }
